@@ -1,0 +1,29 @@
+"""ldpcore: ε-LDP frequency oracles as fast, mergeable sufficient statistics.
+
+Pure numpy; no I/O.  Start with :func:`make_oracle`.
+"""
+
+from __future__ import annotations
+
+from . import wire
+from .base import Column, FrequencyOracle, Reports, State
+from .errors import LDPError, ParameterError, ReportError, StateError, UnknownMechanismError
+from .registry import MECHANISMS, available_mechanisms, make_oracle
+
+__all__ = [
+    "Column",
+    "FrequencyOracle",
+    "LDPError",
+    "MECHANISMS",
+    "ParameterError",
+    "ReportError",
+    "Reports",
+    "State",
+    "StateError",
+    "UnknownMechanismError",
+    "available_mechanisms",
+    "make_oracle",
+    "wire",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,49 @@
+"""Fast transforms and bit tricks shared by the Hadamard-family mechanisms."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["next_pow2", "fwht", "hadamard_sign", "popcount_parity"]
+
+
+def next_pow2(x: int) -> int:
+    """Smallest power of two >= x (x >= 1)."""
+    return 1 << max(0, (int(x) - 1).bit_length())
+
+
+def fwht(a: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Unnormalised fast Walsh–Hadamard transform along the last axis.
+
+    ``fwht(x)[j] = sum_i (-1)^{popcount(i & j)} x[i]`` in O(D log D); the
+    length D of the last axis must be a power of two.  ``fwht(fwht(x)) = D·x``.
+
+    >>> fwht([1.0, 0.0, 0.0, 0.0]).tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    x = np.array(a, dtype=np.float64)
+    d = x.shape[-1]
+    if d & (d - 1):
+        raise ValueError(f"fwht needs a power-of-two length, got {d}")
+    lead = x.shape[:-1]
+    h = 1
+    while h < d:
+        y = x.reshape(*lead, d // (2 * h), 2, h)
+        top = y[..., 0, :] + y[..., 1, :]
+        bot = y[..., 0, :] - y[..., 1, :]
+        x = np.stack((top, bot), axis=-2).reshape(*lead, d)
+        h *= 2
+    return x
+
+
+def popcount_parity(x: npt.NDArray[np.integer]) -> npt.NDArray[np.uint8]:
+    """Parity (0/1) of the popcount of each entry of a non-negative integer array."""
+    out: npt.NDArray[np.uint8] = (np.bitwise_count(x) & 1).astype(np.uint8)
+    return out
+
+
+def hadamard_sign(j: npt.NDArray[np.integer], x: npt.NDArray[np.integer]) -> npt.NDArray[np.int8]:
+    """Entries ``H[j, x] = (-1)^{popcount(j & x)}`` of the Sylvester Hadamard matrix (±1)."""
+    par = popcount_parity(np.bitwise_and(j, x))
+    return (1 - 2 * par.astype(np.int8)).astype(np.int8)

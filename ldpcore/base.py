@@ -1,0 +1,401 @@
+"""Base classes: report batches, additive sufficient-statistics states, and oracles.
+
+Every mechanism is a :class:`FrequencyOracle` subclass that declares
+
+* its report layout as a tuple of :class:`Column` (a report batch is columnar:
+  one numpy array per column, first axis = report),
+* the shape of its integer state (independent of the number of reports), and
+* four vectorised kernels: ``_perturb``, ``_aggregate``, ``_estimate`` and
+  ``variance``.
+
+The base class does the rest once: validation, spec and fingerprint, state
+arithmetic and serialisation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import struct
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ._validate import as_rng, check_epsilon, check_float, check_int, check_values
+from .errors import ReportError, StateError
+
+__all__ = ["Column", "Reports", "State", "FrequencyOracle", "canonical_json", "spec_fingerprint"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+def canonical_json(obj: Any) -> str:
+    """Canonical JSON text: sorted keys, no spaces; the input of fingerprints."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def spec_fingerprint(spec: dict[str, Any]) -> str:
+    """Stable 16-hex-digit fingerprint (SHA-256 prefix) of a canonical spec."""
+    return hashlib.sha256(canonical_json(spec).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a report batch.
+
+    Parameters
+    ----------
+    name:
+        Column name (also its key in JSON records).
+    dtype:
+        numpy dtype string of the stored column (``"uint8"``, ``"uint32"``, ...).
+    low, high:
+        Inclusive range of every entry (for ``bits`` columns: ignored).
+    bits:
+        If > 0 the column is a bitmask of ``bits`` bits per report, packed
+        little-endian into ``ceil(bits / 8)`` ``uint8`` bytes (``np.packbits``
+        with ``bitorder="little"``); padding bits must be zero.
+    """
+
+    name: str
+    dtype: str
+    low: int = 0
+    high: int = 0
+    bits: int = 0
+
+    @property
+    def width(self) -> int:
+        """Bytes per report of a ``bits`` column, 0 for a scalar column."""
+        return (self.bits + 7) // 8 if self.bits else 0
+
+
+class Reports:
+    """A batch of perturbed reports of one oracle, stored column-wise.
+
+    ``len(reports)`` is the number of reports.  Batches can be sliced
+    (``reports[10:20]``) and concatenated (:meth:`concat`).
+    """
+
+    __slots__ = ("mechanism", "fingerprint", "columns")
+
+    def __init__(self, mechanism: str, fingerprint: str, columns: dict[str, np.ndarray]) -> None:
+        self.mechanism = mechanism
+        self.fingerprint = fingerprint
+        self.columns = columns
+
+    def __len__(self) -> int:
+        first = next(iter(self.columns.values()), None)
+        return 0 if first is None else int(first.shape[0])
+
+    def __getitem__(self, item: slice | npt.NDArray[Any]) -> Reports:
+        if isinstance(item, int):
+            item = slice(item, item + 1)
+        return Reports(self.mechanism, self.fingerprint,
+                       {k: v[item] for k, v in self.columns.items()})
+
+    def __repr__(self) -> str:
+        return f"Reports(mechanism={self.mechanism!r}, n={len(self)}, columns={list(self.columns)})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Reports):
+            return NotImplemented
+        return (
+            self.mechanism == other.mechanism
+            and self.fingerprint == other.fingerprint
+            and self.columns.keys() == other.columns.keys()
+            and all(np.array_equal(v, other.columns[k]) for k, v in self.columns.items())
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @staticmethod
+    def concat(batches: list[Reports]) -> Reports:
+        """Concatenate batches of the same oracle (at least one batch)."""
+        if not batches:
+            raise ReportError("concat needs at least one batch")
+        first = batches[0]
+        for b in batches[1:]:
+            if b.fingerprint != first.fingerprint:
+                raise ReportError("cannot concatenate batches of different oracles "
+                                  f"({first.fingerprint} and {b.fingerprint})")
+        cols = {k: np.concatenate([b.columns[k] for b in batches]) for k in first.columns}
+        return Reports(first.mechanism, first.fingerprint, cols)
+
+    def row_keys(self) -> list[bytes]:
+        """One bytes key per report (all columns of the row); for audits and tests."""
+        n = len(self)
+        parts = [np.ascontiguousarray(v).reshape(n, -1).view(np.uint8).reshape(n, -1)
+                 for v in self.columns.values()]
+        rows = np.concatenate(parts, axis=1) if parts else np.zeros((n, 0), np.uint8)
+        return [r.tobytes() for r in rows]
+
+
+_STATE_MAGIC = b"LDPS"
+_STATE_VERSION = 1
+_STATE_HEADER = struct.Struct("<4sB16sQB")  # magic, version, fingerprint, n, ndim
+
+
+class State:
+    """Additive sufficient statistics of a batch of reports.
+
+    ``counts`` is an ``int64`` array whose shape depends only on the oracle's
+    parameters; ``n`` is the number of reports.  States of the same oracle add
+    exactly: ``aggregate(a ∪ b) == aggregate(a) + aggregate(b)``.
+
+    >>> import ldpcore
+    >>> o = ldpcore.make_oracle("grr", epsilon=1.0, domain_size=4)
+    >>> s = o.aggregate(o.perturb([0, 1, 2], rng=1)) + o.aggregate(o.perturb([3], rng=2))
+    >>> s.n
+    4
+    >>> ldpcore.State.from_bytes(s.to_bytes()) == s
+    True
+    """
+
+    __slots__ = ("fingerprint", "n", "counts")
+
+    def __init__(self, fingerprint: str, n: int, counts: IntArray) -> None:
+        self.fingerprint = fingerprint
+        self.n = int(n)
+        self.counts = counts
+
+    def _check_compatible(self, other: State) -> None:
+        if self.fingerprint != other.fingerprint or self.counts.shape != other.counts.shape:
+            raise StateError(
+                f"cannot add states of different oracles ({self.fingerprint} {self.counts.shape} "
+                f"and {other.fingerprint} {other.counts.shape})"
+            )
+
+    def __add__(self, other: State) -> State:
+        if not isinstance(other, State):
+            return NotImplemented
+        self._check_compatible(other)
+        return State(self.fingerprint, self.n + other.n, self.counts + other.counts)
+
+    def __iadd__(self, other: State) -> State:
+        if not isinstance(other, State):
+            return NotImplemented
+        self._check_compatible(other)
+        self.counts += other.counts
+        self.n += other.n
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, State):
+            return NotImplemented
+        return (self.fingerprint == other.fingerprint and self.n == other.n
+                and self.counts.shape == other.counts.shape
+                and bool(np.array_equal(self.counts, other.counts)))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"State(fingerprint={self.fingerprint!r}, n={self.n}, shape={self.counts.shape})"
+
+    def copy(self) -> State:
+        """A deep copy."""
+        return State(self.fingerprint, self.n, self.counts.copy())
+
+    def to_bytes(self) -> bytes:
+        """Serialise: header (magic, version, fingerprint, n, shape) + little-endian int64."""
+        shape = self.counts.shape
+        head = _STATE_HEADER.pack(_STATE_MAGIC, _STATE_VERSION, self.fingerprint.encode("ascii"),
+                                  self.n, len(shape))
+        dims = struct.pack(f"<{len(shape)}Q", *shape)
+        return head + dims + self.counts.astype("<i8", copy=False).tobytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> State:
+        """Inverse of :meth:`to_bytes`; raises :class:`StateError` on malformed input."""
+        hs = _STATE_HEADER.size
+        if len(data) < hs:
+            raise StateError(f"state bytes too short ({len(data)} < {hs})")
+        magic, version, fp, n, ndim = _STATE_HEADER.unpack_from(data)
+        if magic != _STATE_MAGIC:
+            raise StateError("not a ldpcore state (bad magic)")
+        if version != _STATE_VERSION:
+            raise StateError(f"unsupported state version {version} (supported: {_STATE_VERSION})")
+        if len(data) < hs + 8 * ndim:
+            raise StateError("state bytes truncated in shape")
+        shape = struct.unpack_from(f"<{ndim}Q", data, hs)
+        body = data[hs + 8 * ndim:]
+        size = math.prod(shape)
+        if len(body) != 8 * size:
+            raise StateError(f"state body has {len(body)} bytes, expected {8 * size}")
+        counts = np.frombuffer(body, dtype="<i8").astype(np.int64).reshape(shape)
+        return cls(fp.decode("ascii"), n, counts)
+
+
+class FrequencyOracle(ABC):
+    """An ε-LDP frequency oracle over the domain ``[0, domain_size)``.
+
+    Subclasses set ``mechanism`` and implement ``_perturb``, ``_aggregate``,
+    ``_estimate``, ``variance``, ``report_columns``, ``state_shape`` and
+    ``params``.
+    """
+
+    mechanism: ClassVar[str] = ""
+
+    def __init__(self, *, epsilon: float, domain_size: int) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.domain_size = check_int("domain_size", domain_size, low=2, high=2**31 - 1)
+
+    # ---- description -------------------------------------------------------------------
+    @property
+    def params(self) -> dict[str, Any]:
+        """Mechanism-specific parameters (resolved defaults included)."""
+        return {}
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """Canonical JSON-able spec; ``make_oracle(**oracle.spec)`` rebuilds an equal oracle."""
+        return {"mechanism": self.mechanism, "epsilon": self.epsilon,
+                "domain_size": self.domain_size, **self.params}
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable hash of :attr:`spec` (16 hex digits)."""
+        return spec_fingerprint(self.spec)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FrequencyOracle):
+            return NotImplemented
+        return self.spec == other.spec
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.spec.items() if k != "mechanism")
+        return f"{type(self).__name__}({args})"
+
+    @property
+    @abstractmethod
+    def report_columns(self) -> tuple[Column, ...]:
+        """Layout of a report."""
+
+    @property
+    @abstractmethod
+    def state_shape(self) -> tuple[int, ...]:
+        """Shape of ``State.counts``."""
+
+    @property
+    def report_bits(self) -> int:
+        """Communication cost of one report in bits (information content of the columns)."""
+        total = 0
+        for c in self.report_columns:
+            total += c.bits if c.bits else max(1, (c.high - c.low).bit_length())
+        return total
+
+    # ---- device side -------------------------------------------------------------------
+    def perturb(self, values: Any, rng: np.random.Generator | int | None = None) -> Reports:
+        """Perturb a batch of true values in ``[0, d)`` into a batch of reports.
+
+        Without ``rng`` the randomness comes from OS entropy; an int seed or a
+        ``numpy.random.Generator`` makes the output reproducible.
+        """
+        vals = check_values(values, self.domain_size)
+        cols = self._perturb(vals, as_rng(rng))
+        return Reports(self.mechanism, self.fingerprint, cols)
+
+    @abstractmethod
+    def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Vectorised perturbation kernel; returns the report columns."""
+
+    # ---- server side -------------------------------------------------------------------
+    def new_state(self) -> State:
+        """The empty state (n = 0, all counts zero)."""
+        return State(self.fingerprint, 0, np.zeros(self.state_shape, dtype=np.int64))
+
+    def validate(self, reports: Reports) -> Reports:
+        """Check a batch fits this oracle (mechanism, fingerprint, columns, dtypes, ranges).
+
+        Returns the batch with columns cast to their declared dtypes; raises
+        :class:`ReportError` naming what is wrong.
+        """
+        if not isinstance(reports, Reports):
+            raise ReportError(f"expected a Reports batch, got {type(reports).__name__}")
+        if reports.mechanism != self.mechanism:
+            raise ReportError(f"reports are for mechanism {reports.mechanism!r}, "
+                              f"this oracle is {self.mechanism!r}")
+        if reports.fingerprint != self.fingerprint:
+            raise ReportError(f"reports carry fingerprint {reports.fingerprint!r}, "
+                              f"this oracle's is {self.fingerprint!r}")
+        expected = [c.name for c in self.report_columns]
+        if sorted(reports.columns) != sorted(expected):
+            raise ReportError(f"report columns {sorted(reports.columns)} != expected {expected}")
+        n = len(reports)
+        out: dict[str, np.ndarray] = {}
+        for c in self.report_columns:
+            arr = np.asarray(reports.columns[c.name])
+            want_shape = (n, c.width) if c.bits else (n,)
+            if arr.shape != want_shape:
+                raise ReportError(f"column {c.name!r} has shape {arr.shape}, expected {want_shape}")
+            if arr.dtype.kind not in "iub":
+                raise ReportError(f"column {c.name!r} must hold integers, got dtype {arr.dtype}")
+            if c.bits:
+                if arr.dtype != np.uint8:
+                    raise ReportError(f"column {c.name!r} must be uint8 bytes, got {arr.dtype}")
+                pad = c.width * 8 - c.bits
+                if pad and n and np.any(arr[:, -1] >> np.uint8(8 - pad)):
+                    raise ReportError(f"column {c.name!r} has nonzero padding bits "
+                                      f"beyond bit {c.bits}")
+            elif n:
+                lo, hi = int(arr.min()), int(arr.max())
+                if lo < c.low or hi > c.high:
+                    bad = lo if lo < c.low else hi
+                    raise ReportError(f"column {c.name!r} value {bad} outside [{c.low}, {c.high}]")
+            out[c.name] = arr.astype(c.dtype, copy=False)
+        self._validate_columns(out)
+        return Reports(self.mechanism, self.fingerprint, out)
+
+    def _validate_columns(self, columns: dict[str, np.ndarray]) -> None:
+        """Hook for mechanism-specific checks beyond dtype/shape/range (raise ReportError)."""
+
+    def aggregate(self, reports: Reports) -> State:
+        """Sufficient statistics of a batch: an additive :class:`State`."""
+        rep = self.validate(reports)
+        counts = self._aggregate(rep.columns)
+        return State(self.fingerprint, len(rep), counts)
+
+    @abstractmethod
+    def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
+        """Vectorised aggregation kernel; returns int64 counts of shape ``state_shape``."""
+
+    def check_state(self, state: State) -> None:
+        """Raise :class:`StateError` unless ``state`` belongs to this oracle."""
+        if not isinstance(state, State):
+            raise StateError(f"expected a State, got {type(state).__name__}")
+        if state.fingerprint != self.fingerprint:
+            raise StateError(f"state has fingerprint {state.fingerprint!r}, "
+                             f"this oracle's is {self.fingerprint!r}")
+        if state.counts.shape != self.state_shape:
+            raise StateError(f"state has shape {state.counts.shape}, expected {self.state_shape}")
+
+    def estimate(self, state: State) -> FloatArray:
+        """Unbiased frequency estimates (fractions summing to 1 in expectation), shape (d,)."""
+        self.check_state(state)
+        if state.n <= 0:
+            raise StateError("cannot estimate from an empty state (n = 0)")
+        return self._estimate(state.counts, state.n)
+
+    @abstractmethod
+    def _estimate(self, counts: IntArray, n: int) -> FloatArray:
+        """Estimation kernel."""
+
+    @abstractmethod
+    def variance(self, n: int, frequency: float = 0.0) -> float:
+        """Analytic variance of one frequency estimate from ``n`` reports."""
+
+    def _check_variance_args(self, n: int, frequency: float) -> tuple[int, float]:
+        return (check_int("n", n, low=1),
+                check_float("frequency", frequency, low=0.0, high=1.0))
+
+    def std_error(self, n: int, frequency: float = 0.0) -> float:
+        """Standard error, ``sqrt(variance(n, frequency))``."""
+        return math.sqrt(self.variance(n, frequency))
+

@@ -1,0 +1,1 @@
+"""Frequency oracles: one module per mechanism."""

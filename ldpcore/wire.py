@@ -1,0 +1,206 @@
+"""Wire format of report batches.
+
+Binary (``encode``/``decode``), version 1, little-endian, columnar::
+
+    magic  b"LDPR"        4 bytes
+    version               u8   (= 1)
+    mechanism             u8 length + ASCII
+    fingerprint           16 ASCII hex digits
+    n                     u32  number of reports
+    ncols                 u8
+    per column:           u8 name length + ASCII name, u8 dtype code, u16 bytes per report
+    per column, in order: n * bytes-per-report raw data
+
+JSON records (``to_records``/``from_records``) give one dict per report for
+devices written in other languages: ``{"mechanism", "fingerprint", <column>:
+int}``; a bitmask column is the sorted list of the indices of its 1 bits.
+
+Decoding validates everything (framing, mechanism, fingerprint, columns,
+dtypes, ranges) and raises :class:`~ldpcore.errors.ReportError`.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .base import FrequencyOracle, Reports
+from .errors import ReportError
+
+__all__ = ["encode", "decode", "peek", "Header", "to_records", "from_records", "WIRE_VERSION"]
+
+WIRE_VERSION = 1
+_MAGIC = b"LDPR"
+_DTYPES = ["uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"]
+_MAX_N = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class Header:
+    """What :func:`peek` reads without an oracle: enough to route a batch."""
+
+    mechanism: str
+    fingerprint: str
+    n: int
+
+
+def encode(reports: Reports) -> bytes:
+    """Encode a batch into the versioned columnar binary format."""
+    n = len(reports)
+    if n > _MAX_N:
+        raise ReportError(f"a batch holds at most {_MAX_N} reports, got {n}")
+    mech = reports.mechanism.encode("ascii")
+    out = [_MAGIC, struct.pack("<B", WIRE_VERSION), struct.pack("<B", len(mech)), mech,
+           reports.fingerprint.encode("ascii"), struct.pack("<IB", n, len(reports.columns))]
+    bodies = []
+    for name, col in reports.columns.items():
+        arr = np.ascontiguousarray(col)
+        dt = arr.dtype.newbyteorder("<").name if arr.dtype.byteorder == ">" else arr.dtype.name
+        if dt not in _DTYPES:
+            raise ReportError(f"column {name!r} has unsupported dtype {arr.dtype}")
+        per = arr.dtype.itemsize * (int(np.prod(arr.shape[1:])) if arr.ndim > 1 else 1)
+        nm = name.encode("ascii")
+        out.append(struct.pack("<B", len(nm)) + nm + struct.pack("<BH", _DTYPES.index(dt), per))
+        bodies.append(arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes())
+    return b"".join(out + bodies)
+
+
+def _read_header(data: bytes) -> tuple[Header, int]:
+    try:
+        if data[:4] != _MAGIC:
+            raise ReportError("not a ldpcore report batch (bad magic)")
+        if data[4] != WIRE_VERSION:
+            raise ReportError(f"unsupported wire version {data[4]} (supported: {WIRE_VERSION})")
+        ml = data[5]
+        mech = data[6:6 + ml].decode("ascii")
+        off = 6 + ml
+        fp = data[off:off + 16].decode("ascii")
+        if len(fp) != 16:
+            raise ReportError("batch truncated in header")
+        off += 16
+        (n,) = struct.unpack_from("<I", data, off)
+        return Header(mech, fp, n), off + 4
+    except (IndexError, struct.error, UnicodeDecodeError) as exc:
+        raise ReportError(f"batch truncated or corrupt in header: {exc}") from None
+
+
+def peek(data: bytes) -> Header:
+    """Read mechanism, fingerprint and n of an encoded batch without decoding it."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ReportError(f"expected bytes, got {type(data).__name__}")
+    return _read_header(bytes(data))[0]
+
+
+def decode(oracle: FrequencyOracle, data: bytes) -> Reports:
+    """Decode and fully validate a batch for ``oracle``; raises ReportError."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ReportError(f"expected bytes, got {type(data).__name__}")
+    data = bytes(data)
+    head, off = _read_header(data)
+    if head.mechanism != oracle.mechanism:
+        raise ReportError(f"batch is for mechanism {head.mechanism!r}, "
+                          f"expected {oracle.mechanism!r}")
+    if head.fingerprint != oracle.fingerprint:
+        raise ReportError(f"batch fingerprint {head.fingerprint!r} does not match the "
+                          f"collection's {oracle.fingerprint!r}")
+    layout = oracle.report_columns
+    try:
+        (ncols,) = struct.unpack_from("<B", data, off)
+        off += 1
+        if ncols != len(layout):
+            raise ReportError(f"batch has {ncols} columns, expected {len(layout)}")
+        metas = []
+        for _ in range(ncols):
+            (nl,) = struct.unpack_from("<B", data, off)
+            name = data[off + 1:off + 1 + nl].decode("ascii")
+            code, per = struct.unpack_from("<BH", data, off + 1 + nl)
+            off += 1 + nl + 3
+            metas.append((name, code, per))
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise ReportError(f"batch truncated or corrupt in column table: {exc}") from None
+    cols: dict[str, np.ndarray] = {}
+    for (name, code, per), spec in zip(metas, layout, strict=True):
+        if name != spec.name:
+            raise ReportError(f"column {name!r} where {spec.name!r} was expected")
+        if code >= len(_DTYPES) or _DTYPES[code] != spec.dtype:
+            got = _DTYPES[code] if code < len(_DTYPES) else f"code {code}"
+            raise ReportError(f"column {name!r} has dtype {got}, expected {spec.dtype}")
+        item = np.dtype(spec.dtype).itemsize
+        want = item * (spec.width if spec.bits else 1)
+        if per != want:
+            raise ReportError(f"column {name!r} has {per} bytes per report, expected {want}")
+        size = head.n * per
+        if off + size > len(data):
+            raise ReportError(f"batch truncated: column {name!r} needs {size} bytes, "
+                              f"{len(data) - off} left")
+        arr = np.frombuffer(data, dtype=np.dtype(spec.dtype).newbyteorder("<"),
+                            count=head.n * (per // item), offset=off)
+        off += size
+        arr = arr.astype(spec.dtype)
+        cols[name] = arr.reshape(head.n, spec.width) if spec.bits else arr
+    if off != len(data):
+        raise ReportError(f"batch has {len(data) - off} trailing bytes")
+    return oracle.validate(Reports(head.mechanism, head.fingerprint, cols))
+
+
+def to_records(reports: Reports) -> list[dict[str, Any]]:
+    """One JSON-able dict per report (bitmask columns as sorted lists of set-bit indices)."""
+    n = len(reports)
+    per_col: dict[str, list[Any]] = {}
+    for name, col in reports.columns.items():
+        if col.ndim == 2:
+            bits = np.unpackbits(col, axis=1, bitorder="little")
+            per_col[name] = [np.flatnonzero(bits[i]).tolist() for i in range(n)]
+        else:
+            per_col[name] = col.tolist()
+    return [{"mechanism": reports.mechanism, "fingerprint": reports.fingerprint,
+             **{k: v[i] for k, v in per_col.items()}} for i in range(n)]
+
+
+def from_records(oracle: FrequencyOracle, records: list[dict[str, Any]]) -> Reports:
+    """Inverse of :func:`to_records`, validating every record; raises ReportError."""
+    if not isinstance(records, list):
+        raise ReportError(f"records must be a list of dicts, got {type(records).__name__}")
+    layout = oracle.report_columns
+    expected = {"mechanism", "fingerprint", *(c.name for c in layout)}
+    cols: dict[str, list[Any]] = {c.name: [] for c in layout}
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            raise ReportError(f"record {i} is not an object")
+        if set(rec) != expected:
+            raise ReportError(f"record {i} has keys {sorted(rec)}, expected {sorted(expected)}")
+        if rec["mechanism"] != oracle.mechanism:
+            raise ReportError(f"record {i} is for mechanism {rec['mechanism']!r}, "
+                              f"expected {oracle.mechanism!r}")
+        if rec["fingerprint"] != oracle.fingerprint:
+            raise ReportError(f"record {i} fingerprint {rec['fingerprint']!r} does not match "
+                              f"{oracle.fingerprint!r}")
+        for c in layout:
+            v = rec[c.name]
+            if c.bits:
+                if not isinstance(v, list) or not all(
+                        isinstance(b, int) and not isinstance(b, bool) for b in v):
+                    raise ReportError(f"record {i} column {c.name!r} must be a list of bit indices")
+                if any(b < 0 or b >= c.bits for b in v) or len(set(v)) != len(v):
+                    raise ReportError(f"record {i} column {c.name!r} must hold distinct bit "
+                                      f"indices in [0, {c.bits})")
+                row = np.zeros(c.width * 8, dtype=np.uint8)
+                row[v] = 1
+                cols[c.name].append(np.packbits(row, bitorder="little"))
+            else:
+                if not isinstance(v, int) or isinstance(v, bool) or not c.low <= v <= c.high:
+                    raise ReportError(f"record {i} column {c.name!r} must be an integer in "
+                                      f"[{c.low}, {c.high}], got {v!r}")
+                cols[c.name].append(v)
+    n = len(records)
+    arrays: dict[str, np.ndarray] = {}
+    for c in layout:
+        if c.bits:
+            arrays[c.name] = (np.stack(cols[c.name]) if n
+                              else np.zeros((0, c.width), dtype=np.uint8))
+        else:
+            arrays[c.name] = np.asarray(cols[c.name], dtype=c.dtype)
+    return oracle.validate(Reports(oracle.mechanism, oracle.fingerprint, arrays))

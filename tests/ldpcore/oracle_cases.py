@@ -1,0 +1,30 @@
+"""The mechanisms every generic ldpcore test runs over, with their small-domain params."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ldpcore
+
+# "adaptive" is a factory returning one of the others, tested on its own.
+FREQUENCY_MECHANISMS = [m for m in ldpcore.MECHANISMS if m != "adaptive"]
+
+# Extra parameters where defaults would make a small-domain test meaningless or huge.
+SMALL_PARAMS: dict[str, dict[str, Any]] = {
+    "cms": {"k": 2, "m": 4},
+    "hcms": {"k": 2, "m": 4},
+}
+
+
+def available() -> list[str]:
+    """Registered frequency mechanisms whose module is importable."""
+    have = set(ldpcore.available_mechanisms())
+    return [m for m in FREQUENCY_MECHANISMS if m in have]
+
+
+def make(mechanism: str, *, epsilon: float, domain_size: int, small: bool = False,
+         **params: Any) -> ldpcore.FrequencyOracle:
+    """Build an oracle, adding the small-domain params when asked."""
+    extra = dict(SMALL_PARAMS.get(mechanism, {})) if small else {}
+    extra.update(params)
+    return ldpcore.make_oracle(mechanism, epsilon=epsilon, domain_size=domain_size, **extra)

@@ -30,9 +30,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     truth = np.bincount(values, minlength=d) / n
     print(f"{n} simulated devices, Zipf(1.5) over d={d}, epsilon={args.epsilon}")
     print(f"{'mechanism':<10}{'MSE (raw)':>14}{'MSE (norm-sub)':>16}{'top-5 estimates':>40}")
-    for mech in ldpcore.available_mechanisms():
-        if mech == "adaptive":
-            continue
+    from ldpcore.registry import FREQUENCY_ORACLES
+
+    for mech in [m for m in FREQUENCY_ORACLES if m in ldpcore.available_mechanisms()]:
         oracle = ldpcore.make_oracle(mech, epsilon=args.epsilon, domain_size=d)
         state = oracle.aggregate(oracle.perturb(values, rng=rng))
         est = oracle.estimate(state)

@@ -23,7 +23,7 @@ import pytest
 
 import ldpcore
 
-from .oracle_cases import available, make
+from .oracle_cases import STAT_PARAMS, available, make
 
 R = 300
 N = 4000
@@ -43,7 +43,7 @@ def population(d: int, n: int) -> np.ndarray:
 @pytest.mark.parametrize("mech", available())
 @pytest.mark.parametrize(("eps", "d"), CASES, ids=[f"eps{e}-d{d}" for e, d in CASES])
 def test_estimates_are_unbiased_with_the_analytic_variance(mech: str, eps: float, d: int) -> None:
-    oracle = make(mech, epsilon=eps, domain_size=d)
+    oracle = make(mech, epsilon=eps, domain_size=d, **STAT_PARAMS.get(mech, {}))
     values = population(d, N)
     f = np.bincount(values, minlength=d) / N
     rng = np.random.default_rng(20261122)

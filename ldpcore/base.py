@@ -389,7 +389,12 @@ class FrequencyOracle(ABC):
 
     @abstractmethod
     def variance(self, n: int, frequency: float = 0.0) -> float:
-        """Analytic variance of one frequency estimate from ``n`` reports."""
+        """Analytic variance of one frequency estimate from ``n`` reports.
+
+        The variance is over the mechanism's randomness for a fixed population of
+        n users of whom a fraction ``frequency`` hold the value (the convention of
+        Wang et al. 2017).
+        """
 
     def _check_variance_args(self, n: int, frequency: float) -> tuple[int, float]:
         return (check_int("n", n, low=1),

@@ -9,12 +9,21 @@ import numpy as np
 
 from ..base import Column, FloatArray, FrequencyOracle, IntArray
 
-__all__ = ["UnaryEncoding", "SUE", "OUE"]
+__all__ = ["UnaryEncoding", "SUE", "OUE", "bit_counts"]
 
 # Bits per byte, for a 256-entry lookup table that turns packed bytes into bit counts.
 _BIT_TABLE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1,
                            bitorder="little").astype(np.int64)
 _CHUNK = 1 << 14
+
+
+def bit_counts(packed: np.ndarray, nbits: int) -> IntArray:
+    """Number of reports with each bit set, from little-endian packed bitmasks (n, width)."""
+    counts = np.zeros(packed.shape[1] * 8, dtype=np.int64)
+    for byte in range(packed.shape[1]):
+        # One bincount per byte column, then a 256x8 table: O(n) per byte, no unpacking.
+        counts[byte * 8:(byte + 1) * 8] = np.bincount(packed[:, byte], minlength=256) @ _BIT_TABLE
+    return counts[:nbits]
 
 
 class UnaryEncoding(FrequencyOracle):
@@ -59,14 +68,7 @@ class UnaryEncoding(FrequencyOracle):
         return {"bits": out}
 
     def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
-        packed = columns["bits"]
-        d = self.domain_size
-        width = packed.shape[1]
-        counts = np.zeros(width * 8, dtype=np.int64)
-        for byte in range(width):
-            hist = np.bincount(packed[:, byte], minlength=256)
-            counts[byte * 8:(byte + 1) * 8] = hist @ _BIT_TABLE
-        return counts[:d]
+        return bit_counts(columns["bits"], self.domain_size)
 
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:
         return (counts / n - self.q) / (self.p - self.q)

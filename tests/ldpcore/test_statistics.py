@@ -27,7 +27,7 @@ from .oracle_cases import STAT_PARAMS, available, make
 
 R = 300
 N = 4000
-CASES = [(1.0, 16), (2.0, 37), (0.5, 100)]
+CASES = [(1.0, 16), (2.0, 37), (0.5, 100), (4.0, 8)]  # ε=4: the f-terms dominate
 
 
 def population(d: int, n: int) -> np.ndarray:

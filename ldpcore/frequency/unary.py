@@ -104,9 +104,10 @@ class SUE(UnaryEncoding):
 
 
 class OUE(UnaryEncoding):
-    r"""Optimized unary encoding (Wang et al. 2017): :math:`p = 1/2`, :math:`q = 1/(e^\varepsilon+1)`.
+    r"""Optimized unary encoding (Wang et al. 2017).
 
-    Minimises the variance at f = 0 among unary encodings: :math:`4e^\varepsilon/(n(e^\varepsilon-1)^2)`.
+    :math:`p = 1/2`, :math:`q = 1/(e^\varepsilon+1)`: the unary encoding with the
+    least variance at f = 0, :math:`4e^\varepsilon/(n(e^\varepsilon-1)^2)`.
 
     Examples
     --------

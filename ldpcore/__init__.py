@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import wire
 from .base import Column, FrequencyOracle, Reports, State
 from .errors import LDPError, ParameterError, ReportError, StateError, UnknownMechanismError
+from .frequency.adaptive import recommend
 from .registry import MECHANISMS, available_mechanisms, make_oracle
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "UnknownMechanismError",
     "available_mechanisms",
     "make_oracle",
+    "recommend",
     "wire",
 ]
 

@@ -1,0 +1,71 @@
+"""Choosing a frequency oracle by analytic variance and communication cost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._validate import check_epsilon, check_int
+from ..base import FrequencyOracle
+from ..errors import ParameterError
+
+__all__ = ["CANDIDATES", "compare", "recommend", "make_adaptive"]
+
+CANDIDATES: tuple[str, ...] = ("grr", "olh", "oue", "ss", "hr", "hrr", "hcms", "cms", "sue", "blh")
+
+
+def compare(*, epsilon: float, domain_size: int) -> list[dict[str, Any]]:
+    """Variance at f = 0 (for n = 1) and report size in bits of every candidate, best first."""
+    from ..registry import make_oracle
+
+    eps = check_epsilon(epsilon)
+    d = check_int("domain_size", domain_size, low=2, high=2**31 - 1)
+    rows = []
+    for name in CANDIDATES:
+        try:
+            oracle = make_oracle(name, epsilon=eps, domain_size=d)
+        except ParameterError:
+            continue  # e.g. a state that would not fit at this (d, ε)
+        rows.append({"mechanism": name, "variance": oracle.variance(1),
+                     "report_bits": oracle.report_bits, "spec": oracle.spec})
+    rows.sort(key=lambda r: (round(float(r["variance"]), 12), int(r["report_bits"])))
+    return rows
+
+
+def recommend(*, epsilon: float, domain_size: int, max_report_bits: int | None = None) -> str:
+    r"""The mechanism with the least variance at f = 0, among those within a report budget.
+
+    Ties (OLH and OUE share :math:`4e^\varepsilon/(e^\varepsilon-1)^2` up to the
+    rounding of g) go to the smaller report.  Among GRR, OUE and OLH this is the
+    classic rule of Wang et al. (2017), GRR when :math:`d < 3e^\varepsilon + 2`;
+    subset selection, optimal between the two regimes (Ye & Barg 2018), wins
+    where its variance is lower, at a d-bit report.
+
+    >>> recommend(epsilon=1.0, domain_size=4)
+    'grr'
+    >>> recommend(epsilon=1.0, domain_size=1024) in {"olh", "oue", "ss"}
+    True
+    >>> recommend(epsilon=1.0, domain_size=1024, max_report_bits=16)
+    'olh'
+    """
+    rows = compare(epsilon=epsilon, domain_size=domain_size)
+    if max_report_bits is not None:
+        budget = check_int("max_report_bits", max_report_bits, low=1)
+        rows = [r for r in rows if r["report_bits"] <= budget]
+        if not rows:
+            smallest = min(r["report_bits"]
+                           for r in compare(epsilon=epsilon, domain_size=domain_size))
+            raise ParameterError(f"no mechanism fits max_report_bits={budget}; allowed: an "
+                                 f"integer >= {smallest}")
+    # Within 2 % of the best variance, prefer the cheaper report.
+    best = rows[0]["variance"]
+    close = [r for r in rows if r["variance"] <= best * 1.02]
+    return str(min(close, key=lambda r: r["report_bits"])["mechanism"])
+
+
+def make_adaptive(*, epsilon: float, domain_size: int,
+                  max_report_bits: int | None = None) -> FrequencyOracle:
+    """Build the :func:`recommend`-ed oracle; its spec names the concrete mechanism."""
+    from ..registry import make_oracle
+
+    name = recommend(epsilon=epsilon, domain_size=domain_size, max_report_bits=max_report_bits)
+    return make_oracle(name, epsilon=epsilon, domain_size=domain_size)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from . import wire
 from .base import Column, FrequencyOracle, Reports, State
+from .consistency import METHODS as POSTPROCESS_METHODS
+from .consistency import guideline, postprocess, subset_query
 from .errors import LDPError, ParameterError, ReportError, StateError, UnknownMechanismError
 from .frequency.adaptive import recommend
 from .registry import MECHANISMS, available_mechanisms, make_oracle
@@ -16,6 +18,7 @@ __all__ = [
     "FrequencyOracle",
     "LDPError",
     "MECHANISMS",
+    "POSTPROCESS_METHODS",
     "ParameterError",
     "ReportError",
     "Reports",
@@ -23,8 +26,11 @@ __all__ = [
     "StateError",
     "UnknownMechanismError",
     "available_mechanisms",
+    "guideline",
     "make_oracle",
+    "postprocess",
     "recommend",
+    "subset_query",
     "wire",
 ]
 

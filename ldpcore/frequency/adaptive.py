@@ -13,6 +13,10 @@ __all__ = ["CANDIDATES", "compare", "recommend", "make_adaptive"]
 CANDIDATES: tuple[str, ...] = ("grr", "olh", "oue", "ss", "hr", "hrr", "hcms", "cms", "sue", "blh")
 
 
+def _rank(row: dict[str, Any]) -> tuple[float, int]:
+    return (round(float(row["variance"]), 12), int(row["report_bits"]))
+
+
 def compare(*, epsilon: float, domain_size: int) -> list[dict[str, Any]]:
     """Variance at f = 0 (for n = 1) and report size in bits of every candidate, best first."""
     from ..registry import make_oracle
@@ -27,7 +31,7 @@ def compare(*, epsilon: float, domain_size: int) -> list[dict[str, Any]]:
             continue  # e.g. a state that would not fit at this (d, ε)
         rows.append({"mechanism": name, "variance": oracle.variance(1),
                      "report_bits": oracle.report_bits, "spec": oracle.spec})
-    rows.sort(key=lambda r: (round(float(r["variance"]), 12), int(r["report_bits"])))
+    rows.sort(key=_rank)
     return rows
 
 

@@ -4,7 +4,8 @@ Following Wang et al. (2020, Section IV-E): the estimates are modelled as
 :math:`\tilde f_v = f_v + N(0, \sigma^2)` with the true frequencies following a
 power law.  The law :math:`f_{(i)} = C i^{-s}` (:math:`C = 1/\sum_{i\le d}
 i^{-s}`) is fitted by least squares in log–log space to the sorted estimates
-that stand above the noise (:math:`> 2\sigma`); its d values form the prior, and
+that stand above the noise (:math:`> F^{-1}(1-1/d)\,\sigma`, about one false
+positive expected); its d values form the prior, and
 each value gets the posterior mean, which minimises the expected squared error:
 
 .. math:: \hat f_v = \frac{\sum_i f_{(i)}\,\phi((\tilde f_v - f_{(i)})/\sigma)}
@@ -19,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import FloatArray, need_sigma
+from .clipping import cut_threshold
 from .normalize import norm_sub
 
 __all__ = ["fit_power_law", "power", "power_ns"]
@@ -27,11 +29,11 @@ _GRID = np.linspace(0.05, 4.0, 400)
 
 
 def fit_power_law(est: FloatArray, sigma: float) -> tuple[float, FloatArray]:
-    """Exponent s and the d prior frequencies C·i^{-s}, fitted to the estimates above 2σ."""
+    """Exponent s and the d prior frequencies C·i^{-s}, fitted to the estimates above noise."""
     d = est.size
     ranks = np.arange(1, d + 1, dtype=np.float64)
     top = np.sort(est)[::-1]
-    use = top > 2 * sigma
+    use = top > cut_threshold(d, sigma, alpha=1.0)
     if use.sum() < 2:  # nothing stands out of the noise: fall back to the flattest law
         s = float(_GRID[0])
     else:

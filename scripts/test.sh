@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-.venv/bin/ruff check ldpcore producer aggregator query_api tests bench ldpstream_cli.py
+.venv/bin/ruff check .
 .venv/bin/mypy --strict ldpcore
 # pytest exits 5 when it collects nothing: set -e turns that into a failure.
 .venv/bin/python -m pytest "$@"

@@ -27,12 +27,15 @@ MECHANISMS: dict[str, str] = {
     "cms": "ldpcore.frequency.cms:CMS",
     "hcms": "ldpcore.frequency.cms:HCMS",
     "adaptive": "ldpcore.frequency.adaptive:make_adaptive",
+    # Range-capable oracles over an ordered domain [0, D).
+    "hh": "ldpcore.range.hh:HierarchicalHistogram",
+    "haar": "ldpcore.range.haar:HaarHRR",
 }
 
 # Mechanisms that are FrequencyOracles over [0, domain_size) built from
 # (epsilon, domain_size) alone: the generic conformance suite runs over these.
 FREQUENCY_ORACLES: tuple[str, ...] = (
-    "grr", "sue", "oue", "blh", "olh", "hr", "hrr", "ss", "cms", "hcms",
+    "grr", "sue", "oue", "blh", "olh", "hr", "hrr", "ss", "cms", "hcms", "hh", "haar",
 )
 
 

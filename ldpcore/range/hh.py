@@ -197,7 +197,9 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
             hat[lv - 1] = bar[lv - 1] + np.repeat(gap, b) / b
             parent = hat[lv - 1]
         if self.nonnegative:
-            leaves = simplex_projection(hat[-1])
+            # Padding leaves (values >= D) hold no user: project the real ones only.
+            leaves = np.zeros(self.padded)
+            leaves[:self.domain_size] = simplex_projection(hat[-1][:self.domain_size])
             hat = [leaves.reshape(-1, b ** (h - lv)).sum(axis=1) for lv in range(1, h + 1)]
         return hat
 

@@ -46,6 +46,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_aggregate(args: argparse.Namespace) -> int:
+    from aggregator.app import main as aggregate_main
+
+    return aggregate_main()
+
+
+def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
+    from aggregator.bench import run_from_args
+
+    return run_from_args(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ldpstream", description=__doc__)
     sub = parser.add_subparsers(dest="verb", required=True)
@@ -58,6 +70,22 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--reports", type=int, default=200_000)
         p.add_argument("--seed", type=int, default=None)
         p.set_defaults(func=_cmd_demo)
+    from producer.cli import add_simulate_parser
+
+    add_simulate_parser(sub)
+    p = sub.add_parser("aggregate", help="run one aggregator worker (settings: LDP_… env vars)")
+    p.set_defaults(func=_cmd_aggregate)
+    bench = sub.add_parser("bench", help="benchmarks")
+    bsub = bench.add_subparsers(dest="bench", required=True)
+    p = bsub.add_parser("pipeline", help="embedded broker + Redis: raw consume vs aggregator")
+    p.add_argument("--reports", type=int, default=10_000_000)
+    p.add_argument("--batch-size", type=int, default=512)
+    p.add_argument("--single-messages", type=int, default=30_000,
+                   help="single-report messages for the small-message rate (0 = skip)")
+    p.add_argument("--mechanism", default="grr")
+    p.add_argument("--domain-size", type=int, default=64)
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=_cmd_bench_pipeline)
     return parser
 
 

@@ -14,9 +14,6 @@ from .unary import _BIT_TABLE, bit_counts
 
 __all__ = ["SS"]
 
-_CHUNK = 1 << 14
-
-
 class SS(FrequencyOracle):
     r"""Subset selection: each device reports a set of k values.
 
@@ -74,40 +71,50 @@ class SS(FrequencyOracle):
         return (self.domain_size,)
 
     def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        d, k = self.domain_size, self.k
+        d = self.domain_size
         width = (d + 7) // 8
         out = np.empty((values.size, width), dtype=np.uint8)
-        n_others = d - 1
-        for start in range(0, values.size, _CHUNK):
-            v = values[start:start + _CHUNK]
-            m = v.size
-            rows = np.arange(m)
-            # Floyd's algorithm, vectorised over rows: a uniform k-subset of the d-1 other
-            # values in k steps (O(k) work per report instead of sorting d keys).  All
-            # draws t_j ~ U{0..j} are made at once from uniforms (float64 when d is large,
-            # so that the floor stays uniform).
-            bound = np.arange(n_others - k, n_others) + 1
-            dt = np.float32 if n_others < (1 << 16) else np.float64
-            draws = (rng.random((m, k), dtype=dt) * bound.astype(dt)).astype(np.int64)
-            np.minimum(draws, bound - 1, out=draws)  # guard the rounding of u*(j+1) up to j+1
-            taken = np.zeros(m * n_others, dtype=bool)
-            base = rows * n_others
-            chosen = np.empty((m, k), dtype=np.int64)
-            for step in range(k):
-                t = draws[:, step]
-                pick = np.where(taken[base + t], bound[step] - 1, t)
-                taken[base + pick] = True
-                chosen[:, step] = pick
-            chosen += chosen >= v[:, None]  # index among the others -> value in [0, d)
-            # Including the true value: it replaces a uniform member of the k-subset,
-            # leaving a uniform (k-1)-subset of the others beside it.
-            include = rng.random(m) < self.p
-            slot = rng.integers(0, k, size=m)
-            chosen[rows, slot] = np.where(include, v, chosen[rows, slot])
-            bits = np.zeros((m, d), dtype=bool)
-            bits[rows[:, None], chosen] = True
-            out[start:start + m] = np.packbits(bits, axis=1, bitorder="little")
+        # Chunks of ~1 MiB of mask keep the scattered writes in cache.
+        chunk = max(64, (1 << 20) // d)
+        for start in range(0, values.size, chunk):
+            bits = self._sample_masks(values[start:start + chunk], rng)
+            out[start:start + bits.shape[0]] = np.packbits(bits, axis=1, bitorder="little")
         return {"bits": out}
+
+    def _sample_masks(self, values: IntArray, rng: np.random.Generator) -> np.ndarray:
+        """Exactly-k masks: the true value w.p. p, the rest uniform among the others.
+
+        Draws i.i.d. uniform "other" values and keeps the first distinct ones until
+        the set has k members.  The set of the first j distinct values of an i.i.d.
+        uniform sequence is a uniform j-subset (exchangeability), and drawing in
+        rounds of exactly the current deficit never overshoots, so the rounds realise
+        that sequential rule with O(k) vectorised work per report (duplicates are
+        about k²/2d per round and shrink geometrically).
+        """
+        d, k = self.domain_size, self.k
+        m = values.size
+        dt: type[np.integer[Any]] = np.int16 if d <= (1 << 15) else np.int64
+        vals = values.astype(dt)
+        include = rng.random(m) < self.p
+        bits = np.zeros((m, d), dtype=bool)
+        flat = bits.reshape(-1)
+        offs = np.arange(m, dtype=np.int64) * d
+        draws = rng.integers(0, d - 1, size=(m, k), dtype=dt)
+        draws += draws >= vals[:, None]  # index among the d-1 others -> value
+        draws[include, 0] = vals[include]  # those rows draw only k-1 others
+        flat[(draws + offs[:, None]).reshape(-1)] = True
+        active = np.flatnonzero(np.count_nonzero(bits, axis=1) < k)
+        while active.size:
+            deficit = k - np.count_nonzero(bits[active], axis=1)
+            keep = deficit > 0
+            active, deficit = active[keep], deficit[keep]
+            if not active.size:
+                break
+            r = int(deficit.max())
+            draws = rng.integers(0, d - 1, size=(active.size, r), dtype=dt)
+            draws += draws >= vals[active, None]
+            flat[(draws + offs[active, None])[np.arange(r) < deficit[:, None]]] = True
+        return bits
 
     def _validate_columns(self, columns: dict[str, np.ndarray]) -> None:
         ones = _BIT_TABLE.sum(axis=1)[columns["bits"]].sum(axis=1)

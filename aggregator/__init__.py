@@ -1,0 +1,1 @@
+"""Aggregator: consumes report batches from Kafka, counts them exactly once into Redis."""

@@ -1,0 +1,82 @@
+"""Lifespan of ``ldpstream aggregate``: settings → clients → collections → worker → clean stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import AsyncIterator
+from typing import Any
+
+from .config import WorkerSettings
+from .metrics import AggregatorMetrics
+from .registry import CollectionRegistry
+from .worker import Aggregator
+
+__all__ = ["lifespan", "serve", "main", "read_collections_file"]
+
+log = logging.getLogger("ldpstream.aggregator")
+
+
+def read_collections_file(path: str) -> list[Any]:
+    """Parse a YAML or JSON collections declaration into specs."""
+    import json
+    from pathlib import Path
+
+    from ldpcore.collection import CollectionSpec, load_collections
+
+    text = Path(path).read_text()
+    if path.endswith((".yaml", ".yml")):
+        import yaml
+        raw = yaml.safe_load(text)
+    else:
+        raw = json.loads(text)
+    if isinstance(raw, dict) and "id" in raw:
+        return [CollectionSpec.from_dict(raw)]
+    return load_collections(raw)
+
+
+@contextlib.asynccontextmanager
+async def lifespan(settings: WorkerSettings) -> AsyncIterator[Aggregator]:
+    """Own the Redis client, the Prometheus registry and (optionally) the metrics server."""
+    import redis
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    client = redis.Redis.from_url(settings.redis_url, socket_timeout=10,
+                                  socket_connect_timeout=5, health_check_interval=10)
+    registry = CollectorRegistry()
+    server = None
+    try:
+        if settings.collections_file:
+            specs = read_collections_file(settings.collections_file)
+            CollectionRegistry(client, settings.redis_prefix).register_all(specs)
+            log.info("registered %d collection(s) from %s", len(specs),
+                     settings.collections_file)
+        if settings.metrics_port:
+            server, _ = start_http_server(settings.metrics_port, addr="127.0.0.1",
+                                          registry=registry)
+        yield Aggregator(settings, client, AggregatorMetrics(registry))
+    finally:
+        if server is not None:
+            server.shutdown()
+        client.close()
+
+
+async def serve(settings: WorkerSettings) -> None:
+    """Run one worker until SIGTERM/SIGINT, then flush and stop cleanly."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with lifespan(settings) as agg:
+        await agg.run(stop)
+
+
+def main() -> int:
+    """Entry point of ``ldpstream aggregate`` / ``python -m aggregator``."""
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = WorkerSettings.from_env()  # fails loudly, naming the bad variable
+    asyncio.run(serve(settings))
+    return 0

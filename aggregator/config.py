@@ -1,0 +1,116 @@
+"""Settings of the aggregator worker, read once from ``LDP_…`` environment variables.
+
+A bad value fails at start-up with :class:`ConfigError` naming the variable.
+
+========================  ==========================  ==============================================
+variable                  default                     meaning
+========================  ==========================  ==============================================
+LDP_KAFKA_BOOTSTRAP       127.0.0.1:9092              Kafka bootstrap servers (comma separated)
+LDP_REDIS_URL             redis://127.0.0.1:6379/0    Redis holding collections, states, watermarks
+LDP_REDIS_PREFIX          ldp:                        prefix of every Redis key
+LDP_REPORTS_TOPIC         ldp-reports                 topic of report messages (key = collection id)
+LDP_DLQ_TOPIC             ldp-reports-dlq             dead-letter topic (original bytes + reason)
+LDP_TOPIC_PARTITIONS      4                           partitions when the worker creates the topics
+LDP_CONSUMER_GROUP        ldp-aggregator              Kafka consumer group of the workers
+LDP_FLUSH_INTERVAL_MS     200                         flush the local delta at least this often
+LDP_FLUSH_MAX_REPORTS     2000000                     ... or as soon as it holds this many reports
+LDP_COLLECTIONS_FILE      (unset)                     YAML/JSON collections registered at start-up
+LDP_METRICS_PORT          0 (off)                     Prometheus /metrics on 127.0.0.1:PORT
+LDP_SESSION_TIMEOUT_MS    6000                        consumer session timeout (tansu: keep ~6 s)
+LDP_HEARTBEAT_MS          1000                        consumer heartbeat interval
+========================  ==========================  ==============================================
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["ConfigError", "WorkerSettings"]
+
+
+class ConfigError(ValueError):
+    """A configuration variable is malformed (the message names it)."""
+
+
+def _int(env: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
+    raw = env.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {raw!r}") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {raw!r}")
+    return value
+
+
+def _name(env: Mapping[str, str], key: str, default: str) -> str:
+    value = env.get(key) or default
+    if not value.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise ConfigError(f"{key} must be letters, digits, '.', '_' or '-', got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """Aggregator settings (see the module docstring for the variables)."""
+
+    kafka_bootstrap: str = "127.0.0.1:9092"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "ldp:"
+    reports_topic: str = "ldp-reports"
+    dlq_topic: str = "ldp-reports-dlq"
+    topic_partitions: int = 4
+    consumer_group: str = "ldp-aggregator"
+    flush_interval_ms: int = 200
+    flush_max_reports: int = 2_000_000
+    collections_file: str | None = None
+    metrics_port: int = 0
+    session_timeout_ms: int = 6000
+    heartbeat_ms: int = 1000
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> WorkerSettings:
+        """Read and validate every variable from ``env`` (default ``os.environ``)."""
+        env = os.environ if env is None else env
+        boot = env.get("LDP_KAFKA_BOOTSTRAP") or cls.kafka_bootstrap
+        for hp in boot.split(","):
+            host, _, port = hp.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise ConfigError(f"LDP_KAFKA_BOOTSTRAP must be host:port[,host:port…], "
+                                  f"got {boot!r}")
+        url = env.get("LDP_REDIS_URL") or cls.redis_url
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigError(f"LDP_REDIS_URL must start with redis://, rediss:// or unix://, "
+                              f"got {url!r}")
+        prefix = env.get("LDP_REDIS_PREFIX", cls.redis_prefix)
+        if not prefix or any(c.isspace() for c in prefix):
+            raise ConfigError(f"LDP_REDIS_PREFIX must be non-empty without spaces, got {prefix!r}")
+        cfile = env.get("LDP_COLLECTIONS_FILE") or None
+        if cfile is not None and not os.path.isfile(cfile):
+            raise ConfigError(f"LDP_COLLECTIONS_FILE {cfile!r} is not a readable file")
+        session = _int(env, "LDP_SESSION_TIMEOUT_MS", cls.session_timeout_ms, 1000, 300_000)
+        heartbeat = _int(env, "LDP_HEARTBEAT_MS", cls.heartbeat_ms, 100, 60_000)
+        if heartbeat * 3 > session:
+            raise ConfigError(f"LDP_HEARTBEAT_MS ({heartbeat}) must be at most a third of "
+                              f"LDP_SESSION_TIMEOUT_MS ({session})")
+        return cls(
+            kafka_bootstrap=boot,
+            redis_url=url,
+            redis_prefix=prefix,
+            reports_topic=_name(env, "LDP_REPORTS_TOPIC", cls.reports_topic),
+            dlq_topic=_name(env, "LDP_DLQ_TOPIC", cls.dlq_topic),
+            topic_partitions=_int(env, "LDP_TOPIC_PARTITIONS", cls.topic_partitions, 1, 10_000),
+            consumer_group=_name(env, "LDP_CONSUMER_GROUP", cls.consumer_group),
+            flush_interval_ms=_int(env, "LDP_FLUSH_INTERVAL_MS", cls.flush_interval_ms,
+                                   1, 3_600_000),
+            flush_max_reports=_int(env, "LDP_FLUSH_MAX_REPORTS", cls.flush_max_reports,
+                                   1, 10**12),
+            collections_file=cfile,
+            metrics_port=_int(env, "LDP_METRICS_PORT", cls.metrics_port, 0, 65535),
+            session_timeout_ms=session,
+            heartbeat_ms=heartbeat,
+        )

@@ -1,0 +1,43 @@
+"""Prometheus metrics of the aggregator, registered on an injected ``CollectorRegistry``."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["AggregatorMetrics"]
+
+
+class AggregatorMetrics:
+    """All aggregator metrics on one registry (no global default registry).
+
+    * ``ldp_reports_ingested_total{collection}``: reports counted into Redis;
+    * ``ldp_reports_rejected_total{collection,reason}``: reports dead-lettered (the
+      header's count when readable, else 1 per message; collection ``"?"`` if unknown);
+    * ``ldp_dlq_messages_total{reason}``: messages sent to the dead-letter topic;
+    * ``ldp_flush_seconds`` / ``ldp_flush_reports``: duration and size of flushes;
+    * ``ldp_flush_conflicts_total``: flushes refused by the watermark check (rebalance);
+    * ``ldp_partition_watermark{topic,partition}``: highest counted offset;
+    * ``ldp_offset_resets_total{topic,partition}``: broker log went backwards (lost topic).
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.ingested = Counter("ldp_reports_ingested_total", "Reports counted into Redis",
+                                ["collection"], registry=registry)
+        self.rejected = Counter("ldp_reports_rejected_total", "Reports dead-lettered",
+                                ["collection", "reason"], registry=registry)
+        self.dlq = Counter("ldp_dlq_messages_total", "Messages sent to the dead-letter topic",
+                           ["reason"], registry=registry)
+        self.flush_seconds = Histogram("ldp_flush_seconds", "Duration of a Redis flush",
+                                       registry=registry)
+        self.flush_reports = Histogram(
+            "ldp_flush_reports", "Reports per flush", registry=registry,
+            buckets=(1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, float("inf")))
+        self.conflicts = Counter("ldp_flush_conflicts_total",
+                                 "Flushes refused because a watermark moved (rebalance)",
+                                 registry=registry)
+        self.watermark = Gauge("ldp_partition_watermark", "Highest counted offset",
+                               ["topic", "partition"], registry=registry)
+        self.offset_resets = Counter("ldp_offset_resets_total",
+                                     "Partitions whose log restarted below the watermark",
+                                     ["topic", "partition"], registry=registry)

@@ -1,0 +1,259 @@
+"""Redis state shared by the aggregator and the query API: collections, window counters, watermarks.
+
+Key layout (``P`` = key prefix, default ``"ldp:"``; every value is plain Redis data)::
+
+    P collections                 hash   collection id -> canonical spec JSON (with fingerprint)
+    P state:{id}:{window_start}   hash   "n" -> reports counted; "{i}" -> count of cell i
+                                         (i = flat C-order index into the oracle's state_shape;
+                                         only nonzero cells exist); expires at window end +
+                                         retention (PEXPIREAT)
+    P windows:{id}                zset   member = score = window start (epoch s) with data
+    P wm:{topic}                  hash   "{partition}" -> highest Kafka offset already counted;
+                                         "{partition}:t" -> wall time (ms) of that flush
+
+A flush is one Lua script (:data:`FLUSH_SCRIPT`): it checks that every touched
+partition's watermark still has the value the worker started from
+(compare-and-set: a worker that lost its partitions in a rebalance cannot add its
+stale delta), then HINCRBYs the delta cells and ``n`` of every (collection,
+window) hash, and advances the watermarks.  Either all of it happens or none.
+
+Readers use :func:`load_state` (sync ``redis.Redis``) or :func:`aload_state`
+(``redis.asyncio.Redis``), which sum the windows overlapping ``[since, until)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ldpcore import State
+from ldpcore.collection import CollectionSpec
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "FLUSH_SCRIPT",
+    "Keys",
+    "CollectionConflict",
+    "CollectionRegistry",
+    "load_state",
+    "aload_state",
+    "state_from_hashes",
+    "read_watermarks",
+    "read_flush_times",
+    "flush_args",
+]
+
+DEFAULT_PREFIX = "ldp:"
+
+FLUSH_SCRIPT = """
+-- KEYS[1] = watermark hash; KEYS[2w], KEYS[2w+1] = state hash and window zset of window w
+-- ARGV: now_ms, np, then np x (partition, expected, new); nw, then per window:
+--       start, expire_at_ms, n, ncells, ncells x (cell, delta)
+local now = ARGV[1]
+local np = tonumber(ARGV[2])
+local i = 3
+for p = 1, np do
+  local cur = redis.call('HGET', KEYS[1], ARGV[i])
+  if not cur then cur = '-1' end
+  if tonumber(cur) ~= tonumber(ARGV[i + 1]) then
+    return {0, ARGV[i], cur}
+  end
+  i = i + 3
+end
+local nw = tonumber(ARGV[i])
+i = i + 1
+for w = 1, nw do
+  local sk = KEYS[2 * w]
+  local zk = KEYS[2 * w + 1]
+  local start, expire_at, n, nc = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+  i = i + 4
+  redis.call('HINCRBY', sk, 'n', n)
+  for c = 1, nc do
+    redis.call('HINCRBY', sk, ARGV[i], ARGV[i + 1])
+    i = i + 2
+  end
+  redis.call('ZADD', zk, start, start)
+  redis.call('PEXPIREAT', sk, expire_at)
+end
+i = 3
+for p = 1, np do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2], ARGV[i] .. ':t', now)
+  i = i + 3
+end
+return {1}
+"""
+
+
+class CollectionConflict(ValueError):
+    """An id is already registered with a different spec (specs are immutable)."""
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Builds the Redis keys of the layout above for one prefix."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    @property
+    def collections(self) -> str:
+        return f"{self.prefix}collections"
+
+    def state(self, collection: str, start: int) -> str:
+        return f"{self.prefix}state:{collection}:{start}"
+
+    def windows(self, collection: str) -> str:
+        return f"{self.prefix}windows:{collection}"
+
+    def watermarks(self, topic: str) -> str:
+        return f"{self.prefix}wm:{topic}"
+
+
+class CollectionRegistry:
+    """Collections stored in Redis (sync client); registering is idempotent, never mutating.
+
+    ``register`` of an id that exists with an equal spec is a no-op; with a
+    different spec it raises :class:`CollectionConflict` naming both fingerprints.
+    """
+
+    def __init__(self, redis: Any, prefix: str = DEFAULT_PREFIX) -> None:
+        self.redis = redis
+        self.keys = Keys(prefix)
+
+    def register(self, spec: CollectionSpec) -> bool:
+        """Store ``spec``; True if newly created, False if already there (equal)."""
+        created = bool(self.redis.hsetnx(self.keys.collections, spec.id, spec.to_json()))
+        if created:
+            return True
+        existing = self.get(spec.id)
+        if existing is None or existing.fingerprint != spec.fingerprint:
+            theirs = existing.fingerprint if existing else "?"
+            raise CollectionConflict(
+                f"collection {spec.id!r} is already registered with fingerprint {theirs}; "
+                f"refusing a different spec (fingerprint {spec.fingerprint}). Specs are "
+                "immutable: register it under a new id or version.")
+        return False
+
+    def register_all(self, specs: Iterable[CollectionSpec]) -> None:
+        for spec in specs:
+            self.register(spec)
+
+    def get(self, collection: str) -> CollectionSpec | None:
+        raw = self.redis.hget(self.keys.collections, collection)
+        return None if raw is None else CollectionSpec.from_dict(json.loads(raw))
+
+    def all(self) -> dict[str, CollectionSpec]:
+        raw = self.redis.hgetall(self.keys.collections)
+        out = {}
+        for k, v in raw.items():
+            key = k.decode() if isinstance(k, bytes) else str(k)
+            out[key] = CollectionSpec.from_dict(json.loads(v))
+        return out
+
+
+def _windows_in(spec: CollectionSpec, starts: Iterable[Any], since: float | None,
+                until: float | None) -> list[int]:
+    out = []
+    for s in starts:
+        start = int(float(s))
+        end = start + spec.window_seconds
+        if since is not None and end <= since:
+            continue
+        if until is not None and start >= until:
+            continue
+        out.append(start)
+    return sorted(out)
+
+
+def state_from_hashes(spec: CollectionSpec, hashes: Iterable[Mapping[Any, Any]]) -> State:
+    """Sum window hashes (``HGETALL`` results) into one ldpcore :class:`State`."""
+    oracle = spec.oracle()
+    state = oracle.new_state()
+    flat = state.counts.reshape(-1)
+    n = 0
+    for h in hashes:
+        for k, v in h.items():
+            key = k.decode() if isinstance(k, bytes) else str(k)
+            if key == "n":
+                n += int(v)
+            else:
+                flat[int(key)] += int(v)
+    state.n = n
+    return state
+
+
+def _since_until_args(since: float | None, until: float | None,
+                      window: int) -> tuple[str, str]:
+    # A window [s, s + w) overlaps [since, until) iff s > since - w and s < until.
+    lo = "-inf" if since is None else f"({since - window}"
+    hi = "+inf" if until is None else f"({until}"
+    return lo, hi
+
+
+def load_state(redis: Any, spec: CollectionSpec, since: float | None = None,
+               until: float | None = None, prefix: str = DEFAULT_PREFIX) -> State:
+    """The summed state of ``spec`` over windows overlapping ``[since, until)`` (epoch s)."""
+    keys = Keys(prefix)
+    lo, hi = _since_until_args(since, until, spec.window_seconds)
+    starts = _windows_in(spec, redis.zrangebyscore(keys.windows(spec.id), lo, hi), since, until)
+    pipe = redis.pipeline(transaction=False)
+    for s in starts:
+        pipe.hgetall(keys.state(spec.id, s))
+    return state_from_hashes(spec, pipe.execute() if starts else [])
+
+
+async def aload_state(redis: Any, spec: CollectionSpec, since: float | None = None,
+                      until: float | None = None, prefix: str = DEFAULT_PREFIX) -> State:
+    """:func:`load_state` for a ``redis.asyncio.Redis`` client."""
+    keys = Keys(prefix)
+    lo, hi = _since_until_args(since, until, spec.window_seconds)
+    raw = await redis.zrangebyscore(keys.windows(spec.id), lo, hi)
+    starts = _windows_in(spec, raw, since, until)
+    pipe = redis.pipeline(transaction=False)
+    for s in starts:
+        pipe.hgetall(keys.state(spec.id, s))
+    return state_from_hashes(spec, await pipe.execute() if starts else [])
+
+
+def read_watermarks(redis: Any, topic: str, prefix: str = DEFAULT_PREFIX) -> dict[int, int]:
+    """partition -> highest counted offset, for one topic."""
+    raw = redis.hgetall(Keys(prefix).watermarks(topic))
+    return {int(k): int(v) for k, v in raw.items() if b":" not in _b(k)}
+
+
+def read_flush_times(redis: Any, topic: str, prefix: str = DEFAULT_PREFIX) -> dict[int, int]:
+    """partition -> wall time (ms) of the flush that set its watermark."""
+    raw = redis.hgetall(Keys(prefix).watermarks(topic))
+    return {int(_b(k).split(b":")[0]): int(v) for k, v in raw.items() if b":" in _b(k)}
+
+
+def _b(k: Any) -> bytes:
+    return k if isinstance(k, bytes) else str(k).encode()
+
+
+def flush_args(keys: Keys, topic: str, partitions: Mapping[int, tuple[int, int]],
+               deltas: Mapping[tuple[str, int], tuple[int, np.ndarray, int]],
+               now_ms: int = 0) -> tuple[list[str], list[Any]]:
+    """KEYS and ARGV of :data:`FLUSH_SCRIPT`.
+
+    ``partitions``: partition -> (expected watermark, new watermark);
+    ``deltas``: (collection, window start) -> (n, counts, expire_at_ms).
+    """
+    k: list[str] = [keys.watermarks(topic)]
+    a: list[Any] = [now_ms, len(partitions)]
+    for p, (expected, new) in sorted(partitions.items()):
+        a += [p, expected, new]
+    a.append(len(deltas))
+    for (cid, start), (n, counts, expire_at) in deltas.items():
+        k += [keys.state(cid, start), keys.windows(cid)]
+        flat = counts.reshape(-1)
+        nz = np.flatnonzero(flat)
+        a += [start, expire_at, n, int(nz.size)]
+        cells = np.empty(2 * nz.size, dtype=np.int64)
+        cells[0::2] = nz
+        cells[1::2] = flat[nz]
+        a += cells.tolist()
+    return k, a

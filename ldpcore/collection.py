@@ -1,0 +1,329 @@
+"""Collections: immutable, versioned specs of what devices report, and the Kafka message format.
+
+A collection is an id plus an oracle spec (mechanism, ε, parameters), a domain
+(category labels, an integer range or a numeric interval cut into bins), a
+tumbling time-window length, a retention and the minimum number of reports before
+estimates are served.  Its :attr:`CollectionSpec.fingerprint` (SHA-256 prefix of
+the canonical spec) travels in every message, so a device holding a stale or
+different spec is rejected instead of silently mixing incompatible reports.
+
+Message format (the value of one Kafka message; key = collection id):
+
+* binary: ``b"LDPM"``, u8 version (= 1), u8 id length + ASCII id, 16 ASCII hex
+  digits of the collection fingerprint, then one :mod:`ldpcore.wire` batch;
+* JSON (interop): ``{"collection": id, "fingerprint": fp, "reports": [record...]}``
+  with records as in :func:`ldpcore.wire.to_records`.
+
+Pure: no I/O.
+
+>>> spec = CollectionSpec.from_dict({"id": "os", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+...                                  "domain": {"kind": "categories",
+...                                             "labels": ["linux", "mac", "win"]}})
+>>> spec.domain.size, spec.oracle_spec["domain_size"], spec.domain.index(["win", "linux"]).tolist()
+(3, 3, [2, 0])
+>>> o = spec.oracle()
+>>> msg = encode_message(spec, o.perturb([0, 1, 2], rng=1))
+>>> cid, reports = decode_message(spec, o, msg)
+>>> cid, len(reports)
+('os', 3)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from . import wire
+from .base import FrequencyOracle, Reports, canonical_json, spec_fingerprint
+from .errors import ParameterError, ReportError
+from .registry import make_oracle
+
+__all__ = [
+    "Domain",
+    "CollectionSpec",
+    "encode_message",
+    "decode_message",
+    "peek_message",
+    "message_prefix",
+    "window_start",
+    "MESSAGE_MAGIC",
+    "load_collections",
+]
+
+MESSAGE_MAGIC = b"LDPM"
+_MESSAGE_VERSION = 1
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_KINDS = ("categories", "integers", "interval")
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The value domain of a collection, mapped onto ``[0, size)``.
+
+    * ``categories``: ``labels`` (distinct strings), index = position;
+    * ``integers``: ``low..high`` inclusive, index = value - low;
+    * ``interval``: ``[low, high]`` cut into ``bins`` equal bins, index = bin
+      (values outside are clipped to the first/last bin).
+    """
+
+    kind: str
+    labels: tuple[str, ...] = ()
+    low: float = 0
+    high: float = 0
+    bins: int = 0
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Domain:
+        if not isinstance(raw, Mapping):
+            raise ParameterError(f"domain must be an object, got {type(raw).__name__}")
+        kind = raw.get("kind")
+        if kind not in _KINDS:
+            raise ParameterError(f"domain.kind must be one of {list(_KINDS)}, got {kind!r}")
+        allowed = {"categories": {"kind", "labels"}, "integers": {"kind", "low", "high"},
+                   "interval": {"kind", "low", "high", "bins"}}[kind]
+        extra = sorted(set(raw) - allowed)
+        if extra:
+            raise ParameterError(f"unknown domain key(s) {extra} for kind {kind!r}")
+        if kind == "categories":
+            labels = raw.get("labels")
+            if (not isinstance(labels, list) or len(labels) < 2
+                    or not all(isinstance(x, str) for x in labels)):
+                raise ParameterError("domain.labels must be a list of at least 2 strings")
+            if len(set(labels)) != len(labels):
+                raise ParameterError("domain.labels must be distinct")
+            return cls(kind, labels=tuple(labels))
+        low, high = raw.get("low"), raw.get("high")
+        if kind == "integers":
+            if not all(isinstance(x, int) and not isinstance(x, bool) for x in (low, high)):
+                raise ParameterError("domain.low and domain.high must be integers")
+            assert isinstance(low, int) and isinstance(high, int)
+            if high <= low or high - low + 1 > 2**31 - 1:
+                raise ParameterError(f"domain needs low < high and at most 2^31-1 values, "
+                                     f"got [{low}, {high}]")
+            return cls(kind, low=low, high=high)
+        bins = raw.get("bins")
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                   for x in (low, high)):
+            raise ParameterError("domain.low and domain.high must be finite numbers")
+        assert isinstance(low, (int, float)) and isinstance(high, (int, float))
+        if not high > low:
+            raise ParameterError(f"domain needs low < high, got [{low}, {high}]")
+        if not isinstance(bins, int) or isinstance(bins, bool) or not 2 <= bins <= 2**31 - 1:
+            raise ParameterError(f"domain.bins must be an integer >= 2, got {bins!r}")
+        return cls(kind, low=float(low), high=float(high), bins=bins)
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.kind == "categories":
+            return {"kind": self.kind, "labels": list(self.labels)}
+        if self.kind == "integers":
+            return {"kind": self.kind, "low": int(self.low), "high": int(self.high)}
+        return {"kind": self.kind, "low": self.low, "high": self.high, "bins": self.bins}
+
+    @property
+    def size(self) -> int:
+        if self.kind == "categories":
+            return len(self.labels)
+        if self.kind == "integers":
+            return int(self.high - self.low) + 1
+        return self.bins
+
+    def index(self, values: Any) -> npt.NDArray[np.int64]:
+        """Map labels / numbers to indices in ``[0, size)``; raises ParameterError if outside."""
+        arr = np.atleast_1d(np.asarray(values, dtype=object if self.kind == "categories"
+                                       else np.float64))
+        if self.kind == "categories":
+            pos = {label: i for i, label in enumerate(self.labels)}
+            try:
+                return np.fromiter((pos[v] for v in arr), dtype=np.int64, count=arr.size)
+            except (KeyError, TypeError):
+                bad = next(v for v in arr if not isinstance(v, str) or v not in pos)
+                raise ParameterError(f"value {bad!r} is not one of the domain's labels") from None
+        if not np.all(np.isfinite(arr)):
+            raise ParameterError("values must be finite numbers")
+        if self.kind == "integers":
+            if np.any(arr != np.round(arr)) or np.any(arr < self.low) or np.any(arr > self.high):
+                raise ParameterError(f"values must be integers in [{int(self.low)}, "
+                                     f"{int(self.high)}]")
+            return (arr - self.low).astype(np.int64)
+        width = (self.high - self.low) / self.bins
+        return np.clip(np.floor((arr - self.low) / width), 0, self.bins - 1).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """An immutable, versioned collection spec (see the module docstring).
+
+    ``oracle_spec`` is the full ldpcore spec (``make_oracle(**oracle_spec)``), with
+    ``domain_size`` filled in from the domain.  To change anything, register a new
+    id (e.g. ``"app-version.v2"``) or bump ``version``: the fingerprint changes.
+    """
+
+    id: str
+    oracle_spec: Mapping[str, Any]
+    domain: Domain
+    description: str = ""
+    version: int = 1
+    window_seconds: int = 3600
+    retention_seconds: int = 30 * 86400
+    min_reports: int = 100
+    _fingerprint: str = field(default="", compare=False, repr=False)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> CollectionSpec:
+        """Validate and build a spec from its JSON/YAML form (raises ParameterError)."""
+        if not isinstance(raw, Mapping):
+            raise ParameterError(f"a collection must be an object, got {type(raw).__name__}")
+        known = {"id", "description", "version", "oracle", "domain", "window_seconds",
+                 "retention_seconds", "min_reports", "fingerprint"}
+        extra = sorted(set(raw) - known)
+        if extra:
+            raise ParameterError(f"unknown collection key(s) {extra}; allowed: {sorted(known)}")
+        cid = raw.get("id")
+        if not isinstance(cid, str) or not _ID_RE.match(cid):
+            raise ParameterError(f"collection id must match {_ID_RE.pattern}, got {cid!r}")
+        desc = raw.get("description", "")
+        if not isinstance(desc, str):
+            raise ParameterError("description must be a string")
+        domain = Domain.from_dict(raw.get("domain", {}))
+        ints = {}
+        for key, default, low in (("version", 1, 1), ("window_seconds", 3600, 1),
+                                  ("retention_seconds", 30 * 86400, 1), ("min_reports", 100, 0)):
+            v = raw.get(key, default)
+            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                raise ParameterError(f"{key} must be an integer >= {low}, got {v!r}")
+            ints[key] = v
+        oracle_raw = raw.get("oracle")
+        if not isinstance(oracle_raw, Mapping) or "mechanism" not in oracle_raw:
+            raise ParameterError("oracle must be an object with a 'mechanism'")
+        params = dict(oracle_raw)
+        if params.setdefault("domain_size", domain.size) != domain.size:
+            raise ParameterError(f"oracle.domain_size {params['domain_size']} does not match the "
+                                 f"domain's {domain.size} values")
+        oracle = make_oracle(**params)
+        spec = cls(cid, dict(oracle.spec), domain, desc, version=ints["version"],
+                   window_seconds=ints["window_seconds"],
+                   retention_seconds=ints["retention_seconds"], min_reports=ints["min_reports"])
+        given = raw.get("fingerprint")
+        if given is not None and given != spec.fingerprint:
+            raise ParameterError(f"fingerprint {given!r} does not match the spec's "
+                                 f"{spec.fingerprint!r}")
+        return spec
+
+    def to_dict(self) -> dict[str, Any]:
+        """Canonical JSON-able form (the input of the fingerprint, without it)."""
+        return {"id": self.id, "description": self.description, "version": self.version,
+                "oracle": dict(self.oracle_spec), "domain": self.domain.to_dict(),
+                "window_seconds": self.window_seconds,
+                "retention_seconds": self.retention_seconds, "min_reports": self.min_reports}
+
+    def to_json(self) -> str:
+        """Canonical JSON text of :meth:`to_dict` plus the fingerprint."""
+        return canonical_json({**self.to_dict(), "fingerprint": self.fingerprint})
+
+    @property
+    def fingerprint(self) -> str:
+        if not self._fingerprint:
+            object.__setattr__(self, "_fingerprint", spec_fingerprint(self.to_dict()))
+        return self._fingerprint
+
+    def oracle(self) -> FrequencyOracle:
+        """A fresh oracle for this collection."""
+        return make_oracle(**self.oracle_spec)
+
+
+def load_collections(raw: Any) -> list[CollectionSpec]:
+    """Parse a declaration document: a list of specs or ``{"collections": [...]}``."""
+    if isinstance(raw, Mapping):
+        raw = raw.get("collections")
+    if not isinstance(raw, list):
+        raise ParameterError("a collections file holds a list, or {'collections': [...]}")
+    specs = [CollectionSpec.from_dict(x) for x in raw]
+    ids = [s.id for s in specs]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ParameterError(f"collection id(s) declared twice: {dup}")
+    return specs
+
+
+def window_start(timestamp_ms: int, window_seconds: int) -> int:
+    """Start (epoch seconds) of the tumbling window holding ``timestamp_ms``.
+
+    >>> window_start(7_200_999, 3600)
+    7200
+    """
+    return (int(timestamp_ms) // 1000 // window_seconds) * window_seconds
+
+
+def _envelope(spec: CollectionSpec) -> bytes:
+    cid = spec.id.encode("ascii")
+    return (MESSAGE_MAGIC + struct.pack("<BB", _MESSAGE_VERSION, len(cid)) + cid
+            + spec.fingerprint.encode("ascii"))
+
+
+def message_prefix(spec: CollectionSpec) -> bytes:
+    """The fixed bytes every binary message of ``spec`` starts with (envelope only)."""
+    return _envelope(spec)
+
+
+def encode_message(spec: CollectionSpec, reports: Reports, fmt: str = "binary") -> bytes:
+    """One Kafka message value carrying ``reports`` of collection ``spec``."""
+    if fmt == "binary":
+        return _envelope(spec) + wire.encode(reports)
+    if fmt == "json":
+        return json.dumps({"collection": spec.id, "fingerprint": spec.fingerprint,
+                           "reports": wire.to_records(reports)},
+                          separators=(",", ":")).encode()
+    raise ParameterError(f"fmt must be 'binary' or 'json', got {fmt!r}")
+
+
+def peek_message(data: bytes) -> tuple[str, str]:
+    """(collection id, collection fingerprint) of a message, without an oracle."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ReportError(f"expected bytes, got {type(data).__name__}")
+    data = bytes(data)
+    if data[:4] == MESSAGE_MAGIC:
+        try:
+            version, ln = struct.unpack_from("<BB", data, 4)
+            cid = data[6:6 + ln].decode("ascii")
+            fp = data[6 + ln:22 + ln].decode("ascii")
+        except (struct.error, UnicodeDecodeError) as exc:
+            raise ReportError(f"message truncated or corrupt in envelope: {exc}") from None
+        if version != _MESSAGE_VERSION:
+            raise ReportError(f"unsupported message version {version}")
+        if len(cid) != ln or len(fp) != 16:
+            raise ReportError("message truncated in envelope")
+        return cid, fp
+    if data[:1] == b"{":
+        try:
+            obj = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ReportError(f"message is not valid JSON: {exc}") from None
+        if (not isinstance(obj, dict) or not isinstance(obj.get("collection"), str)
+                or not isinstance(obj.get("fingerprint"), str)):
+            raise ReportError("JSON message needs string 'collection' and 'fingerprint'")
+        return obj["collection"], obj["fingerprint"]
+    raise ReportError("not a ldpstream message (bad magic)")
+
+
+def decode_message(spec: CollectionSpec, oracle: FrequencyOracle,
+                   data: bytes) -> tuple[str, Reports]:
+    """Decode and fully validate a message of ``spec``; raises ReportError."""
+    cid, fp = peek_message(data)
+    if cid != spec.id:
+        raise ReportError(f"message is for collection {cid!r}, expected {spec.id!r}")
+    if fp != spec.fingerprint:
+        raise ReportError(f"message fingerprint {fp!r} does not match collection "
+                          f"{spec.id!r} ({spec.fingerprint!r})")
+    data = bytes(data)
+    if data[:4] == MESSAGE_MAGIC:
+        return cid, wire.decode(oracle, data[len(_envelope(spec)):])
+    records = json.loads(data)["reports"]
+    return cid, wire.from_records(oracle, records)

@@ -1,0 +1,1 @@
+"""Device side: the SDK (perturb, memoize, publish) and the simulator."""

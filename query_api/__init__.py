@@ -1,0 +1,1 @@
+"""HTTP query service: snapshots states from Redis, estimates, post-processes, serves."""

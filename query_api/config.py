@@ -1,0 +1,87 @@
+"""Configuration of the query service, read once from ``LDP_…`` environment variables.
+
+A bad value fails at start-up with a :class:`ConfigError` naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["ConfigError", "ApiSettings"]
+
+
+class ConfigError(ValueError):
+    """A configuration variable is missing or malformed (names the variable)."""
+
+
+def _int(env: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
+    raw = env.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {raw!r}") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {raw!r}")
+    return value
+
+
+def _float(env: Mapping[str, str], key: str, default: float, low: float, high: float) -> float:
+    raw = env.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{key} must be a number in [{low}, {high}], got {raw!r}") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{key} must be a number in [{low}, {high}], got {raw!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """Settings of ``ldpstream serve``.
+
+    ==========================  ==========================  ========================================
+    variable                    default                     meaning
+    ==========================  ==========================  ========================================
+    LDP_REDIS_URL               redis://127.0.0.1:6379/0    Redis holding collections and states
+    LDP_ADMIN_TOKEN             (unset: admin routes off)   bearer token for POST/DELETE collections
+    LDP_API_HOST                127.0.0.1                   bind address
+    LDP_API_PORT                8000                        bind port
+    LDP_STREAM_INTERVAL_S       1.0                         SSE poll interval for state changes
+    LDP_CACHE_ENTRIES           1024                        estimate cache size (per state version)
+    ==========================  ==========================  ========================================
+    """
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    admin_token: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    stream_interval_s: float = 1.0
+    cache_entries: int = 1024
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ApiSettings:
+        """Read the settings from ``env`` (default ``os.environ``), validating each."""
+        env = os.environ if env is None else env
+        url = env.get("LDP_REDIS_URL", cls.redis_url)
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigError(f"LDP_REDIS_URL must start with redis://, rediss:// or unix://, "
+                              f"got {url!r}")
+        token = env.get("LDP_ADMIN_TOKEN") or None
+        if token is not None and len(token) < 8:
+            raise ConfigError("LDP_ADMIN_TOKEN must be at least 8 characters")
+        return cls(
+            redis_url=url,
+            admin_token=token,
+            host=env.get("LDP_API_HOST", cls.host),
+            port=_int(env, "LDP_API_PORT", cls.port, 1, 65535),
+            stream_interval_s=_float(env, "LDP_STREAM_INTERVAL_S", cls.stream_interval_s,
+                                     0.05, 60.0),
+            cache_entries=_int(env, "LDP_CACHE_ENTRIES", cls.cache_entries, 1, 1_000_000),
+        )

@@ -1,0 +1,106 @@
+"""Restarts of Redis (from its AOF) and of the broker (tansu memory storage loses the topic).
+
+Broker restart, documented behaviour: the embedded tansu keeps topics in memory, so a
+restart loses the log *and* the consumer group's committed offsets; producers recreate
+the topic and offsets start again at 0, below the Redis watermarks.  The worker
+notices (Redis has a watermark, Kafka has no committed offset, and the first message
+was produced after the flush that set the watermark), logs an ERROR naming the
+partition, counts ``ldp_offset_resets_total``, and counts the new log from its
+start: reports sent before and after the restart are each counted exactly once.
+Reports still in flight in the lost log at the moment of the restart are lost with it
+(that is the broker's durability, not the aggregator's); with a persistent Kafka
+nothing is lost.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aggregator.registry import CollectionRegistry, load_state
+from aggregator.servers import start_kafka, start_redis
+from ldpcore.collection import CollectionSpec
+from producer.sdk import Client
+from producer.simulate import simulate
+
+from .helpers import WorkerProcess, wait_for, worker_env
+
+pytestmark = pytest.mark.integration
+
+SPEC = CollectionSpec.from_dict({"id": "hr", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+                                 "domain": {"kind": "integers", "low": 0, "high": 31}})
+
+
+def publish(bootstrap: str, topic: str, reports: int, seed: int) -> Any:
+    with Client(bootstrap, topic) as client:
+        n = [0]
+
+        def send(batch: Any) -> None:
+            client.send(SPEC, batch, partition=n[0] % 4)
+            n[0] += 1
+        return simulate(SPEC, send, dist="uniform", reports=reports, batch_sizes=[1, 100, 400],
+                        seed=seed).state
+
+
+@pytest.fixture
+def own_servers(tmp_path: Path) -> Any:
+    """A broker and a Redis of this test only (the test restarts them)."""
+    k = start_kafka(tmp_path)
+    r = start_redis(tmp_path)
+    try:
+        yield k, r
+    finally:
+        k.stop()
+        r.stop()
+
+
+def test_redis_restart_from_aof_keeps_state_and_counting_resumes(
+        own_servers: Any, ldp_names: dict[str, str], tmp_path: Path) -> None:
+    import redis
+
+    k, r = own_servers
+    rc = redis.Redis.from_url(r.url, socket_timeout=5)
+    CollectionRegistry(rc, ldp_names["prefix"]).register(SPEC)
+    worker = WorkerProcess(worker_env(k, r, ldp_names), tmp_path / "w.log").start()
+    try:
+        first = publish(k.bootstrap, ldp_names["topic"], 20_000, 1)
+        wait_for(lambda: load_state(rc, SPEC, prefix=ldp_names["prefix"]).n >= first.n, 60,
+                 "first part counted")
+        r.stop()                                  # worker keeps its delta while Redis is down
+        during = publish(k.bootstrap, ldp_names["topic"], 10_000, 2)
+        r.start()                                 # same port, same AOF
+        rc = redis.Redis.from_url(r.url, socket_timeout=5)
+        after = publish(k.bootstrap, ldp_names["topic"], 10_000, 3)
+        expected = first + during + after
+        wait_for(lambda: load_state(rc, SPEC, prefix=ldp_names["prefix"]).n >= expected.n, 60,
+                 "everything counted after the Redis restart")
+        assert load_state(rc, SPEC, prefix=ldp_names["prefix"]) == expected
+        assert worker.alive(), worker.output()
+    finally:
+        assert worker.stop() == 0, worker.output()
+
+
+def test_broker_restart_loses_the_topic_and_the_worker_recovers_and_says_so(
+        own_servers: Any, ldp_names: dict[str, str], tmp_path: Path) -> None:
+    import redis
+
+    k, r = own_servers
+    rc = redis.Redis.from_url(r.url, socket_timeout=5)
+    CollectionRegistry(rc, ldp_names["prefix"]).register(SPEC)
+    worker = WorkerProcess(worker_env(k, r, ldp_names), tmp_path / "w.log").start()
+    try:
+        before = publish(k.bootstrap, ldp_names["topic"], 20_000, 4)
+        wait_for(lambda: load_state(rc, SPEC, prefix=ldp_names["prefix"]).n >= before.n, 60,
+                 "counted before the broker restart")
+        k.restart()                               # memory storage: the topic is gone
+        after = publish(k.bootstrap, ldp_names["topic"], 8_000, 5)
+        expected = before + after
+        wait_for(lambda: load_state(rc, SPEC, prefix=ldp_names["prefix"]).n >= expected.n, 90,
+                 "the new log counted after the broker restart")
+        assert load_state(rc, SPEC, prefix=ldp_names["prefix"]) == expected
+        wait_for(lambda: "the broker lost its log" in worker.output(), 10, "the worker's ERROR")
+        assert worker.alive(), worker.output()
+    finally:
+        assert worker.stop() == 0, worker.output()

@@ -52,6 +52,12 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     return aggregate_main()
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from query_api.server import main as serve_main
+
+    return serve_main()
+
+
 def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
     from aggregator.bench import run_from_args
 
@@ -75,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_simulate_parser(sub)
     p = sub.add_parser("aggregate", help="run one aggregator worker (settings: LDP_… env vars)")
     p.set_defaults(func=_cmd_aggregate)
+    p = sub.add_parser("serve", help="run the query API (settings: LDP_… env vars)")
+    p.set_defaults(func=_cmd_serve)
     bench = sub.add_parser("bench", help="benchmarks")
     bsub = bench.add_subparsers(dest="bench", required=True)
     p = bsub.add_parser("pipeline", help="embedded broker + Redis: raw consume vs aggregator")

@@ -3,7 +3,8 @@
 Key layout (``P`` = key prefix, default ``"ldp:"``; every value is plain Redis data)::
 
     P collections                 hash   collection id -> canonical spec JSON (with fingerprint)
-    P state:{id}:{window_start}   hash   "n" -> reports counted; "{i}" -> count of cell i
+    P state:{id}:{window_start}   hash   "n" -> reports counted; "t" -> wall time (ms) of
+                                         the last flush into it; "{i}" -> count of cell i
                                          (i = flat C-order index into the oracle's state_shape;
                                          only nonzero cells exist); expires at window end +
                                          retention (PEXPIREAT)
@@ -45,6 +46,8 @@ __all__ = [
     "read_watermarks",
     "read_flush_times",
     "flush_args",
+    "VERSION_SCRIPT",
+    "since_until_args",
 ]
 
 DEFAULT_PREFIX = "ldp:"
@@ -72,6 +75,7 @@ for w = 1, nw do
   local start, expire_at, n, nc = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
   i = i + 4
   redis.call('HINCRBY', sk, 'n', n)
+  redis.call('HSET', sk, 't', now)
   for c = 1, nc do
     redis.call('HINCRBY', sk, ARGV[i], ARGV[i + 1])
     i = i + 2
@@ -154,6 +158,24 @@ class CollectionRegistry:
         return out
 
 
+VERSION_SCRIPT = """
+-- The cheap "state version" of a collection over a score range of windows.
+-- KEYS[1] = windows zset; ARGV = lo, hi, state key prefix ("P state:{id}:").
+-- Returns a flat list: start, n, t (last flush ms) for every window in range.
+local starts = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[2])
+local out = {}
+for _, s in ipairs(starts) do
+  local v = redis.call('HMGET', ARGV[3] .. s, 'n', 't')
+  if v[1] then
+    out[#out + 1] = s
+    out[#out + 1] = v[1]
+    out[#out + 1] = v[2] or '0'
+  end
+end
+return out
+"""
+
+
 def _windows_in(spec: CollectionSpec, starts: Iterable[Any], since: float | None,
                 until: float | None) -> list[int]:
     out = []
@@ -179,13 +201,13 @@ def state_from_hashes(spec: CollectionSpec, hashes: Iterable[Mapping[Any, Any]])
             key = k.decode() if isinstance(k, bytes) else str(k)
             if key == "n":
                 n += int(v)
-            else:
+            elif key != "t":
                 flat[int(key)] += int(v)
     state.n = n
     return state
 
 
-def _since_until_args(since: float | None, until: float | None,
+def since_until_args(since: float | None, until: float | None,
                       window: int) -> tuple[str, str]:
     # A window [s, s + w) overlaps [since, until) iff s > since - w and s < until.
     lo = "-inf" if since is None else f"({since - window}"
@@ -197,7 +219,7 @@ def load_state(redis: Any, spec: CollectionSpec, since: float | None = None,
                until: float | None = None, prefix: str = DEFAULT_PREFIX) -> State:
     """The summed state of ``spec`` over windows overlapping ``[since, until)`` (epoch s)."""
     keys = Keys(prefix)
-    lo, hi = _since_until_args(since, until, spec.window_seconds)
+    lo, hi = since_until_args(since, until, spec.window_seconds)
     starts = _windows_in(spec, redis.zrangebyscore(keys.windows(spec.id), lo, hi), since, until)
     pipe = redis.pipeline(transaction=False)
     for s in starts:
@@ -209,7 +231,7 @@ async def aload_state(redis: Any, spec: CollectionSpec, since: float | None = No
                       until: float | None = None, prefix: str = DEFAULT_PREFIX) -> State:
     """:func:`load_state` for a ``redis.asyncio.Redis`` client."""
     keys = Keys(prefix)
-    lo, hi = _since_until_args(since, until, spec.window_seconds)
+    lo, hi = since_until_args(since, until, spec.window_seconds)
     raw = await redis.zrangebyscore(keys.windows(spec.id), lo, hi)
     starts = _windows_in(spec, raw, since, until)
     pipe = redis.pipeline(transaction=False)

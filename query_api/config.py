@@ -50,6 +50,7 @@ class ApiSettings:
     variable                    default                     meaning
     ==========================  ==========================  ========================================
     LDP_REDIS_URL               redis://127.0.0.1:6379/0    Redis holding collections and states
+    LDP_REDIS_PREFIX            ldp:                        prefix of every Redis key
     LDP_ADMIN_TOKEN             (unset: admin routes off)   bearer token for POST/DELETE collections
     LDP_API_HOST                127.0.0.1                   bind address
     LDP_API_PORT                8000                        bind port
@@ -59,6 +60,7 @@ class ApiSettings:
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "ldp:"
     admin_token: str | None = None
     host: str = "127.0.0.1"
     port: int = 8000
@@ -76,8 +78,12 @@ class ApiSettings:
         token = env.get("LDP_ADMIN_TOKEN") or None
         if token is not None and len(token) < 8:
             raise ConfigError("LDP_ADMIN_TOKEN must be at least 8 characters")
+        prefix = env.get("LDP_REDIS_PREFIX", cls.redis_prefix)
+        if not prefix or any(c.isspace() for c in prefix):
+            raise ConfigError(f"LDP_REDIS_PREFIX must be non-empty without spaces, got {prefix!r}")
         return cls(
             redis_url=url,
+            redis_prefix=prefix,
             admin_token=token,
             host=env.get("LDP_API_HOST", cls.host),
             port=_int(env, "LDP_API_PORT", cls.port, 1, 65535),

@@ -111,22 +111,32 @@ def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Seque
             "ci_low": value - z * se, "ci_high": value + z * se}
 
 
-def _need(oracle: Any, attr: str, what: str, mechanisms: str) -> Any:
+def capable(*attrs: str) -> list[str]:
+    """Registered mechanisms whose oracle class has every one of ``attrs``."""
+    from ldpcore.registry import available_mechanisms, oracle_class
+
+    return [m for m in available_mechanisms()
+            if all(hasattr(oracle_class(m), a) for a in attrs)]
+
+
+def _unsupported(oracle: Any, what: str, *attrs: str) -> Unsupported:
+    names = capable(*attrs)
+    which = ", ".join(names) if names else "none is available in this build"
+    return Unsupported(f"{what} queries need a collection whose mechanism supports them "
+                       f"({which}); this one uses {oracle.mechanism!r}")
+
+
+def _need(oracle: Any, attr: str, what: str) -> Any:
     fn = getattr(oracle, attr, None)
     if fn is None:
-        raise Unsupported(f"{what} queries need a collection whose mechanism supports them "
-                          f"({mechanisms}); this one uses {oracle.mechanism!r}")
+        raise _unsupported(oracle, what, attr)
     return fn
-
-
-RANGE_MECHANISMS = "hh, haar"
-NUMERIC_MECHANISMS = "sw, pm"
 
 
 def range_answer(oracle: Any, state: ldpcore.State, low: int, high: int, *,
                  confidence: float) -> dict[str, Any]:
     """Fraction of reports with a value in [low, high] (inclusive)."""
-    fn = _need(oracle, "range_query", "range", RANGE_MECHANISMS)
+    fn = _need(oracle, "range_query", "range")
     d = oracle.domain_size
     if not 0 <= low <= high < d:
         raise QueryError(f"low and high must satisfy 0 <= low <= high < {d}, got low={low}, "
@@ -140,7 +150,7 @@ def range_answer(oracle: Any, state: ldpcore.State, low: int, high: int, *,
 
 def quantiles(oracle: Any, state: ldpcore.State, qs: Sequence[float]) -> dict[str, Any]:
     """Quantiles (domain indices for range oracles, values for numeric ones)."""
-    fn = _need(oracle, "quantile", "quantile", f"{RANGE_MECHANISMS}, sw")
+    fn = _need(oracle, "quantile", "quantile")
     for q in qs:
         if not 0.0 <= q <= 1.0:
             raise QueryError(f"q must be in [0, 1], got {q}", parameter="q")
@@ -153,14 +163,14 @@ def _num(x: Any) -> float | int:
 
 def cdf(oracle: Any, state: ldpcore.State) -> dict[str, Any]:
     """Cumulative distribution over the ordered domain."""
-    fn = _need(oracle, "cdf", "cdf", f"{RANGE_MECHANISMS}, sw")
+    fn = _need(oracle, "cdf", "cdf")
     values = np.asarray(fn(state), dtype=float)
     return {"cdf": values.tolist()}
 
 
 def mean(oracle: Any, state: ldpcore.State, *, confidence: float) -> dict[str, Any]:
     """Mean of a numeric collection, with its analytic standard error where available."""
-    fn = _need(oracle, "mean", "mean", NUMERIC_MECHANISMS)
+    fn = _need(oracle, "mean", "mean")
     z = z_value(confidence)
     value = float(fn(state))
     out: dict[str, Any] = {"estimate": value, "confidence": confidence}
@@ -179,9 +189,9 @@ def histogram(oracle: Any, state: ldpcore.State) -> dict[str, Any]:
         return {"bins": values.tolist()}
     if hasattr(oracle, "range_query"):
         return {"bins": np.asarray(oracle.estimate(state), dtype=float).tolist()}
+    names = sorted(set(capable("range_query")) | set(capable("distribution")))
     raise Unsupported(f"histogram queries need a range or numeric collection "
-                      f"({RANGE_MECHANISMS}, {NUMERIC_MECHANISMS}); this one uses "
-                      f"{oracle.mechanism!r}")
+                      f"({', '.join(names)}); this one uses {oracle.mechanism!r}")
 
 
 def heavy_hitters(oracle: Any, state: ldpcore.State, k: int, *,

@@ -1,0 +1,277 @@
+"""Every route of the query API, including each error, against real Redis states."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client import CollectorRegistry
+
+from query_api.app import create_app
+from query_api.config import ApiSettings
+
+from .conftest import ADMIN
+
+pytestmark = pytest.mark.integration
+AUTH = {"Authorization": f"Bearer {ADMIN}"}
+
+
+@pytest.fixture(scope="module")
+def client(pipeline: dict[str, Any]) -> Iterator[TestClient]:
+    settings = ApiSettings(redis_url=pipeline["redis_url"],
+                           redis_prefix=pipeline["names"]["prefix"], admin_token=ADMIN,
+                           stream_interval_s=0.2)
+    with TestClient(create_app(settings, registry=CollectorRegistry())) as c:
+        yield c
+
+
+def error_of(resp: Any, status: int, parameter: str | None = None) -> str:
+    assert resp.status_code == status, resp.text
+    body = resp.json()["error"]
+    assert body["status"] == status
+    if parameter is not None:
+        assert body.get("parameter") == parameter, body
+    assert body["message"]
+    return str(body["message"])
+
+
+# ---- operations -------------------------------------------------------------------------
+def test_healthz_and_readyz_answer_when_redis_is_up(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/readyz").json() == {"status": "ready"}
+
+
+def test_readyz_is_503_when_redis_is_unreachable() -> None:
+    from aggregator.servers import free_port
+    settings = ApiSettings(redis_url=f"redis://127.0.0.1:{free_port()}/0")
+    with TestClient(create_app(settings, registry=CollectorRegistry())) as c:
+        msg = error_of(c.get("/readyz"), 503)
+        assert "Redis" in msg
+        error_of(c.get("/v1/collections"), 503)
+
+
+def test_openapi_schema_lists_every_route(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    paths = set(schema["paths"])
+    for route in ("frequencies", "subset", "heavy-hitters", "range", "quantiles", "cdf",
+                  "mean", "histogram", "stream"):
+        assert f"/v1/collections/{{cid}}/{route}" in paths
+    assert {"/v1/collections", "/v1/collections/{cid}", "/healthz", "/readyz",
+            "/metrics"} <= paths
+
+
+def test_unknown_route_and_method_are_json_errors(client: TestClient) -> None:
+    assert "no route" in error_of(client.get("/v1/nope"), 404)
+    error_of(client.put("/v1/collections"), 405)
+
+
+def test_dashboard_page_and_assets_are_served_locally(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200 and "/static/app.js" in page.text
+    assert "http://" not in page.text and "https://" not in page.text  # no CDN
+    js = client.get("/static/app.js")
+    assert js.status_code == 200 and "EventSource" in js.text
+
+
+# ---- collections ------------------------------------------------------------------------
+def test_list_and_get_collections_give_spec_and_fingerprint(client: TestClient,
+                                                            pipeline: dict[str, Any]) -> None:
+    listed = {c["id"]: c for c in client.get("/v1/collections").json()["collections"]}
+    assert {"os", "latency", "apps"} <= set(listed)
+    assert listed["latency"]["queries"] == sorted(
+        ["cdf", "frequencies", "heavy-hitters", "histogram", "quantiles", "range", "subset"])
+    got = client.get("/v1/collections/os").json()
+    assert got["spec"]["fingerprint"] == pipeline["specs"]["os"].fingerprint
+    from ldpcore.collection import CollectionSpec
+    assert CollectionSpec.from_dict(got["spec"]) == pipeline["specs"]["os"]
+    error_of(client.get("/v1/collections/missing"), 404, "id")
+
+
+def test_admin_routes_need_the_bearer_token(client: TestClient) -> None:
+    spec = {"id": "new-col", "oracle": {"mechanism": "oue", "epsilon": 1.0},
+            "domain": {"kind": "categories", "labels": ["a", "b", "c"]}}
+    error_of(client.post("/v1/collections", json=spec), 401, "Authorization")
+    error_of(client.post("/v1/collections", json=spec,
+                         headers={"Authorization": "Bearer wrong-token-xyz"}), 403)
+    first = client.post("/v1/collections", json=spec, headers=AUTH)
+    assert first.status_code == 201 and first.json()["created"] is True
+    again = client.post("/v1/collections", json=spec, headers=AUTH)
+    assert again.status_code == 200 and again.json()["created"] is False
+    changed = dict(spec, oracle={"mechanism": "oue", "epsilon": 2.0})
+    assert "immutable" in error_of(client.post("/v1/collections", json=changed,
+                                               headers=AUTH), 409, "id")
+    assert "epsilon" in error_of(client.post(
+        "/v1/collections", json=dict(spec, oracle={"mechanism": "oue", "epsilon": -1}),
+        headers=AUTH), 400, "body")
+    error_of(client.post("/v1/collections", content=b"{not json", headers=AUTH), 400, "body")
+    error_of(client.delete("/v1/collections/new-col"), 401)
+    assert client.delete("/v1/collections/new-col", headers=AUTH).json() == {
+        "deleted": "new-col"}
+    error_of(client.delete("/v1/collections/new-col", headers=AUTH), 404, "id")
+    error_of(client.get("/v1/collections/new-col"), 404)
+
+
+def test_admin_routes_are_off_without_a_configured_token(pipeline: dict[str, Any]) -> None:
+    settings = ApiSettings(redis_url=pipeline["redis_url"],
+                           redis_prefix=pipeline["names"]["prefix"])
+    with TestClient(create_app(settings, registry=CollectorRegistry())) as c:
+        assert "LDP_ADMIN_TOKEN" in error_of(c.post("/v1/collections", json={}, headers=AUTH),
+                                             403)
+
+
+# ---- estimates --------------------------------------------------------------------------
+def test_frequencies_match_the_truth_within_their_confidence_intervals(
+        client: TestClient, pipeline: dict[str, Any]) -> None:
+    body = client.get("/v1/collections/os/frequencies?method=base&confidence=0.999").json()
+    truth = pipeline["truth"]["os"].truth / pipeline["truth"]["os"].reports
+    assert body["n"] == 30_000 and body["mechanism"] == "grr" and body["epsilon"] == 2.0
+    assert body["method"] == "base" and body["windows"] >= 1 and body["as_of"]
+    rows = {r["label"]: r for r in body["estimates"]}
+    assert list(rows) == ["linux", "mac", "win", "bsd", "other"]
+    oracle = pipeline["specs"]["os"].oracle()
+    for i, label in enumerate(rows):
+        r = rows[label]
+        assert r["std_error"] == pytest.approx(math.sqrt(oracle.variance(30_000, max(
+            0.0, min(1.0, r["estimate"])))), rel=1e-9)
+        # 5 values at 99.9%: a false failure has probability < 0.5 %.
+        assert r["ci_low"] <= truth[i] <= r["ci_high"], (label, r, truth[i])
+
+
+def test_default_method_follows_the_guideline_and_every_method_is_selectable(
+        client: TestClient) -> None:
+    import ldpcore
+    assert client.get("/v1/collections/os/frequencies").json()["method"] == \
+        ldpcore.guideline("full")
+    for method in ldpcore.POSTPROCESS_METHODS:
+        r = client.get(f"/v1/collections/os/frequencies?method={method}")
+        assert r.status_code == 200 and r.json()["method"] == method
+    norm = client.get("/v1/collections/os/frequencies?method=norm-sub").json()
+    est = np.array([r["estimate"] for r in norm["estimates"]])
+    assert est.min() >= 0 and est.sum() == pytest.approx(1.0)
+    msg = error_of(client.get("/v1/collections/os/frequencies?method=magic"), 400, "method")
+    assert "norm-sub" in msg
+
+
+def test_bad_query_parameters_name_the_parameter(client: TestClient) -> None:
+    base = "/v1/collections/os/frequencies"
+    error_of(client.get(f"{base}?confidence=1.5"), 400, "confidence")
+    error_of(client.get(f"{base}?top=0"), 400, "top")
+    error_of(client.get(f"{base}?top=abc"), 400, "top")
+    assert "ISO 8601" in error_of(client.get(f"{base}?since=yesterday"), 400, "since")
+
+
+def test_top_returns_the_largest_estimates_in_order(client: TestClient) -> None:
+    rows = client.get("/v1/collections/os/frequencies?top=2&method=norm").json()["estimates"]
+    assert [r["label"] for r in rows] == ["linux", "mac"]
+
+
+def test_answers_are_cached_per_state_version(client: TestClient) -> None:
+    url = "/v1/collections/os/frequencies?method=norm-cut"
+    a, b = client.get(url).json(), client.get(url).json()
+    assert b["cached"] is True and a["state_version"] == b["state_version"]
+    assert a["estimates"] == b["estimates"]
+
+
+def test_time_windows_filter_the_state(client: TestClient) -> None:
+    assert client.get("/v1/collections/os/frequencies?since=2000-01-01T00:00:00Z"
+                      ).json()["n"] == 30_000
+    # No window lies entirely in the far past: nothing to serve.
+    past = client.get("/v1/collections/os/frequencies?until=946684800")
+    body = past.json()["error"]
+    assert past.status_code == 409 and body["have"] == 0 and body["need"] == 1000
+
+
+def test_too_few_reports_say_how_many_are_needed(client: TestClient) -> None:
+    r = client.get("/v1/collections/apps/frequencies")
+    msg = error_of(r, 409)
+    assert r.json()["error"]["have"] == 5_000 and r.json()["error"]["need"] == 10_000_000
+    assert "5000" in msg and "10000000" in msg
+
+
+def test_subset_queries_accept_labels_and_post_pos(client: TestClient,
+                                                   pipeline: dict[str, Any]) -> None:
+    res = pipeline["truth"]["os"]
+    truth = (res.truth[0] + res.truth[2]) / res.reports
+    for method in ("base", "post-pos", "norm-sub", None):
+        q = "" if method is None else f"&method={method}"
+        body = client.get(f"/v1/collections/os/subset?labels=linux,win{q}").json()
+        assert body["labels"] == ["linux", "win"]
+        assert abs(body["estimate"] - truth) < 5 * body["std_error"]
+    error_of(client.get("/v1/collections/os/subset?labels=linux,plan9"), 400, "labels")
+    error_of(client.get("/v1/collections/os/subset"), 400, "labels")
+
+
+def test_heavy_hitters_find_the_top_values(client: TestClient) -> None:
+    body = client.get("/v1/collections/os/heavy-hitters?k=2").json()
+    assert [r["value"] for r in body["heavy_hitters"]] == ["linux", "mac"]
+    error_of(client.get("/v1/collections/os/heavy-hitters?k=0"), 400, "k")
+
+
+def test_range_quantiles_cdf_histogram_on_a_hierarchical_collection(
+        client: TestClient, pipeline: dict[str, Any]) -> None:
+    res = pipeline["truth"]["latency"]
+    truth = res.truth / res.reports
+    body = client.get("/v1/collections/latency/range?low=80&high=120").json()
+    assert abs(body["estimate"] - truth[80:121].sum()) < 4 * body["std_error"]
+    q = client.get("/v1/collections/latency/quantiles?q=0.5&q=0.9").json()["quantiles"]
+    cdf_true = np.cumsum(truth)
+    assert abs(q[0]["value"] - int(np.searchsorted(cdf_true, 0.5))) <= 3
+    assert q[0]["value"] <= q[1]["value"]
+    cdf = client.get("/v1/collections/latency/cdf").json()
+    assert len(cdf["cdf"]) == 256 and len(cdf["labels"]) == 256
+    assert np.max(np.abs(np.array(cdf["cdf"]) - cdf_true)) < 0.05
+    hist = client.get("/v1/collections/latency/histogram").json()
+    assert len(hist["bins"]) == 256
+    error_of(client.get("/v1/collections/latency/range?low=300&high=301"), 400, "low")
+    error_of(client.get("/v1/collections/latency/range?low=120&high=80"), 400, "low")
+    error_of(client.get("/v1/collections/latency/quantiles?q=1.5"), 400, "q")
+
+
+def test_queries_the_mechanism_cannot_answer_say_which_mechanisms_can(
+        client: TestClient) -> None:
+    for route in ("range?low=linux&high=win", "quantiles", "cdf", "histogram"):
+        msg = error_of(client.get(f"/v1/collections/os/{route}"), 409)
+        assert "hh" in msg and "haar" in msg and "'grr'" in msg, msg
+    msg = error_of(client.get("/v1/collections/os/mean"), 409)
+    from query_api.estimates import capable
+    assert "'grr'" in msg and all(m in msg for m in capable("mean")), msg
+
+
+def test_metrics_are_prometheus_text_with_the_promised_series(client: TestClient) -> None:
+    client.get("/v1/collections/os/frequencies")
+    text = client.get("/metrics").text
+    for name in ("ldp_api_request_seconds_bucket", "ldp_api_estimate_seconds_bucket",
+                 "ldp_api_cache_hits_total", "ldp_api_cache_misses_total",
+                 'ldp_collection_reports{collection="os"} 30000.0',
+                 'ldp_collection_epsilon{collection="os"} 2.0',
+                 "ldp_collection_staleness_seconds", "ldp_redis_up 1.0"):
+        assert name in text, name
+    assert 'route="/v1/collections/{cid}/frequencies"' in text
+
+
+def test_metrics_pass_promtool(client: TestClient, tmp_path: Any) -> None:
+    import os
+    import shutil
+    import subprocess
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("promtool is missing (Debian package 'prometheus')")
+        pytest.skip("promtool not installed (Debian package 'prometheus')")
+    client.get("/v1/collections/latency/cdf")
+    out = subprocess.run([promtool, "check", "metrics"], input=client.get("/metrics").content,
+                         capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
+
+
+def test_json_answers_have_no_nan(client: TestClient) -> None:
+    for url in ("/v1/collections/latency/frequencies?method=mle-apx",
+                "/v1/collections/os/frequencies?method=power"):
+        text = client.get(url).text
+        assert "NaN" not in text
+        json.loads(text)

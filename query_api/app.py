@@ -115,7 +115,7 @@ def _to_index(spec: CollectionSpec, raw: str, name: str) -> int:
             raise ParameterError(f"not one of the labels {list(dom.labels)[:20]}")
         return int(dom.index([float(raw)])[0])
     except (ParameterError, ValueError) as exc:
-        allowed = (f"a label of the collection" if dom.kind == "categories" else
+        allowed = ("a label of the collection" if dom.kind == "categories" else
                    f"a number in [{dom.low:g}, {dom.high:g}]")
         raise QueryError(f"{name} must be {allowed}, got {raw!r} ({exc})",
                          parameter=name) from None

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest

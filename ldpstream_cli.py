@@ -69,13 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", required=True)
     p = sub.add_parser("mechanisms", help="list the available ε-LDP mechanisms")
     p.set_defaults(func=_cmd_mechanisms)
-    for verb in ("demo", "up"):
-        p = sub.add_parser(verb, help="in-process demo: devices → oracles → estimates")
-        p.add_argument("--epsilon", type=float, default=1.0)
-        p.add_argument("--domain-size", type=int, default=64)
-        p.add_argument("--reports", type=int, default=200_000)
-        p.add_argument("--seed", type=int, default=None)
-        p.set_defaults(func=_cmd_demo)
+    p = sub.add_parser("demo", help="in-process demo: devices → oracles → estimates")
+    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--domain-size", type=int, default=64)
+    p.add_argument("--reports", type=int, default=200_000)
+    p.add_argument("--seed", type=int, default=None)
+    p.set_defaults(func=_cmd_demo)
+    from aggregator.stack import add_up_parser
+
+    add_up_parser(sub)
     from producer.cli import add_simulate_parser
 
     add_simulate_parser(sub)

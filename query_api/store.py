@@ -42,7 +42,8 @@ class StateVersion:
     @property
     def tag(self) -> str:
         """Short opaque id of this version (changes whenever the state changes)."""
-        raw = ",".join(f"{s}:{n}" for s, n in self.windows).encode()
+        raw = (",".join(f"{s}:{n}" for s, n in self.windows)
+               + f"@{self.last_flush_ms}").encode()
         return hashlib.sha256(raw).hexdigest()[:16]
 
 

@@ -1,0 +1,165 @@
+"""``ldpstream up``: the whole system on one machine, from one command.
+
+Starts, in order: the embedded tansu broker and a Redis (AOF on) on free loopback
+ports, one aggregator worker, the query API, and one simulator per demo
+collection (:mod:`producer.demo`) publishing at a steady rate.  Prints the
+dashboard URL and example requests; Ctrl-C (or SIGTERM) stops every process,
+children first, then the servers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .servers import ManagedServer, _die_with_parent, free_port, start_kafka, start_redis
+
+__all__ = ["add_up_parser", "run_stack"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def add_up_parser(sub: Any) -> None:
+    p = sub.add_parser("up", help="the whole embedded stack: broker, Redis, worker, API, "
+                                  "simulated devices")
+    p.add_argument("--port", type=int, default=int(os.environ.get("LDP_API_PORT", "8000")),
+                   help="API / dashboard port on 127.0.0.1 (default 8000; a free one if busy)")
+    p.add_argument("--rate", type=float, default=400.0,
+                   help="reports/s per demo collection (default 400)")
+    p.add_argument("--no-simulate", action="store_true", help="start without devices")
+    p.add_argument("--data-dir", default=None, help="where Redis keeps its AOF (default: tmp)")
+    p.set_defaults(func=run_stack)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _spawn(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    out = open(log, "ab")  # noqa: SIM115 - the child owns it
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                            preexec_fn=_die_with_parent)
+
+
+def _wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes]) -> None:
+    import urllib.request
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{url}: the process exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:  # noqa: S310 - loopback
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
+
+
+def run_stack(args: argparse.Namespace) -> int:
+    from producer.demo import demo_collections
+
+    work = Path(args.data_dir or tempfile.mkdtemp(prefix="ldpstream-up-"))
+    work.mkdir(parents=True, exist_ok=True)
+    logs = work / "logs"
+    logs.mkdir(exist_ok=True)
+    demos = demo_collections()
+    cfile = work / "collections.json"
+    cfile.write_text(json.dumps({"collections": [spec for spec, _ in demos]}, indent=1))
+    port = args.port if _port_free(args.port) else free_port()
+
+    stop = {"now": False}
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop["now"] = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    servers: list[ManagedServer] = []
+    children: list[tuple[str, subprocess.Popen[bytes]]] = []
+    try:
+        print(f"ldpstream up: working directory {work}", flush=True)
+        kafka = start_kafka(_mk(work / "kafka"))
+        servers.append(kafka)
+        redis = start_redis(_mk(work / "redis"))
+        servers.append(redis)
+        print(f"  broker  {kafka.bootstrap} (tansu, memory storage)", flush=True)
+        print(f"  redis   {redis.url} (AOF in {work / 'redis'})", flush=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
+        env.update({"LDP_KAFKA_BOOTSTRAP": kafka.bootstrap, "LDP_REDIS_URL": redis.url,
+                    "LDP_COLLECTIONS_FILE": str(cfile), "LDP_API_PORT": str(port),
+                    "LDP_API_HOST": "127.0.0.1", "PYTHONPATH": str(ROOT),
+                    "LDP_METRICS_PORT": str(free_port())})
+        py = sys.executable
+        worker = _spawn([py, "-m", "aggregator"], env, logs / "aggregator.log")
+        children.append(("aggregator", worker))
+        api = _spawn([py, "-m", "ldpstream_cli", "serve"], env, logs / "api.log")
+        children.append(("api", api))
+        base = f"http://127.0.0.1:{port}"
+        _wait_http(base + "/readyz", 60, api)
+        print(f"  worker  pid {worker.pid}, metrics on 127.0.0.1:{env['LDP_METRICS_PORT']}",
+              flush=True)
+        if not args.no_simulate:
+            for spec, dist in demos:
+                sim = _spawn([py, "-m", "ldpstream_cli", "simulate", "--collection", spec["id"],
+                              "--collections-file", str(cfile), "--dist", dist,
+                              "--reports", str(10**12), "--devices", "50000",
+                              "--rate", str(args.rate), "--batch-size", "1,16,64",
+                              "--no-progress"], env, logs / f"simulate-{spec['id']}.log")
+                children.append((f"simulate {spec['id']}", sim))
+        print(f"\nDashboard:  {base}/\n", flush=True)
+        print("Try:", flush=True)
+        print(f"  curl -s {base}/v1/collections", flush=True)
+        print(f"  curl -s '{base}/v1/collections/app-version/frequencies?top=5'", flush=True)
+        print(f"  curl -s '{base}/v1/collections/adult-race/frequencies?method=norm-sub'",
+              flush=True)
+        print(f"  curl -s '{base}/v1/collections/emoji/heavy-hitters?k=10'", flush=True)
+        print(f"  curl -s '{base}/v1/collections/latency-ms/quantiles?q=0.5&q=0.99'",
+              flush=True)
+        print(f"  curl -s '{base}/v1/collections/latency-ms/range?low=100&high=300'",
+              flush=True)
+        print(f"  curl -sN {base}/v1/collections/app-version/stream", flush=True)
+        print(f"  curl -s {base}/metrics | grep ldp_", flush=True)
+        print(f"\nLogs in {logs}. Ctrl-C stops everything.", flush=True)
+        while not stop["now"]:
+            for name, proc in children:
+                if proc.poll() is not None:
+                    print(f"{name} exited with code {proc.returncode}; see {logs}",
+                          flush=True)
+                    stop["now"] = True
+            time.sleep(0.5)
+        print("\nstopping…", flush=True)
+        return 0
+    finally:
+        for _, proc in reversed(children):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for _, proc in reversed(children):
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        for server in reversed(servers):
+            server.stop()
+        print("stopped.", flush=True)
+
+
+def _mk(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,72 @@
+"""README's first command: ``ldpstream up`` brings the whole stack up and stops it cleanly."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from aggregator.servers import _die_with_parent, free_port
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _get(url: str) -> tuple[int, dict[str, object]]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def _children(pid: int) -> set[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True,
+                         text=True)
+    return {int(x) for x in out.stdout.split()}
+
+
+def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
+        tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "ldpstream_cli", "up", "--port", str(port),
+                             "--rate", "3000", "--data-dir", str(tmp_path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=_die_with_parent)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        ready: dict[str, int] = {}
+        kids: set[int] = set()
+        while time.monotonic() < deadline and len(ready) < 4:
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            kids |= _children(proc.pid)
+            try:
+                for cid in ("app-version", "adult-race", "emoji", "latency-ms"):
+                    status, body = _get(f"{base}/v1/collections/{cid}/frequencies?top=3")
+                    if status == 200:
+                        ready[cid] = int(body["n"])  # type: ignore[call-overload]
+            except OSError:
+                pass
+            time.sleep(1)
+        assert set(ready) == {"app-version", "adult-race", "emoji", "latency-ms"}, ready
+        status, body = _get(f"{base}/v1/collections/latency-ms/quantiles?q=0.5")
+        assert status == 200
+        kids |= _children(proc.pid)
+        assert len(kids) >= 8  # broker, redis, worker, api, 4 simulators
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    text = out.decode()
+    assert "Dashboard:" in text and f"{base}/" in text and "curl" in text
+    assert proc.returncode == 0, text
+    assert "stopped." in text
+    alive = [pid for pid in kids if Path(f"/proc/{pid}").exists()
+             and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()]
+    assert not alive, f"processes left running: {alive}"

@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--domain-size", type=int, default=64)
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=_cmd_bench_pipeline)
+    from query_api.bench import add_bench_api_parser
+
+    add_bench_api_parser(bsub)
     return parser
 
 

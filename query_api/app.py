@@ -159,6 +159,25 @@ class Service:
         self.metrics = metrics
         self.cache = _Cache(settings.cache_entries)
         self.oracles: dict[str, ldpcore.FrequencyOracle] = {}
+        self._versions: dict[Any, tuple[float, StateVersion]] = {}
+
+    async def version(self, spec: CollectionSpec, since: float | None,
+                      until: float | None) -> StateVersion:
+        """The state version, re-read at most every ``version_ttl_s`` per query window.
+
+        Under load this turns one Redis round trip per request into one per interval;
+        answers are at most that much staler than Redis (flushes come every ~200 ms).
+        """
+        key = (spec.id, spec.fingerprint, since, until)
+        now = time.monotonic()
+        hit = self._versions.get(key)
+        if hit is not None and now - hit[0] < self.settings.version_ttl_s:
+            return hit[1]
+        version: StateVersion = await self._redis(self.store.version(spec, since, until))
+        if len(self._versions) > 4 * self.settings.cache_entries:
+            self._versions.clear()
+        self._versions[key] = (now, version)
+        return version
 
     async def spec(self, cid: str) -> CollectionSpec:
         spec = await self._redis(self.store.get(cid))
@@ -190,15 +209,27 @@ class Service:
     async def answer(self, spec: CollectionSpec, query: str, params: tuple[Any, ...],
                      since: float | None, until: float | None,
                      compute: Callable[[Any, ldpcore.State], dict[str, Any]],
-                     *, version: StateVersion | None = None) -> dict[str, Any]:
-        """The cached answer of ``compute(oracle, state)`` for the current state version."""
+                     *, version: StateVersion | None = None) -> Response:
+        """The cached JSON answer of ``compute(oracle, state)`` for the current state version.
+
+        The encoded bytes are cached, so a hit costs one Redis round trip (the version).
+        """
+        body, hit, tag = await self.answer_bytes(spec, query, params, since, until, compute,
+                                                 version=version)
+        return Response(body, media_type="application/json",
+                        headers={"X-Cache": "hit" if hit else "miss", "X-State-Version": tag})
+
+    async def answer_bytes(self, spec: CollectionSpec, query: str, params: tuple[Any, ...],
+                           since: float | None, until: float | None,
+                           compute: Callable[[Any, ldpcore.State], dict[str, Any]],
+                           *, version: StateVersion | None = None) -> tuple[bytes, bool, str]:
         if version is None:
-            version = await self._redis(self.store.version(spec, since, until))
+            version = await self.version(spec, since, until)
         key = (spec.id, spec.fingerprint, version.tag, query, params, since, until)
         hit = self.cache.get(key)
         if hit is not None:
             self.metrics.cache_hits.inc()
-            return dict(hit, cached=True)
+            return hit, True, version.tag
         self.metrics.cache_misses.inc()
         skey = (spec.id, spec.fingerprint, version.tag, "state", since, until)
         state = self.cache.get(skey)
@@ -214,7 +245,6 @@ class Service:
             raise NotEnoughReports(state.n, spec.min_reports)
         t0 = time.perf_counter()
         body = compute(self.oracle(spec), state)
-        self.metrics.estimate_seconds.labels(spec.id, query).observe(time.perf_counter() - t0)
         out = {
             "collection": spec.id, "fingerprint": spec.fingerprint,
             "mechanism": spec.oracle_spec["mechanism"],
@@ -225,8 +255,10 @@ class Service:
                       if version.last_flush_ms else None),
             "state_version": version.tag, **body,
         }
-        self.cache.put(key, out)
-        return dict(out, cached=False)
+        encoded = json.dumps(out, separators=(",", ":"), allow_nan=False).encode()
+        self.metrics.estimate_seconds.labels(spec.id, query).observe(time.perf_counter() - t0)
+        self.cache.put(key, encoded)
+        return encoded, False, version.tag
 
 
 def _service(request: Request) -> Service:
@@ -434,7 +466,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
                           since: str | None = Since, until: str | None = Until,
                           confidence: float = Conf,
                           top: int | None = Query(None, ge=1, description="only the top k")
-                          ) -> dict[str, Any]:
+                          ) -> Response:
         """Per value: estimate, standard error and confidence interval."""
         svc = _service(request)
         spec = await svc.spec(cid)
@@ -453,7 +485,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
                      method: str | None = Query(None, description="post-processing; default: "
                                                 "the guideline for set queries"),
                      since: str | None = Since, until: str | None = Until,
-                     confidence: float = Conf) -> dict[str, Any]:
+                     confidence: float = Conf) -> Response:
         """Frequency of a set of values (set-value query); every method incl. post-pos."""
         svc = _service(request)
         spec = await svc.spec(cid)
@@ -473,7 +505,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
     async def heavy_hitters(request: Request, cid: str,
                             k: int = Query(10, ge=1, le=10_000, description="how many"),
                             since: str | None = Since, until: str | None = Until
-                            ) -> dict[str, Any]:
+                            ) -> Response:
         """The k most frequent values with estimates and standard errors."""
         svc = _service(request)
         spec = await svc.spec(cid)
@@ -487,7 +519,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
                      low: str = Query(..., description="lowest domain value (inclusive)"),
                      high: str = Query(..., description="highest domain value (inclusive)"),
                      since: str | None = Since, until: str | None = Until,
-                     confidence: float = Conf) -> dict[str, Any]:
+                     confidence: float = Conf) -> Response:
         """Fraction of values in [low, high] (range-capable mechanisms: hh, haar)."""
         svc = _service(request)
         spec = await svc.spec(cid)
@@ -505,7 +537,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
     async def quantiles(request: Request, cid: str,
                         q: list[float] = Query([0.5], description="levels in [0, 1]"),
                         since: str | None = Since, until: str | None = Until
-                        ) -> dict[str, Any]:
+                        ) -> Response:
         """Quantiles of an ordered domain (hh, haar)."""
         svc = _service(request)
         spec = await svc.spec(cid)
@@ -522,7 +554,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
 
     @app.get("/v1/collections/{cid}/cdf", tags=["estimates"])
     async def cdf(request: Request, cid: str, since: str | None = Since,
-                  until: str | None = Until) -> dict[str, Any]:
+                  until: str | None = Until) -> Response:
         """Cumulative distribution over the ordered domain (hh, haar)."""
         svc = _service(request)
         spec = await svc.spec(cid)
@@ -533,7 +565,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
 
     @app.get("/v1/collections/{cid}/mean", tags=["estimates"])
     async def mean(request: Request, cid: str, since: str | None = Since,
-                   until: str | None = Until, confidence: float = Conf) -> dict[str, Any]:
+                   until: str | None = Until, confidence: float = Conf) -> Response:
         """Mean of a numeric collection (numeric mechanisms)."""
         svc = _service(request)
         spec = await svc.spec(cid)
@@ -543,7 +575,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
 
     @app.get("/v1/collections/{cid}/histogram", tags=["estimates"])
     async def histogram(request: Request, cid: str, since: str | None = Since,
-                        until: str | None = Until) -> dict[str, Any]:
+                        until: str | None = Until) -> Response:
         """Distribution over the domain's bins (range and numeric mechanisms)."""
         svc = _service(request)
         spec = await svc.spec(cid)
@@ -587,9 +619,10 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
                     if version.tag != last:
                         last = version.tag
                         try:
-                            body = await svc.answer(spec, "stream", (m, confidence, top), None,
-                                                    None, compute, version=version)
-                            yield f"event: estimates\ndata: {json.dumps(body)}\n\n".encode()
+                            body, _, _ = await svc.answer_bytes(
+                                spec, "stream", (m, confidence, top), None, None, compute,
+                                version=version)
+                            yield b"event: estimates\ndata: " + body + b"\n\n"
                         except NotEnoughReports as exc:
                             data = {"have": exc.have, "need": exc.need, "message": str(exc)}
                             yield f"event: waiting\ndata: {json.dumps(data)}\n\n".encode()

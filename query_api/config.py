@@ -55,6 +55,7 @@ class ApiSettings:
     LDP_API_HOST                127.0.0.1                   bind address
     LDP_API_PORT                8000                        bind port
     LDP_STREAM_INTERVAL_S       1.0                         SSE poll interval for state changes
+    LDP_VERSION_TTL_MS          50                          re-read state versions this often
     LDP_CACHE_ENTRIES           1024                        estimate cache size (per state version)
     ==========================  ==========================  ========================================
     """
@@ -66,6 +67,7 @@ class ApiSettings:
     port: int = 8000
     stream_interval_s: float = 1.0
     cache_entries: int = 1024
+    version_ttl_s: float = 0.05
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ApiSettings:
@@ -90,4 +92,5 @@ class ApiSettings:
             stream_interval_s=_float(env, "LDP_STREAM_INTERVAL_S", cls.stream_interval_s,
                                      0.05, 60.0),
             cache_entries=_int(env, "LDP_CACHE_ENTRIES", cls.cache_entries, 1, 1_000_000),
+            version_ttl_s=_int(env, "LDP_VERSION_TTL_MS", 50, 0, 60_000) / 1000,
         )

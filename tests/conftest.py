@@ -87,4 +87,4 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:kafka.*")
     config.addinivalue_line("filterwarnings",
                             "ignore:.*is deprecated. Use files\\(\\):DeprecationWarning")
-    config.addinivalue_line("filterwarnings", "ignore:Using `httpx` with:DeprecationWarning")
+    config.addinivalue_line("filterwarnings", "ignore:Using `httpx` with")

@@ -172,8 +172,10 @@ def test_top_returns_the_largest_estimates_in_order(client: TestClient) -> None:
 
 def test_answers_are_cached_per_state_version(client: TestClient) -> None:
     url = "/v1/collections/os/frequencies?method=norm-cut"
-    a, b = client.get(url).json(), client.get(url).json()
-    assert b["cached"] is True and a["state_version"] == b["state_version"]
+    ra, rb = client.get(url), client.get(url)
+    assert rb.headers["X-Cache"] == "hit"
+    a, b = ra.json(), rb.json()
+    assert a["state_version"] == b["state_version"] == rb.headers["X-State-Version"]
     assert a["estimates"] == b["estimates"]
 
 

@@ -9,24 +9,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from aggregator.config import ConfigError, _int
+
 __all__ = ["ConfigError", "ApiSettings"]
-
-
-class ConfigError(ValueError):
-    """A configuration variable is missing or malformed (names the variable)."""
-
-
-def _int(env: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
-    raw = env.get(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {raw!r}") from None
-    if not low <= value <= high:
-        raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {raw!r}")
-    return value
 
 
 def _float(env: Mapping[str, str], key: str, default: float, low: float, high: float) -> float:

@@ -64,6 +64,45 @@ def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
     return run_from_args(args)
 
 
+def _health_url(cmdline: list[str], env: dict[str, str]) -> str | None:
+    """Which URL proves the running verb alive (None: being alive is enough)."""
+    def local(host: str | None) -> str:
+        return "127.0.0.1" if host in (None, "", "0.0.0.0", "::") else str(host)
+
+    if "serve" in cmdline:
+        return (f"http://{local(env.get('LDP_API_HOST'))}:"
+                f"{env.get('LDP_API_PORT') or 8000}/healthz")
+    if "aggregate" in cmdline and (env.get("LDP_METRICS_PORT") or "0") != "0":
+        return f"http://{local(env.get('LDP_METRICS_HOST'))}:{env['LDP_METRICS_PORT']}/metrics"
+    return None
+
+
+def _cmd_health(args: argparse.Namespace) -> int:
+    """Container health check: probe the main process's HTTP endpoint (exit 0 = healthy)."""
+    import os
+    import urllib.request
+    from pathlib import Path
+
+    url = args.url
+    if url is None:
+        try:
+            cmdline = Path("/proc/1/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            cmdline = []
+        url = _health_url(cmdline, dict(os.environ))
+    if url is None:
+        print("healthy (no HTTP endpoint to probe)")
+        return 0
+    try:
+        with urllib.request.urlopen(url, timeout=args.timeout) as resp:  # noqa: S310 (loopback)
+            ok = 200 <= resp.status < 300
+    except OSError as exc:
+        print(f"unhealthy: {url}: {exc}", file=sys.stderr)
+        return 1
+    print(f"{'healthy' if ok else 'unhealthy'}: {url}")
+    return 0 if ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ldpstream", description=__doc__)
     sub = parser.add_subparsers(dest="verb", required=True)
@@ -85,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_aggregate)
     p = sub.add_parser("serve", help="run the query API (settings: LDP_… env vars)")
     p.set_defaults(func=_cmd_serve)
+    p = sub.add_parser("health", help="health check of the verb this container runs")
+    p.add_argument("--url", default=None,
+                   help="probe this URL (default: derived from PID 1's verb and LDP_… vars)")
+    p.add_argument("--timeout", type=float, default=3.0)
+    p.set_defaults(func=_cmd_health)
     bench = sub.add_parser("bench", help="benchmarks")
     bsub = bench.add_subparsers(dest="bench", required=True)
     p = bsub.add_parser("pipeline", help="embedded broker + Redis: raw consume vs aggregator")
@@ -103,8 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from aggregator.envvars import ConfigError
+
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:  # a bad LDP_… variable: say which, no traceback
+        print(f"ldpstream {args.verb}: configuration error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -44,7 +44,8 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Aggregator]:
     from prometheus_client import CollectorRegistry, start_http_server
 
     client = redis.Redis.from_url(settings.redis_url, socket_timeout=10,
-                                  socket_connect_timeout=5, health_check_interval=10)
+                                  socket_connect_timeout=5, health_check_interval=10,
+                                  **settings.redis_options.kwargs())
     registry = CollectorRegistry()
     server = None
     try:
@@ -54,7 +55,7 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Aggregator]:
             log.info("registered %d collection(s) from %s", len(specs),
                      settings.collections_file)
         if settings.metrics_port:
-            server, _ = start_http_server(settings.metrics_port, addr="127.0.0.1",
+            server, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host,
                                           registry=registry)
         yield Aggregator(settings, client, AggregatorMetrics(registry))
     finally:

@@ -15,10 +15,14 @@ LDP_CONSUMER_GROUP        ldp-aggregator              Kafka consumer group of th
 LDP_FLUSH_INTERVAL_MS     200                         flush the local delta at least this often
 LDP_FLUSH_MAX_REPORTS     2000000                     ... or as soon as it holds this many reports
 LDP_COLLECTIONS_FILE      (unset)                     YAML/JSON collections registered at start-up
-LDP_METRICS_PORT          0 (off)                     Prometheus /metrics on 127.0.0.1:PORT
+LDP_TOPIC_REPLICATION     1                           replication factor when creating the topics
+LDP_METRICS_PORT          0 (off)                     Prometheus /metrics (and liveness) on PORT
+LDP_METRICS_HOST          127.0.0.1                   bind address of /metrics (0.0.0.0 in pods)
 LDP_SESSION_TIMEOUT_MS    6000                        consumer session timeout (tansu: keep ~6 s)
 LDP_HEARTBEAT_MS          1000                        consumer heartbeat interval
 ========================  ==========================  ==============================================
+
+Kafka SASL/TLS and Redis TLS/credentials: see :mod:`aggregator.connections`.
 """
 
 from __future__ import annotations
@@ -27,31 +31,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .connections import KafkaSecurity, RedisOptions
+from .envvars import ConfigError, env_file, env_int, env_name
+
 __all__ = ["ConfigError", "WorkerSettings"]
-
-
-class ConfigError(ValueError):
-    """A configuration variable is malformed (the message names it)."""
-
-
-def _int(env: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
-    raw = env.get(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {raw!r}") from None
-    if not low <= value <= high:
-        raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {raw!r}")
-    return value
-
-
-def _name(env: Mapping[str, str], key: str, default: str) -> str:
-    value = env.get(key) or default
-    if not value.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        raise ConfigError(f"{key} must be letters, digits, '.', '_' or '-', got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -64,13 +47,17 @@ class WorkerSettings:
     reports_topic: str = "ldp-reports"
     dlq_topic: str = "ldp-reports-dlq"
     topic_partitions: int = 4
+    topic_replication: int = 1
     consumer_group: str = "ldp-aggregator"
     flush_interval_ms: int = 200
     flush_max_reports: int = 2_000_000
     collections_file: str | None = None
     metrics_port: int = 0
+    metrics_host: str = "127.0.0.1"
     session_timeout_ms: int = 6000
     heartbeat_ms: int = 1000
+    kafka_security: KafkaSecurity = KafkaSecurity()
+    redis_options: RedisOptions = RedisOptions()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> WorkerSettings:
@@ -89,11 +76,9 @@ class WorkerSettings:
         prefix = env.get("LDP_REDIS_PREFIX", cls.redis_prefix)
         if not prefix or any(c.isspace() for c in prefix):
             raise ConfigError(f"LDP_REDIS_PREFIX must be non-empty without spaces, got {prefix!r}")
-        cfile = env.get("LDP_COLLECTIONS_FILE") or None
-        if cfile is not None and not os.path.isfile(cfile):
-            raise ConfigError(f"LDP_COLLECTIONS_FILE {cfile!r} is not a readable file")
-        session = _int(env, "LDP_SESSION_TIMEOUT_MS", cls.session_timeout_ms, 1000, 300_000)
-        heartbeat = _int(env, "LDP_HEARTBEAT_MS", cls.heartbeat_ms, 100, 60_000)
+        cfile = env_file(env, "LDP_COLLECTIONS_FILE")
+        session = env_int(env, "LDP_SESSION_TIMEOUT_MS", cls.session_timeout_ms, 1000, 300_000)
+        heartbeat = env_int(env, "LDP_HEARTBEAT_MS", cls.heartbeat_ms, 100, 60_000)
         if heartbeat * 3 > session:
             raise ConfigError(f"LDP_HEARTBEAT_MS ({heartbeat}) must be at most a third of "
                               f"LDP_SESSION_TIMEOUT_MS ({session})")
@@ -101,16 +86,20 @@ class WorkerSettings:
             kafka_bootstrap=boot,
             redis_url=url,
             redis_prefix=prefix,
-            reports_topic=_name(env, "LDP_REPORTS_TOPIC", cls.reports_topic),
-            dlq_topic=_name(env, "LDP_DLQ_TOPIC", cls.dlq_topic),
-            topic_partitions=_int(env, "LDP_TOPIC_PARTITIONS", cls.topic_partitions, 1, 10_000),
-            consumer_group=_name(env, "LDP_CONSUMER_GROUP", cls.consumer_group),
-            flush_interval_ms=_int(env, "LDP_FLUSH_INTERVAL_MS", cls.flush_interval_ms,
+            reports_topic=env_name(env, "LDP_REPORTS_TOPIC", cls.reports_topic),
+            dlq_topic=env_name(env, "LDP_DLQ_TOPIC", cls.dlq_topic),
+            topic_partitions=env_int(env, "LDP_TOPIC_PARTITIONS", cls.topic_partitions, 1, 10_000),
+            topic_replication=env_int(env, "LDP_TOPIC_REPLICATION", cls.topic_replication, 1, 32),
+            consumer_group=env_name(env, "LDP_CONSUMER_GROUP", cls.consumer_group),
+            flush_interval_ms=env_int(env, "LDP_FLUSH_INTERVAL_MS", cls.flush_interval_ms,
                                    1, 3_600_000),
-            flush_max_reports=_int(env, "LDP_FLUSH_MAX_REPORTS", cls.flush_max_reports,
+            flush_max_reports=env_int(env, "LDP_FLUSH_MAX_REPORTS", cls.flush_max_reports,
                                    1, 10**12),
             collections_file=cfile,
-            metrics_port=_int(env, "LDP_METRICS_PORT", cls.metrics_port, 0, 65535),
+            metrics_port=env_int(env, "LDP_METRICS_PORT", cls.metrics_port, 0, 65535),
+            metrics_host=env.get("LDP_METRICS_HOST") or cls.metrics_host,
             session_timeout_ms=session,
             heartbeat_ms=heartbeat,
+            kafka_security=KafkaSecurity.from_env(env),
+            redis_options=RedisOptions.from_env(env, url=url),
         )

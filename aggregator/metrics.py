@@ -17,7 +17,11 @@ class AggregatorMetrics:
     * ``ldp_flush_seconds`` / ``ldp_flush_reports``: duration and size of flushes;
     * ``ldp_flush_conflicts_total``: flushes refused by the watermark check (rebalance);
     * ``ldp_partition_watermark{topic,partition}``: highest counted offset;
-    * ``ldp_offset_resets_total{topic,partition}``: broker log went backwards (lost topic).
+    * ``ldp_offset_resets_total{topic,partition}``: broker log went backwards (lost topic);
+    * ``ldp_consumer_lag{topic,partition}``: broker high watermark minus the next offset to
+      process, per assigned partition (what HPA-on-lag and the "stalled" alert read);
+    * ``ldp_last_flush_timestamp_seconds``: Unix time of the last committed flush;
+    * ``ldp_redis_up``: 1 if the last flush reached Redis, 0 if it failed.
     """
 
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -41,3 +45,9 @@ class AggregatorMetrics:
         self.offset_resets = Counter("ldp_offset_resets_total",
                                      "Partitions whose log restarted below the watermark",
                                      ["topic", "partition"], registry=registry)
+        self.lag = Gauge("ldp_consumer_lag", "Messages behind the broker's high watermark",
+                         ["topic", "partition"], registry=registry)
+        self.last_flush = Gauge("ldp_last_flush_timestamp_seconds",
+                                "Unix time of the last committed flush", registry=registry)
+        self.redis_up = Gauge("ldp_redis_up", "1 if the last flush reached Redis",
+                              registry=registry)

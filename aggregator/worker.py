@@ -29,6 +29,7 @@ embedded tansu broker, a faust agent consumed ~6.3k messages/s where plain aioka
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import defaultdict
@@ -307,6 +308,8 @@ class Aggregator:
             self._flushed[p] = new
             self.metrics.watermark.labels(self.s.reports_topic, str(p)).set(new)
         self.metrics.flush_reports.observe(total)
+        self.metrics.last_flush.set(time.time())
+        self.metrics.redis_up.set(1)
         self.stats.counted += total
         self.stats.flushes += 1
         self.stats.last_flush_at = time.time()
@@ -371,6 +374,8 @@ class Aggregator:
         for tp in revoked:
             self._pos.pop(tp.partition, None)
             self._flushed.pop(tp.partition, None)
+            with contextlib.suppress(KeyError):  # another worker reports its lag now
+                self.metrics.lag.remove(tp.topic, str(tp.partition))
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
         # aiokafka rebalances eagerly: revoke (which flushed) always precedes assign, so
@@ -422,12 +427,14 @@ class Aggregator:
             async def on_partitions_assigned(self, assigned: Any) -> None:
                 await agg.on_partitions_assigned(assigned)
 
+        security = self.s.kafka_security.aiokafka()
         await ensure_topics(self.s.kafka_bootstrap,
-                            [self.s.reports_topic, self.s.dlq_topic], self.s.topic_partitions)
+                            [self.s.reports_topic, self.s.dlq_topic], self.s.topic_partitions,
+                            replication=self.s.topic_replication, **security)
         self._producer = AIOKafkaProducer(bootstrap_servers=self.s.kafka_bootstrap, acks="all",
-                                          linger_ms=5)
+                                          linger_ms=5, **security)
         self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.s.kafka_bootstrap, group_id=self.s.consumer_group,
+            bootstrap_servers=self.s.kafka_bootstrap, group_id=self.s.consumer_group, **security,
             enable_auto_commit=False, auto_offset_reset="earliest",
             session_timeout_ms=self.s.session_timeout_ms,
             heartbeat_interval_ms=self.s.heartbeat_ms, max_poll_interval_ms=60_000,
@@ -458,8 +465,10 @@ class Aggregator:
                     try:
                         await self.flush()
                     except Exception:  # Redis unavailable: keep the delta, retry later
+                        self.metrics.redis_up.set(0)
                         log.exception("flush failed; keeping the delta and retrying")
                     last_flush = time.monotonic()
+                    self._observe_lag()
             try:
                 await self.flush()
             except Exception:
@@ -467,6 +476,17 @@ class Aggregator:
         finally:
             await self._consumer.stop()
             await self._producer.stop()
+
+
+    def _observe_lag(self) -> None:
+        """Export high watermark minus next offset for every assigned partition."""
+        if self._consumer is None:
+            return
+        for tp in self._consumer.assignment():
+            high = self._consumer.highwater(tp)
+            pos = self._pos.get(tp.partition)
+            if high is not None and pos is not None:
+                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - pos))
 
 
 def _key(msg: Any) -> str:
@@ -491,18 +511,22 @@ def _peek_n(value: bytes) -> int:
         return 1
 
 
-async def ensure_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
-    """Create the topics if missing (idempotent; bounded retries while the broker starts)."""
+async def ensure_topics(bootstrap: str, topics: list[str], partitions: int, *,
+                        replication: int = 1, **client_config: Any) -> None:
+    """Create the topics if missing (idempotent; bounded retries while the broker starts).
+
+    ``client_config`` carries the security settings (:meth:`KafkaSecurity.aiokafka`).
+    """
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
     from aiokafka.errors import TopicAlreadyExistsError
 
     last: Exception | None = None
     for _ in range(40):
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_config)
         try:
             await admin.start()
             existing = set(await admin.list_topics())
-            new = [NewTopic(t, partitions, 1) for t in topics if t not in existing]
+            new = [NewTopic(t, partitions, replication) for t in topics if t not in existing]
             if new:
                 try:
                     await admin.create_topics(new)

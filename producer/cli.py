@@ -52,7 +52,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         spec = load_spec(args.collections_file, args.collection)
     else:
         raise SystemExit("give --collections-file (or LDP_COLLECTIONS_FILE) or --api")
-    with Client(args.kafka, args.topic, fmt=args.format) as client:
+    from aggregator.connections import KafkaSecurity
+
+    security = KafkaSecurity.from_env()  # LDP_KAFKA_SECURITY_PROTOCOL, SASL, TLS files
+    with Client(args.kafka, args.topic, fmt=args.format, **security.kafka_python()) as client:
         result = simulate(spec, lambda batch: client.send(spec, batch), dist=args.dist,
                           reports=args.reports, devices=args.devices,
                           batch_sizes=args.batch_size, seed=args.seed, rate=args.rate,

@@ -311,7 +311,8 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
         if owned:
             import redis.asyncio as aredis
             client = aredis.Redis.from_url(settings.redis_url, socket_timeout=5,
-                                           socket_connect_timeout=3, health_check_interval=10)
+                                           socket_connect_timeout=3, health_check_interval=10,
+                                           **settings.redis_options.kwargs())
         else:
             client = redis
         app.state.service = Service(settings, Store(client, settings.redis_prefix), metrics)
@@ -396,8 +397,11 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
         return {"status": "ready"}
 
     @app.get("/metrics", tags=["operations"])
-    async def metrics_route() -> Response:
-        """Prometheus text exposition."""
+    async def metrics_route(request: Request) -> Response:
+        """Prometheus text exposition; pings Redis first so ``ldp_redis_up`` is current."""
+        svc = _service(request)
+        with contextlib.suppress(Unavailable):  # the gauge records the failure
+            await svc._redis(asyncio.wait_for(svc.store.ping(), 1.0))
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/", include_in_schema=False)

@@ -9,22 +9,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from aggregator.config import ConfigError, _int
+from aggregator.connections import RedisOptions
+from aggregator.envvars import ConfigError, env_float, env_int
 
 __all__ = ["ConfigError", "ApiSettings"]
-
-
-def _float(env: Mapping[str, str], key: str, default: float, low: float, high: float) -> float:
-    raw = env.get(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{key} must be a number in [{low}, {high}], got {raw!r}") from None
-    if not low <= value <= high:
-        raise ConfigError(f"{key} must be a number in [{low}, {high}], got {raw!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -43,6 +31,9 @@ class ApiSettings:
     LDP_VERSION_TTL_MS          50                          re-read state versions this often
     LDP_CACHE_ENTRIES           1024                        estimate cache size (per state version)
     ==========================  ==========================  ========================================
+
+    Redis credentials and TLS files: ``LDP_REDIS_PASSWORD`` etc., see
+    :mod:`aggregator.connections`.
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -53,6 +44,7 @@ class ApiSettings:
     stream_interval_s: float = 1.0
     cache_entries: int = 1024
     version_ttl_s: float = 0.05
+    redis_options: RedisOptions = RedisOptions()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ApiSettings:
@@ -73,9 +65,10 @@ class ApiSettings:
             redis_prefix=prefix,
             admin_token=token,
             host=env.get("LDP_API_HOST", cls.host),
-            port=_int(env, "LDP_API_PORT", cls.port, 1, 65535),
-            stream_interval_s=_float(env, "LDP_STREAM_INTERVAL_S", cls.stream_interval_s,
+            port=env_int(env, "LDP_API_PORT", cls.port, 1, 65535),
+            stream_interval_s=env_float(env, "LDP_STREAM_INTERVAL_S", cls.stream_interval_s,
                                      0.05, 60.0),
-            cache_entries=_int(env, "LDP_CACHE_ENTRIES", cls.cache_entries, 1, 1_000_000),
-            version_ttl_s=_int(env, "LDP_VERSION_TTL_MS", 50, 0, 60_000) / 1000,
+            cache_entries=env_int(env, "LDP_CACHE_ENTRIES", cls.cache_entries, 1, 1_000_000),
+            version_ttl_s=env_int(env, "LDP_VERSION_TTL_MS", 50, 0, 60_000) / 1000,
+            redis_options=RedisOptions.from_env(env, url=url),
         )

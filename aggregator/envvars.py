@@ -1,0 +1,73 @@
+"""Parsing of ``LDP_…`` environment variables: one typed reader per kind, failing loudly.
+
+Every reader raises :class:`ConfigError` with a message naming the variable and what is
+allowed, so a bad deployment fails at start-up instead of misbehaving later.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+__all__ = ["ConfigError", "env_int", "env_float", "env_bool", "env_name", "env_file"]
+
+
+class ConfigError(ValueError):
+    """A configuration variable is malformed (the message names it)."""
+
+
+def env_int(env: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
+    """Integer in ``[low, high]``; ``default`` when unset or empty."""
+    raw = env.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {raw!r}") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {raw!r}")
+    return value
+
+
+def env_float(env: Mapping[str, str], key: str, default: float, low: float,
+              high: float) -> float:
+    """Number in ``[low, high]``; ``default`` when unset or empty."""
+    raw = env.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{key} must be a number in [{low}, {high}], got {raw!r}") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{key} must be a number in [{low}, {high}], got {raw!r}")
+    return value
+
+
+def env_bool(env: Mapping[str, str], key: str, default: bool) -> bool:
+    """``true/false`` (also 1/0, yes/no, on/off); ``default`` when unset or empty."""
+    raw = (env.get(key) or "").strip().lower()
+    if raw == "":
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{key} must be true or false, got {raw!r}")
+
+
+def env_name(env: Mapping[str, str], key: str, default: str) -> str:
+    """A Kafka-style name: letters, digits, ``.``, ``_`` and ``-``."""
+    value = env.get(key) or default
+    if not value.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise ConfigError(f"{key} must be letters, digits, '.', '_' or '-', got {value!r}")
+    return value
+
+
+def env_file(env: Mapping[str, str], key: str) -> str | None:
+    """Path of an existing file, or ``None`` when unset."""
+    path = env.get(key) or None
+    if path is not None and not os.path.isfile(path):
+        raise ConfigError(f"{key} {path!r} is not a readable file")
+    return path

@@ -1,0 +1,131 @@
+"""docker-compose.yml: valid for Debian's docker-compose, converging, consistent with the code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aggregator.app import read_collections_file
+from ldpstream_cli import build_parser
+
+from .conftest import ROOT, run
+
+LDP_SERVICES = ("aggregator", "api", "simulator-app-version", "simulator-latency-ms")
+VERB_BY_SERVICE = {"aggregator": "aggregate", "api": "serve"}
+
+
+@pytest.fixture(scope="module")
+def compose(docker_compose: str) -> dict[str, Any]:
+    """The file as docker-compose resolves it (every profile on)."""
+    out = run(docker_compose, "-f", "docker-compose.yml", "--profile", "simulator", "config")
+    cfg: dict[str, Any] = yaml.safe_load(out.stdout)
+    return cfg
+
+
+def documented_variables() -> set[str]:
+    """Every ``LDP_…`` variable named in the configuration modules' reference tables."""
+    names: set[str] = set()
+    for mod in ("aggregator/config.py", "aggregator/connections.py", "query_api/config.py"):
+        names |= {v for v in re.findall(r"\bLDP_[A-Z_]+\b", (ROOT / mod).read_text())
+                  if not v.endswith("_")}  # "LDP_REDIS_TLS_*" is prose, not a name
+    return names
+
+
+def _binds(svc: dict[str, Any]) -> dict[str, str]:
+    """Bind mounts as {source relative to the repo: target} (short or long syntax)."""
+    out = {}
+    for v in svc["volumes"]:
+        src, dst = ((v["source"], v["target"]) if isinstance(v, dict)
+                    else str(v).split(":")[:2])
+        if src.startswith("/"):
+            out[str(Path(src).relative_to(ROOT))] = dst
+    return out
+
+
+def test_compose_file_is_valid_and_simulators_are_a_profile(
+        docker_compose: str, compose: dict[str, Any]) -> None:
+    run(docker_compose, "-f", "docker-compose.yml", "config", "-q")
+    services = compose["services"]
+    assert {"kafka", "redis", "aggregator", "api", "prometheus", "grafana"} <= set(services)
+    for name, svc in services.items():
+        expected = ["simulator"] if name.startswith("simulator-") else None
+        assert svc.get("profiles") == expected, name
+
+
+def test_kafka_runs_kraft_from_the_pinned_official_image(compose: dict[str, Any]) -> None:
+    kafka = compose["services"]["kafka"]
+    image, _, tag = kafka["image"].partition(":")
+    assert image == "apache/kafka" and re.fullmatch(r"\d+\.\d+\.\d+", tag)
+    env = kafka["environment"]
+    assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    assert "CONTROLLER" in env["KAFKA_CONTROLLER_LISTENER_NAMES"]
+    assert "kafka:9092" in env["KAFKA_ADVERTISED_LISTENERS"]
+    assert any(v.endswith(":/var/lib/kafka/data") or "/var/lib/kafka/data" in str(v)
+               for v in map(str, kafka["volumes"]))
+
+
+def test_redis_keeps_an_append_only_file_on_a_volume(compose: dict[str, Any]) -> None:
+    redis = compose["services"]["redis"]
+    assert redis["image"].startswith("redis:7.")
+    cmd = redis["command"]
+    assert cmd[cmd.index("--appendonly") + 1] == "yes"
+    assert any("/data" in str(v) for v in redis["volumes"])
+
+
+def test_every_dependency_waits_for_a_health_check(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    for name, svc in services.items():
+        for dep, cond in (svc.get("depends_on") or {}).items():
+            if cond["condition"] == "service_healthy":
+                assert "healthcheck" in services[dep], f"{name} waits on {dep}'s health"
+    for stateful in ("kafka", "redis", "prometheus", "grafana"):
+        assert "healthcheck" in services[stateful], stateful
+    assert services["aggregator"]["depends_on"]["kafka"]["condition"] == "service_healthy"
+    assert services["aggregator"]["depends_on"]["redis"]["condition"] == "service_healthy"
+
+
+def test_ldpstream_services_run_real_verbs_with_documented_variables(
+        compose: dict[str, Any]) -> None:
+    known = documented_variables()
+    parser = build_parser()
+    for name in LDP_SERVICES:
+        svc = compose["services"][name]
+        argv = svc["command"]
+        parser.parse_args(argv)  # a typo in a flag would exit here (SystemExit)
+        if name in VERB_BY_SERVICE:
+            assert argv[0] == VERB_BY_SERVICE[name]
+        unknown = {k for k in svc["environment"] if k.startswith("LDP_")} - known
+        assert not unknown, f"{name} sets undocumented variables {unknown}"
+        assert svc["read_only"] is True and "ALL" in svc["cap_drop"]
+    replicas = compose["services"]["aggregator"]["deploy"]["replicas"]
+    assert int(replicas) >= 2
+
+
+def test_declared_collections_load_and_cover_the_simulators(compose: dict[str, Any]) -> None:
+    specs = {s.id: s for s in read_collections_file(str(ROOT / "deploy/collections.yaml"))}
+    for spec in specs.values():
+        spec.oracle()  # builds: mechanism and parameters are valid
+    for name in LDP_SERVICES:
+        argv = compose["services"][name]["command"]
+        if "--collection" in argv:
+            assert argv[argv.index("--collection") + 1] in specs
+
+
+def test_monitoring_files_are_mounted_where_the_configs_expect_them(
+        compose: dict[str, Any]) -> None:
+    assert _binds(compose["services"]["prometheus"])["deploy/prometheus"] == "/etc/prometheus"
+    gm = _binds(compose["services"]["grafana"])
+    provider = yaml.safe_load((ROOT / "deploy/grafana/provisioning/dashboards/dashboards.yml")
+                              .read_text())
+    assert provider["providers"][0]["options"]["path"] == gm["deploy/grafana/dashboards"]
+    assert gm["deploy/grafana/provisioning"] == "/etc/grafana/provisioning"
+
+
+def test_readme_configuration_reference_lists_every_variable() -> None:
+    readme = (ROOT / "README.md").read_text()
+    missing = sorted(v for v in documented_variables() if f"`{v}`" not in readme)
+    assert not missing, f"README's configuration table lacks {missing}"

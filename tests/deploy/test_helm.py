@@ -1,0 +1,177 @@
+"""The Helm chart: lint, render with default and non-default values, validate the manifests.
+
+``kubernetes-validate --strict`` checks every built-in kind against the Kubernetes schemas
+(offline); ServiceMonitor is a CRD it has no schema for, so its wiring is checked here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ldpcore.collection import load_collections
+
+from .conftest import CHART, load_all, run
+from .test_compose import documented_variables
+
+VALUES = [None, *sorted((CHART / "ci").glob("*-values.yaml"))]
+IDS = ["default", *(p.stem for p in VALUES[1:] if p is not None)]
+
+
+def render(helm: str, values: Path | None, *extra: str, ok: bool = True) -> Any:
+    argv = [helm, "template", "rel", str(CHART), "--namespace", "ldp"]
+    if values is not None:
+        argv += ["-f", str(values)]
+    return run(*argv, *extra, ok=ok)
+
+
+def containers(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    return [(d["metadata"]["name"], c) for d in docs if d["kind"] == "Deployment"
+            for c in d["spec"]["template"]["spec"]["containers"]]
+
+
+@pytest.mark.parametrize("values", VALUES, ids=IDS)
+def test_chart_lints_strictly(helm: str, values: Path | None) -> None:
+    argv = [helm, "lint", str(CHART), "--strict"]
+    if values is not None:
+        argv += ["-f", str(values)]
+    run(*argv)
+
+
+@pytest.mark.parametrize("values", VALUES, ids=IDS)
+def test_rendered_manifests_pass_strict_schema_validation(
+        helm: str, kubernetes_validate: str, values: Path | None, tmp_path: Path) -> None:
+    docs = load_all(render(helm, values).stdout)
+    builtin = [d for d in docs if d["kind"] != "ServiceMonitor"]
+    out = tmp_path / "manifests.yaml"
+    import yaml
+    out.write_text(yaml.safe_dump_all(builtin))
+    proc = run(kubernetes_validate, "--strict", str(out))
+    passed = proc.stdout.count(" passed for resource ")
+    assert passed == len(builtin), proc.stdout + proc.stderr
+
+
+def test_non_default_values_render_every_optional_resource(helm: str) -> None:
+    docs = load_all(render(helm, CHART / "ci" / "production-values.yaml").stdout)
+    kinds = sorted(d["kind"] for d in docs)
+    for kind in ("HorizontalPodAutoscaler", "Ingress", "PodDisruptionBudget",
+                 "ServiceMonitor", "ConfigMap", "ServiceAccount"):
+        assert kind in kinds
+    assert "Secret" not in kinds  # existingSecret: the chart creates none
+    hpa = next(d for d in docs if d["kind"] == "HorizontalPodAutoscaler"
+               and d["metadata"]["name"].endswith("aggregator"))
+    metric_types = {m["type"] for m in hpa["spec"]["metrics"]}
+    assert metric_types == {"Resource", "External"}
+
+
+@pytest.mark.parametrize("values", VALUES, ids=IDS)
+def test_pods_are_non_root_read_only_probed_and_resourced(
+        helm: str, values: Path | None) -> None:
+    docs = load_all(render(helm, values).stdout)
+    for d in docs:
+        if d["kind"] != "Deployment":
+            continue
+        pod = d["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        for c in pod["containers"]:
+            sc = c["securityContext"]
+            assert sc["readOnlyRootFilesystem"] is True
+            assert sc["allowPrivilegeEscalation"] is False
+            assert c["resources"]["requests"] and c["resources"]["limits"]
+            assert any(m["mountPath"] == "/tmp" for m in c["volumeMounts"])
+            if c["name"] != "simulator":
+                assert "livenessProbe" in c and "readinessProbe" in c
+
+
+@pytest.mark.parametrize("values", VALUES, ids=IDS)
+def test_env_is_documented_unique_and_secrets_come_from_secrets(
+        helm: str, values: Path | None) -> None:
+    known = documented_variables()
+    for name, c in containers(load_all(render(helm, values).stdout)):
+        env = [e["name"] for e in c["env"]]
+        assert len(env) == len(set(env)), f"{name}: duplicate env {env}"
+        undocumented = {e for e in env if e.startswith("LDP_")} - known
+        assert not undocumented, f"{name}: {undocumented}"
+        for e in c["env"]:
+            if e["name"].endswith(("PASSWORD", "TOKEN")):
+                assert "secretKeyRef" in e.get("valueFrom", {}), f"{name}: {e['name']} inline"
+        if c["name"] == "simulator":  # devices never get Redis credentials
+            assert not [e for e in env if e.startswith("LDP_REDIS")]
+
+
+@pytest.mark.parametrize("values", VALUES, ids=IDS)
+def test_collections_config_map_holds_valid_specs(helm: str, values: Path | None) -> None:
+    import yaml
+    docs = load_all(render(helm, values).stdout)
+    cm = next(d for d in docs if d["kind"] == "ConfigMap")
+    specs = load_collections(yaml.safe_load(cm["data"]["collections.yaml"]))
+    assert specs
+    for spec in specs:
+        spec.oracle()
+
+
+def test_service_monitors_select_services_with_the_named_port(helm: str) -> None:
+    docs = load_all(render(helm, CHART / "ci" / "production-values.yaml").stdout)
+    services = [d for d in docs if d["kind"] == "Service"]
+    monitors = [d for d in docs if d["kind"] == "ServiceMonitor"]
+    assert len(monitors) == 2
+    for m in monitors:
+        assert m["apiVersion"] == "monitoring.coreos.com/v1"
+        assert m["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+        sel = m["spec"]["selector"]["matchLabels"]
+        matched = [s for s in services
+                   if sel.items() <= s["metadata"]["labels"].items()]
+        assert len(matched) == 1, m["metadata"]["name"]
+        ports = {p["name"] for p in matched[0]["spec"]["ports"]}
+        for ep in m["spec"]["endpoints"]:
+            assert ep["port"] in ports and ep["path"] == "/metrics"
+
+
+def test_services_select_the_pods_of_their_component(helm: str) -> None:
+    docs = load_all(render(helm, None).stdout)
+    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
+    for svc in (d for d in docs if d["kind"] == "Service"):
+        sel = svc["spec"]["selector"]
+        targets = [n for n, d in deployments.items()
+                   if sel.items() <= d["spec"]["template"]["metadata"]["labels"].items()]
+        assert len(targets) == 1, svc["metadata"]["name"]
+        ports = {p["name"] for c in deployments[targets[0]]["spec"]["template"]["spec"]
+                 ["containers"] for p in c.get("ports", [])}
+        for p in svc["spec"]["ports"]:
+            assert p["targetPort"] in ports
+
+
+def test_sasl_without_a_password_fails_naming_the_value(helm: str) -> None:
+    proc = render(helm, None, "--set", "kafka.securityProtocol=SASL_SSL",
+                  "--set", "kafka.sasl.username=u", ok=False)
+    assert proc.returncode != 0 and "kafka.sasl.password" in proc.stderr
+
+
+def test_more_workers_than_partitions_fails_naming_the_values(helm: str) -> None:
+    proc = render(helm, None, "--set", "aggregator.autoscaling.enabled=true",
+                  "--set", "aggregator.autoscaling.maxReplicas=64", ok=False)
+    assert proc.returncode != 0 and "kafka.topicPartitions" in proc.stderr
+
+
+def test_every_value_is_documented() -> None:
+    # helm-docs convention: a "# --" comment right above a key documents it and all it holds;
+    # every leaf value must be documented itself or through an ancestor.
+    undocumented, stack = [], []  # stack of (indent, documented)
+    previous = ""
+    for line in (CHART / "values.yaml").read_text().splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or stripped.startswith("-"):
+            previous = stripped or previous
+            continue
+        indent = len(line) - len(line.lstrip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        key, _, value = stripped.partition(":")
+        documented = previous.startswith("#") or any(doc for _, doc in stack)
+        stack.append((indent, documented))
+        if value.strip() not in ("", "|") and not documented:
+            undocumented.append(key)
+        previous = stripped
+    assert not undocumented, undocumented

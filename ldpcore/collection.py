@@ -105,8 +105,8 @@ class Domain:
             if not all(isinstance(x, int) and not isinstance(x, bool) for x in (low, high)):
                 raise ParameterError("domain.low and domain.high must be integers")
             assert isinstance(low, int) and isinstance(high, int)
-            if high <= low or high - low + 1 > 2**31 - 1:
-                raise ParameterError(f"domain needs low < high and at most 2^31-1 values, "
+            if high <= low or high - low + 1 > 2**62:
+                raise ParameterError(f"domain needs low < high and at most 2^62 values, "
                                      f"got [{low}, {high}]")
             return cls(kind, low=low, high=high)
         bins = raw.get("bins")
@@ -204,6 +204,7 @@ class CollectionSpec:
         if not isinstance(oracle_raw, Mapping) or "mechanism" not in oracle_raw:
             raise ParameterError("oracle must be an object with a 'mechanism'")
         params = dict(oracle_raw)
+        _numeric_params(params, domain)
         if params.setdefault("domain_size", domain.size) != domain.size:
             raise ParameterError(f"oracle.domain_size {params['domain_size']} does not match the "
                                  f"domain's {domain.size} values")
@@ -237,6 +238,23 @@ class CollectionSpec:
     def oracle(self) -> FrequencyOracle:
         """A fresh oracle for this collection."""
         return make_oracle(**self.oracle_spec)
+
+
+def _numeric_params(params: dict[str, Any], domain: Domain) -> None:
+    """Numeric mechanisms (sw, pm, duchi) take the interval from the domain."""
+    from .numeric.base import NumericOracle
+    from .registry import oracle_class
+
+    cls = oracle_class(params["mechanism"])
+    if not (isinstance(cls, type) and issubclass(cls, NumericOracle)):
+        return
+    if domain.kind != "interval":
+        raise ParameterError(f"mechanism {params['mechanism']!r} needs an interval domain "
+                             f"(kind: interval, low, high, bins), got kind {domain.kind!r}")
+    for key, value in (("low", domain.low), ("high", domain.high)):
+        if float(params.setdefault(key, value)) != value:
+            raise ParameterError(f"oracle.{key} {params[key]!r} does not match the domain's "
+                                 f"{value!r}")
 
 
 def load_collections(raw: Any) -> list[CollectionSpec]:

@@ -30,6 +30,12 @@ MECHANISMS: dict[str, str] = {
     # Range-capable oracles over an ordered domain [0, D).
     "hh": "ldpcore.range.hh:HierarchicalHistogram",
     "haar": "ldpcore.range.haar:HaarHRR",
+    # Numeric values on an interval [low, high] (bins of it).
+    "sw": "ldpcore.numeric.sw:SquareWave",
+    "pm": "ldpcore.numeric.mean:PiecewiseMechanism",
+    "duchi": "ldpcore.numeric.mean:Duchi",
+    # Heavy hitters over 2^bits domains (no enumeration).
+    "pem": "ldpcore.heavy.pem:PEM",
 }
 
 # Mechanisms that are FrequencyOracles over [0, domain_size) built from

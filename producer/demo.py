@@ -47,6 +47,6 @@ def demo_collections() -> list[tuple[dict[str, Any], str]]:
     if "sw" in ldpcore.available_mechanisms():
         out.append(({"id": "session-minutes", "description": "session length (Square Wave)",
                      "oracle": {"mechanism": "sw", "epsilon": 1.0},
-                     "domain": {"kind": "interval", "low": 0.0, "high": 60.0, "bins": 64},
+                     "domain": {"kind": "interval", "low": 0.0, "high": 60.0, "bins": 256},
                      "window_seconds": 300, "min_reports": 2000}, "geometric:0.08"))
     return out

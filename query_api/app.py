@@ -95,8 +95,15 @@ def _parse_time(raw: str | None, name: str) -> float | None:
     return value
 
 
-def _labels(spec: CollectionSpec) -> list[str]:
+def _offset(spec: CollectionSpec) -> int:
+    """Value of domain index 0 for integer domains (PEM reports indices)."""
+    return int(spec.domain.low) if spec.domain.kind == "integers" else 0
+
+
+def _labels(spec: CollectionSpec) -> list[str] | None:
     dom = spec.domain
+    if dom.size > 1 << 20:  # e.g. a 2^32 heavy-hitter domain: values speak for themselves
+        return None
     if dom.kind == "categories":
         return list(dom.labels)
     if dom.kind == "integers":
@@ -290,7 +297,10 @@ def _summary(spec: CollectionSpec) -> dict[str, Any]:
 
 def _queries(spec: CollectionSpec) -> list[str]:
     o = spec.oracle()
-    out = ["frequencies", "subset", "heavy-hitters"]
+    out = (["frequencies", "subset", "heavy-hitters"]
+           if getattr(o, "answers_frequencies", True) else [])
+    if hasattr(o, "heavy_hitters"):
+        out.append("heavy-hitters")
     if hasattr(o, "range_query"):
         out += ["range", "quantiles", "cdf", "histogram"]
     if hasattr(o, "mean"):
@@ -516,7 +526,8 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
         labels = _labels(spec)
         return await svc.answer(spec, "heavy-hitters", (k,), _parse_time(since, "since"),
                                 _parse_time(until, "until"),
-                                lambda o, s: E.heavy_hitters(o, s, k, labels=labels))
+                                lambda o, s: E.heavy_hitters(o, s, k, labels=labels,
+                                                             offset=_offset(spec)))
 
     @app.get("/v1/collections/{cid}/range", tags=["estimates"])
     async def range_(request: Request, cid: str,
@@ -603,6 +614,11 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
         ranged = "cdf" in _queries(spec)
 
         def compute(o: Any, s: ldpcore.State) -> dict[str, Any]:
+            if hasattr(o, "mean"):  # numeric: distribution (if any) and mean
+                return E.numeric_summary(o, s, confidence=confidence)
+            if not getattr(o, "answers_frequencies", True):  # huge domain: heavy hitters
+                return E.heavy_hitter_rows(o, s, top or 20, confidence=confidence,
+                                           offset=_offset(spec))
             body = E.frequencies(o, s, labels=labels, method=m, confidence=confidence,
                                  top=top)
             if ranged:

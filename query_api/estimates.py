@@ -68,10 +68,23 @@ def _postprocess(oracle: ldpcore.FrequencyOracle, raw: np.ndarray, n: int,
     return out
 
 
+def _need_frequencies(oracle: Any, what: str) -> None:
+    if not getattr(oracle, "answers_frequencies", True):
+        from ldpcore.registry import oracle_class
+
+        names = [m for m in capable("estimate")
+                 if getattr(oracle_class(m), "answers_frequencies", True)]
+        instead = getattr(oracle, "suggested_query", "mean")
+        raise Unsupported(f"{what} queries need a frequency oracle over an enumerable domain "
+                          f"({', '.join(names)}); {oracle.mechanism!r} does not give one: "
+                          f"use /{instead}")
+
+
 def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
                 labels: Sequence[str] | None, method: str, confidence: float,
                 top: int | None = None) -> dict[str, Any]:
     """Per-label estimate, standard error and confidence interval."""
+    _need_frequencies(oracle, "frequency")
     method = _check_method(method)
     z = z_value(confidence)
     n = state.n
@@ -95,6 +108,7 @@ def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
 def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Sequence[int], *,
            method: str, confidence: float) -> dict[str, Any]:
     """Frequency of a set of values (set-value query), any post-processing method."""
+    _need_frequencies(oracle, "subset")
     method = _check_method(method)
     z = z_value(confidence)
     n = state.n
@@ -195,14 +209,20 @@ def histogram(oracle: Any, state: ldpcore.State) -> dict[str, Any]:
 
 
 def heavy_hitters(oracle: Any, state: ldpcore.State, k: int, *,
-                  labels: Sequence[str] | None) -> dict[str, Any]:
+                  labels: Sequence[str] | None, offset: int = 0) -> dict[str, Any]:
     """Top-k values: PEM's candidate search, or the top of a frequency oracle's estimates."""
     if k < 1:
         raise QueryError(f"k must be an integer >= 1, got {k}", parameter="k")
     hh = getattr(oracle, "heavy_hitters", None)
-    if hh is not None:
-        rows = [{"value": _num(r[0]), "estimate": float(r[1]), "std_error": float(r[2])}
-                for r in hh(state, k)]
+    if hh is None:
+        _need_frequencies(oracle, "heavy-hitters")
+    else:
+        keep = getattr(oracle, "keep", k)
+        if k > keep:
+            raise QueryError(f"k must be at most {keep} (the candidates this collection "
+                             f"keeps), got {k}", parameter="k")
+        rows = [{"value": _num(r[0]) + offset, "estimate": float(r[1]),
+                 "std_error": float(r[2])} for r in hh(state, k)]
         return {"k": k, "heavy_hitters": rows}
     est = oracle.estimate(state)
     order = np.argsort(-est, kind="stable")[:k]
@@ -211,3 +231,36 @@ def heavy_hitters(oracle: Any, state: ldpcore.State, k: int, *,
              "std_error": oracle.std_error(state.n, float(np.clip(est[i], 0, 1)))}
             for i in order]
     return {"k": k, "heavy_hitters": rows}
+
+
+def numeric_summary(oracle: Any, state: ldpcore.State, *,
+                    confidence: float) -> dict[str, Any]:
+    """What the live view shows of a numeric collection: the reconstructed histogram
+    (bins labelled by their centres), its CDF, and the mean with its interval."""
+    m = mean(oracle, state, confidence=confidence)
+    row = {"label": "mean", "index": 0, "estimate": m["estimate"],
+           "std_error": m.get("std_error", 0.0), "ci_low": m.get("ci_low", m["estimate"]),
+           "ci_high": m.get("ci_high", m["estimate"])}
+    dist = getattr(oracle, "distribution", None)
+    if dist is None:
+        return {"method": "unbiased", "estimates": [row], "mean": m}
+    values = np.asarray(dist(state), dtype=float)
+    centers = oracle.bin_centers()
+    rows = [{"label": f"{c:.4g}", "index": i, "estimate": float(v), "std_error": 0.0,
+             "ci_low": float(v), "ci_high": float(v)}
+            for i, (c, v) in enumerate(zip(centers, values, strict=True))]
+    method = "ems" if getattr(oracle, "smoothing", True) else "em"
+    return {"method": method, "estimates": rows, "cdf": np.cumsum(values).tolist(),
+            "mean": m}
+
+
+def heavy_hitter_rows(oracle: Any, state: ldpcore.State, k: int, *, confidence: float,
+                      offset: int = 0) -> dict[str, Any]:
+    """The live view of a heavy-hitter collection: its top k as labelled rows."""
+    z = z_value(confidence)
+    hh = heavy_hitters(oracle, state, min(k, getattr(oracle, "keep", k)), labels=None,
+                       offset=offset)["heavy_hitters"]
+    rows = [{"label": str(r["value"]), "index": i, "estimate": r["estimate"],
+             "std_error": r["std_error"], "ci_low": r["estimate"] - z * r["std_error"],
+             "ci_high": r["estimate"] + z * r["std_error"]} for i, r in enumerate(hh)]
+    return {"method": oracle.mechanism, "estimates": rows}

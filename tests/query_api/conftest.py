@@ -37,9 +37,22 @@ SPECS: list[dict[str, Any]] = [
      "domain": {"kind": "integers", "low": 0, "high": 255}, "min_reports": 1000},
     {"id": "apps", "oracle": {"mechanism": "olh", "epsilon": 1.0},
      "domain": {"kind": "integers", "low": 0, "high": 99}, "min_reports": 10_000_000},
+    {"id": "session", "description": "session length in minutes",
+     "oracle": {"mechanism": "sw", "epsilon": 2.0},
+     "domain": {"kind": "interval", "low": 0.0, "high": 60.0, "bins": 64}, "min_reports": 1000},
+    {"id": "load", "description": "CPU load in percent",
+     "oracle": {"mechanism": "pm", "epsilon": 2.0},
+     "domain": {"kind": "interval", "low": 0.0, "high": 100.0, "bins": 100},
+     "min_reports": 1000},
+    {"id": "urls", "description": "visited URLs, hashed to 24-bit keys (PEM)",
+     "oracle": {"mechanism": "pem", "epsilon": 4.0, "keep": 16, "eta": 6, "pool": 64},
+     "domain": {"kind": "integers", "low": 1000, "high": 1000 + 2**24 - 1},
+     "min_reports": 1000},
 ]
-REPORTS = {"os": 30_000, "latency": 40_000, "apps": 5_000}
-DISTS = {"os": "zipf:1.5", "latency": "cauchy:100,20", "apps": "uniform"}
+REPORTS = {"os": 30_000, "latency": 40_000, "apps": 5_000, "session": 30_000, "load": 30_000,
+           "urls": 60_000}
+DISTS = {"os": "zipf:1.5", "latency": "cauchy:100,20", "apps": "uniform",
+         "session": "geometric:0.08", "load": "cauchy:40,10"}
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +75,9 @@ def pipeline(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFac
     try:
         with Client(kafka.bootstrap, names["topic"]) as producer:
             for cid, spec in specs.items():
+                if cid == "urls":  # 2^24 values: devices draw Zipf keys themselves
+                    truth[cid] = publish_zipf_keys(producer, spec, REPORTS[cid], seed=7)
+                    continue
                 res = simulate(spec, lambda b, spec=spec: producer.send(spec, b),
                                dist=DISTS[cid], reports=REPORTS[cid], batch_sizes=[500],
                                seed=7, progress=False)
@@ -74,6 +90,23 @@ def pipeline(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFac
     finally:
         worker.stop()
         client.close()
+
+
+def publish_zipf_keys(producer: Client, spec: CollectionSpec, n: int, seed: int
+                      ) -> dict[int, float]:
+    """Zipf(1.5) keys over the collection's 2^24 integers; returns their true frequencies."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    r = rng.zipf(1.5, size=3 * n)
+    r = r[r < 2**24][:n].astype(np.uint64)
+    keys = ((r * np.uint64(2654435761)) ^ np.uint64(0x5BD1E995)) & np.uint64(2**24 - 1)
+    oracle = spec.oracle()
+    for start in range(0, n, 5_000):
+        producer.send(spec, oracle.perturb(keys[start:start + 5_000], rng=rng))
+    u, c = np.unique(keys, return_counts=True)
+    low = int(spec.domain.low)
+    return {int(k) + low: float(v) / n for k, v in zip(u, c, strict=True)}
 
 
 def api_env(pipeline: dict[str, Any], **extra: str) -> dict[str, str]:

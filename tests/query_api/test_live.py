@@ -70,6 +70,31 @@ def test_stream_of_a_collection_below_its_minimum_says_it_is_waiting(
         assert kind == "waiting" and body["need"] == 10_000_000 and body["have"] >= 5_000
 
 
+@pytest.mark.parametrize(("cid", "has_cdf"), [("session", True), ("load", False)])
+def test_stream_of_a_numeric_collection_carries_its_mean(
+        api_server: str, cid: str, has_cdf: bool) -> None:
+    with httpx.Client(timeout=30) as http, http.stream(
+            "GET", f"{api_server}/v1/collections/{cid}/stream") as resp:
+        kind, body = next(sse_events(resp))
+        assert kind == "estimates"
+        mean = body["mean"]
+        assert mean["ci_low"] < mean["estimate"] < mean["ci_high"]
+        assert ("cdf" in body) is has_cdf
+        if has_cdf:
+            assert body["method"] == "ems" and body["cdf"][-1] == pytest.approx(1.0)
+
+
+def test_stream_of_a_heavy_hitter_collection_lists_its_top_values(api_server: str) -> None:
+    with httpx.Client(timeout=30) as http, http.stream(
+            "GET", f"{api_server}/v1/collections/urls/stream?top=5") as resp:
+        kind, body = next(sse_events(resp))
+        assert kind == "estimates" and body["method"] == "pem"
+        rows = body["estimates"]
+        assert len(rows) == 5 and all(int(r["label"]) >= 1000 for r in rows)
+        assert [r["estimate"] for r in rows] == sorted((r["estimate"] for r in rows),
+                                                        reverse=True)
+
+
 def test_stream_rejects_bad_parameters_before_streaming(api_server: str) -> None:
     r = httpx.get(f"{api_server}/v1/collections/os/stream?method=bogus", timeout=10)
     assert r.status_code == 400 and r.json()["error"]["parameter"] == "method"

@@ -234,6 +234,59 @@ def test_range_quantiles_cdf_histogram_on_a_hierarchical_collection(
     error_of(client.get("/v1/collections/latency/quantiles?q=1.5"), 400, "q")
 
 
+def test_numeric_collection_answers_mean_quantiles_cdf_and_histogram(
+        client: TestClient, pipeline: dict[str, Any]) -> None:
+    res, spec = pipeline["truth"]["session"], pipeline["specs"]["session"]
+    truth = res.truth / res.reports
+    o = spec.oracle()
+    centers = o.bin_centers()
+    body = client.get("/v1/collections/session/mean").json()
+    assert abs(body["estimate"] - float(truth @ centers)) < 4 * body["std_error"]
+    assert body["ci_low"] < body["estimate"] < body["ci_high"]
+    q = client.get("/v1/collections/session/quantiles?q=0.25&q=0.5&q=0.9").json()["quantiles"]
+    values = [x["value"] for x in q]
+    assert values == sorted(values) and all(0.0 <= v <= 60.0 for v in values)
+    edges = np.arange(1, 65) * o.width
+    true_cdf = np.cumsum(truth)
+    for x in q:  # quantile error |F(x̂_q) - q|, F the true CDF (interpolated)
+        assert abs(float(np.interp(x["value"], edges, true_cdf)) - x["q"]) < 0.05, x
+    cdf = np.array(client.get("/v1/collections/session/cdf").json()["cdf"])
+    assert len(cdf) == 64 and np.max(np.abs(cdf - true_cdf)) < 0.05
+    hist = client.get("/v1/collections/session/histogram").json()["bins"]
+    assert len(hist) == 64 and abs(sum(hist) - 1) < 1e-9
+    summary = client.get("/v1/collections/session").json()
+    assert {"mean", "quantiles", "cdf", "histogram"} <= set(summary["queries"])
+
+
+def test_mean_only_collection_answers_mean_and_refuses_frequencies(
+        client: TestClient, pipeline: dict[str, Any]) -> None:
+    res, spec = pipeline["truth"]["load"], pipeline["specs"]["load"]
+    truth_mean = float(res.truth @ spec.oracle().bin_centers()) / res.reports
+    body = client.get("/v1/collections/load/mean?confidence=0.99").json()
+    assert abs(body["estimate"] - truth_mean) < 4 * body["std_error"]
+    for route in ("frequencies", "subset?labels=1", "heavy-hitters?k=3"):
+        msg = error_of(client.get(f"/v1/collections/load/{route}"), 409)
+        assert "'pm'" in msg and "/mean" in msg, msg
+    queries = client.get("/v1/collections/load").json()["queries"]
+    assert "mean" in queries and "frequencies" not in queries
+
+
+def test_heavy_hitters_over_a_huge_domain_come_from_pem(
+        client: TestClient, pipeline: dict[str, Any]) -> None:
+    truth: dict[int, float] = pipeline["truth"]["urls"]
+    top5 = sorted(truth, key=lambda k: -truth[k])[:5]
+    body = client.get("/v1/collections/urls/heavy-hitters?k=5").json()
+    rows = body["heavy_hitters"]
+    assert len({r["value"] for r in rows} & set(top5)) >= 4  # values in domain units
+    for r in rows:
+        assert abs(r["estimate"] - truth.get(r["value"], 0.0)) < 4.5 * r["std_error"], r
+    error_of(client.get("/v1/collections/urls/heavy-hitters?k=17"), 400, "k")
+    msg = error_of(client.get("/v1/collections/urls/frequencies"), 409)
+    assert "'pem'" in msg and "/heavy-hitters" in msg, msg
+    summary = client.get("/v1/collections/urls").json()
+    assert summary["queries"] == ["heavy-hitters"]
+
+
 def test_queries_the_mechanism_cannot_answer_say_which_mechanisms_can(
         client: TestClient) -> None:
     for route in ("range?low=linux&high=win", "quantiles", "cdf", "histogram"):

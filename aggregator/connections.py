@@ -87,12 +87,17 @@ class KafkaSecurity:
     def uses_sasl(self) -> bool:
         return self.protocol.startswith("SASL_")
 
-    def aiokafka(self) -> dict[str, Any]:
-        """Keyword arguments for aiokafka's consumer, producer and admin client."""
+    def _common(self) -> dict[str, Any]:
+        # The protocol and SASL keywords are spelled the same by both Kafka clients.
         kw: dict[str, Any] = {"security_protocol": self.protocol}
         if self.uses_sasl:
             kw.update(sasl_mechanism=self.sasl_mechanism, sasl_plain_username=self.sasl_username,
                       sasl_plain_password=self.sasl_password)
+        return kw
+
+    def aiokafka(self) -> dict[str, Any]:
+        """Keyword arguments for aiokafka's consumer, producer and admin client."""
+        kw = self._common()
         if self.uses_tls:
             from aiokafka.helpers import create_ssl_context
 
@@ -104,10 +109,7 @@ class KafkaSecurity:
 
     def kafka_python(self) -> dict[str, Any]:
         """Keyword arguments for kafka-python's ``KafkaProducer`` (device SDK, simulator)."""
-        kw: dict[str, Any] = {"security_protocol": self.protocol}
-        if self.uses_sasl:
-            kw.update(sasl_mechanism=self.sasl_mechanism, sasl_plain_username=self.sasl_username,
-                      sasl_plain_password=self.sasl_password)
+        kw = self._common()
         if self.uses_tls:
             kw.update(ssl_cafile=self.ssl_cafile, ssl_certfile=self.ssl_certfile,
                       ssl_keyfile=self.ssl_keyfile, ssl_check_hostname=self.ssl_check_hostname)

@@ -7,42 +7,41 @@ allowed, so a bad deployment fails at start-up instead of misbehaving later.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 __all__ = ["ConfigError", "env_int", "env_float", "env_bool", "env_name", "env_file"]
+
+T = TypeVar("T", int, float)
 
 
 class ConfigError(ValueError):
     """A configuration variable is malformed (the message names it)."""
 
 
-def env_int(env: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
-    """Integer in ``[low, high]``; ``default`` when unset or empty."""
+def _number(env: Mapping[str, str], key: str, default: T, low: T, high: T,
+            parse: Callable[[str], T], kind: str) -> T:
     raw = env.get(key)
     if raw is None or raw == "":
         return default
     try:
-        value = int(raw)
+        value = parse(raw)
     except ValueError:
-        raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {raw!r}") from None
+        raise ConfigError(f"{key} must be {kind} in [{low}, {high}], got {raw!r}") from None
     if not low <= value <= high:
-        raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {raw!r}")
+        raise ConfigError(f"{key} must be {kind} in [{low}, {high}], got {raw!r}")
     return value
+
+
+def env_int(env: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
+    """Integer in ``[low, high]``; ``default`` when unset or empty."""
+    return _number(env, key, default, low, high, int, "an integer")
 
 
 def env_float(env: Mapping[str, str], key: str, default: float, low: float,
               high: float) -> float:
     """Number in ``[low, high]``; ``default`` when unset or empty."""
-    raw = env.get(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{key} must be a number in [{low}, {high}], got {raw!r}") from None
-    if not low <= value <= high:
-        raise ConfigError(f"{key} must be a number in [{low}, {high}], got {raw!r}")
-    return value
+    return _number(env, key, default, low, high, float, "a number")
 
 
 def env_bool(env: Mapping[str, str], key: str, default: bool) -> bool:

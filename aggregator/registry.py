@@ -35,6 +35,7 @@ from ldpcore import State
 from ldpcore.collection import CollectionSpec
 
 __all__ = [
+    "check_same_spec",
     "DEFAULT_PREFIX",
     "FLUSH_SCRIPT",
     "Keys",
@@ -116,6 +117,16 @@ class Keys:
         return f"{self.prefix}wm:{topic}"
 
 
+def check_same_spec(spec: CollectionSpec, existing: CollectionSpec | None) -> None:
+    """Raise :class:`CollectionConflict` unless ``existing`` is the same spec as ``spec``."""
+    if existing is None or existing.fingerprint != spec.fingerprint:
+        theirs = existing.fingerprint if existing else "?"
+        raise CollectionConflict(
+            f"collection {spec.id!r} is already registered with fingerprint {theirs}; "
+            f"refusing a different spec (fingerprint {spec.fingerprint}). Specs are "
+            "immutable: register it under a new id or version.")
+
+
 class CollectionRegistry:
     """Collections stored in Redis (sync client); registering is idempotent, never mutating.
 
@@ -132,13 +143,7 @@ class CollectionRegistry:
         created = bool(self.redis.hsetnx(self.keys.collections, spec.id, spec.to_json()))
         if created:
             return True
-        existing = self.get(spec.id)
-        if existing is None or existing.fingerprint != spec.fingerprint:
-            theirs = existing.fingerprint if existing else "?"
-            raise CollectionConflict(
-                f"collection {spec.id!r} is already registered with fingerprint {theirs}; "
-                f"refusing a different spec (fingerprint {spec.fingerprint}). Specs are "
-                "immutable: register it under a new id or version.")
+        check_same_spec(spec, self.get(spec.id))
         return False
 
     def register_all(self, specs: Iterable[CollectionSpec]) -> None:

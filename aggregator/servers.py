@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -198,20 +198,20 @@ def start_redis(workdir: Path, port: int | None = None) -> ManagedServer:
 
 
 @contextlib.contextmanager
-def kafka_server(workdir: Path | None = None) -> Iterator[ManagedServer]:
+def _running(start: Callable[[Path], ManagedServer], prefix: str,
+             workdir: Path | None) -> Iterator[ManagedServer]:
+    with contextlib.ExitStack() as stack:
+        wd = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=prefix)))
+        server = start(wd)
+        stack.callback(server.stop)
+        yield server
+
+
+def kafka_server(workdir: Path | None = None) -> contextlib.AbstractContextManager[ManagedServer]:
     """Context manager: a running tansu broker, stopped on exit."""
-    with contextlib.ExitStack() as stack:
-        wd = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ldp-kafka-")))
-        server = start_kafka(wd)
-        stack.callback(server.stop)
-        yield server
+    return _running(start_kafka, "ldp-kafka-", workdir)
 
 
-@contextlib.contextmanager
-def redis_server(workdir: Path | None = None) -> Iterator[ManagedServer]:
+def redis_server(workdir: Path | None = None) -> contextlib.AbstractContextManager[ManagedServer]:
     """Context manager: a running Redis with AOF, stopped on exit."""
-    with contextlib.ExitStack() as stack:
-        wd = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ldp-redis-")))
-        server = start_redis(wd)
-        stack.callback(server.stop)
-        yield server
+    return _running(start_redis, "ldp-redis-", workdir)

@@ -17,15 +17,13 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import write_results
 
 import ldpcore
 from ldpcore.heavy import PEM
-
-RESULTS = Path(__file__).parent / "results" / "heavy_hitters.md"
 
 
 class UncorrectedPEM(PEM):
@@ -104,9 +102,7 @@ def main() -> int:
                   f"{zs.mean():.2f} (1 if the SEs are right); mean error {em.mean():+.2e} vs "
                   f"its SE {bias_se:.1e}.", ""]
         print("\n".join(lines[-(len(rows) + 6):]), flush=True)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text("\n".join(lines) + "\n")
-    print(f"written to {RESULTS}")
+    write_results("heavy_hitters", lines)
     return 0
 
 

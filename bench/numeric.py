@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import numpy as np
+from _results import write_results
 
 import ldpcore
 from ldpcore.base import Reports
 from ldpcore.numeric import ks_distance, wasserstein_distance
 
-RESULTS = Path(__file__).parent / "results" / "numeric.md"
 BINS = 256
 
 
@@ -98,9 +97,7 @@ def main() -> int:
         lines.append("")
         print("\n".join(lines[-(len(metrics) + 5):]), flush=True)
     lines.append(f"Runtime {time.perf_counter() - t0:.0f} s.")
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text("\n".join(lines) + "\n")
-    print(f"written to {RESULTS}")
+    write_results("numeric", lines)
     return 0
 
 

@@ -41,29 +41,21 @@ from ldpcore.collection import CollectionSpec
 
 from . import estimates as E
 from .config import ApiSettings
-from .errors import NotEnoughReports, NotFound, QueryError
+from .errors import (
+    Conflict,
+    Forbidden,
+    NotEnoughReports,
+    NotFound,
+    QueryError,
+    Unauthorized,
+    Unavailable,
+)
 from .metrics import ApiMetrics
 from .store import CollectionConflict, StateVersion, Store
 
 __all__ = ["create_app"]
 
 _STATIC = Path(__file__).parent / "static"
-
-
-class Unauthorized(QueryError):
-    status = 401
-
-
-class Forbidden(QueryError):
-    status = 403
-
-
-class Conflict(QueryError):
-    status = 409
-
-
-class Unavailable(QueryError):
-    status = 503
 
 
 def _error(status: int, message: str, parameter: str | None = None,

@@ -28,6 +28,19 @@ __all__ = ["run_from_args"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
+async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str,
+                    path: str) -> int:
+    """One keep-alive GET: send it, read the whole response, return its status."""
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    await reader.readexactly(length)
+    return int(head.split(b" ", 2)[1])
+
+
 async def _client(host: str, port: int, paths: list[str], until: float,
                   lat: list[float], errors: list[int]) -> None:
     reader, writer = await asyncio.open_connection(host, port)
@@ -37,14 +50,7 @@ async def _client(host: str, port: int, paths: list[str], until: float,
             path = paths[i % len(paths)]
             i += 1
             t0 = time.perf_counter()
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-            head = await reader.readuntil(b"\r\n\r\n")
-            status = int(head.split(b" ", 2)[1])
-            length = 0
-            for line in head.split(b"\r\n"):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            await reader.readexactly(length)
+            status = await _exchange(reader, writer, host, path)
             lat.append(time.perf_counter() - t0)
             if status != 200:
                 errors.append(status)
@@ -68,14 +74,7 @@ async def _client_paced(host: str, port: int, paths: list[str], start: float, ra
                 await asyncio.sleep(delay)
             path = paths[k % len(paths)]
             k += 1
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-            head = await reader.readuntil(b"\r\n\r\n")
-            status = int(head.split(b" ", 2)[1])
-            length = 0
-            for line in head.split(b"\r\n"):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            await reader.readexactly(length)
+            status = await _exchange(reader, writer, host, path)
             lat.append(time.perf_counter() - scheduled)
             if status != 200:
                 errors.append(status)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["QueryError", "NotFound", "NotEnoughReports", "Unsupported"]
+__all__ = ["QueryError", "NotFound", "NotEnoughReports", "Unsupported", "Unauthorized",
+           "Forbidden", "Conflict", "Unavailable"]
 
 
 class QueryError(ValueError):
@@ -37,3 +38,27 @@ class NotEnoughReports(QueryError):
                          "estimates are served")
         self.have = have
         self.need = need
+
+
+class Unauthorized(QueryError):
+    """No or a malformed bearer token on an admin route (HTTP 401)."""
+
+    status = 401
+
+
+class Forbidden(QueryError):
+    """A wrong admin token, or admin routes switched off (HTTP 403)."""
+
+    status = 403
+
+
+class Conflict(QueryError):
+    """A collection id registered with another spec (HTTP 409)."""
+
+    status = 409
+
+
+class Unavailable(QueryError):
+    """Redis is unreachable (HTTP 503)."""
+
+    status = 503

@@ -19,6 +19,7 @@ from aggregator.registry import (
     CollectionConflict,
     Keys,
     _windows_in,
+    check_same_spec,
     since_until_args,
     state_from_hashes,
 )
@@ -83,13 +84,7 @@ class Store:
         """True if created, False if an equal spec exists; CollectionConflict otherwise."""
         if await self.redis.hsetnx(self.keys.collections, spec.id, spec.to_json()):
             return True
-        existing = await self.get(spec.id)
-        if existing is None or existing.fingerprint != spec.fingerprint:
-            theirs = existing.fingerprint if existing else "?"
-            raise CollectionConflict(
-                f"collection {spec.id!r} is already registered with fingerprint {theirs}; "
-                f"refusing a different spec (fingerprint {spec.fingerprint}). Specs are "
-                "immutable: register it under a new id or version.")
+        check_same_spec(spec, await self.get(spec.id))
         return False
 
     async def delete(self, cid: str) -> bool:

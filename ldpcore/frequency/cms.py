@@ -55,12 +55,13 @@ class ProjectiveSketch(FrequencyOracle):
         self.points = projective_points(m, r)  # (k, r)
         v = np.arange(self.domain_size, dtype=np.int64)
         digits = np.stack([(v // m**i) % m for i in range(r)], axis=1)  # (d, r)
-        self._hash_table = self.hash_values(np.arange(self.k), digits)  # (k, d)
+        self._hash_table = self.hash_values(np.arange(self.k), digits, outer=True)  # (k, d)
 
-    def hash_values(self, rows: IntArray, digits: IntArray) -> IntArray:
-        """h_j(x) for rows j (shape (n,) or (k,)) and digit vectors (shape (n, r) or (d, r))."""
+    def hash_values(self, rows: IntArray, digits: IntArray, *, outer: bool = False) -> IntArray:
+        """h_j(x): pairwise for rows (n,) and digit vectors (n, r), or with ``outer`` the
+        full table for rows (k,) × values (d, r).  (Explicit: k may equal d.)"""
         a = self.points[rows]
-        if a.shape[0] != digits.shape[0]:  # the full (k, d) table
+        if outer:
             a, digits = a[:, None, :], digits[None, :, :]
         acc = np.zeros(np.broadcast_shapes(a.shape, digits.shape)[:-1], dtype=np.int64)
         for i in range(self.r):

@@ -107,6 +107,12 @@ def test_every_kind_of_bad_input_is_dead_lettered_and_counts_are_unaffected(
         assert 'ldp_reports_rejected_total{collection="nope",reason="unknown_collection"}' in text
         assert f'ldp_reports_ingested_total{{collection="grr64"}} {float(expected.n)}' in text
         assert "ldp_flush_seconds_count" in text and "ldp_partition_watermark" in text
+        # everything is consumed: every assigned partition's lag is 0; Redis answered
+        lags = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                if line.startswith("ldp_consumer_lag{")]
+        assert lags and all(x == 0.0 for x in lags), lags
+        assert "ldp_redis_up 1.0" in text
+        assert "ldp_last_flush_timestamp_seconds" in text
         assert worker.alive(), worker.output()
     finally:
         assert worker.stop() == 0, worker.output()

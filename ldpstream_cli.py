@@ -77,6 +77,24 @@ def _health_url(cmdline: list[str], env: dict[str, str]) -> str | None:
     return None
 
 
+EXPERIMENTS = {
+    "le-zia": "le_zia.py", "cormode": "cormode_range.py", "heavy-hitters": "heavy_hitters.py",
+    "numeric": "numeric.py", "range-scale": "range_scale.py", "oracles": "oracles.py",
+}
+
+
+def _cmd_experiment(args: argparse.Namespace) -> int:
+    """Run a reproduction/benchmark script of bench/ (results land in bench/results/)."""
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent / "bench" / EXPERIMENTS[args.name]
+    if not script.is_file():
+        print(f"{script} not found: experiments run from a source checkout", file=sys.stderr)
+        return 2
+    return subprocess.call([sys.executable, str(script), *args.rest])
+
+
 def _cmd_health(args: argparse.Namespace) -> int:
     """Container health check: probe the main process's HTTP endpoint (exit 0 = healthy)."""
     import os
@@ -124,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_aggregate)
     p = sub.add_parser("serve", help="run the query API (settings: LDP_… env vars)")
     p.set_defaults(func=_cmd_serve)
+    p = sub.add_parser("experiment", help="run a paper reproduction or benchmark of bench/")
+    p.add_argument("name", choices=sorted(EXPERIMENTS))
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the script (e.g. --quick)")
+    p.set_defaults(func=_cmd_experiment)
     p = sub.add_parser("health", help="health check of the verb this container runs")
     p.add_argument("--url", default=None,
                    help="probe this URL (default: derived from PID 1's verb and LDP_… vars)")

@@ -208,16 +208,18 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
         return self.node_estimates(state)[-1][:self.domain_size]
 
     def cdf(self, state: State) -> FloatArray:
-        """P[X <= x] for all x: each prefix as its B-adic decomposition (vectorised)."""
+        """P[X <= x] for all x, each prefix [0, x] = [0, y) with y = x + 1 answered by its
+        minimal B-adic decomposition (the nodes :meth:`range_query` uses): at the level of
+        nodes spanning s leaves, the ``(y // s) % B`` nodes just left of ``y // s``; the
+        root (total 1) when y spans the padded domain.  Vectorised over all x."""
         nodes = self.node_estimates(state)
-        x = np.arange(self.domain_size)
+        y = np.arange(1, self.domain_size + 1)
         h, b = self.height, self.fanout
-        total = nodes[-1][x].copy()  # the leaf itself
+        total = (y // b**h).astype(float)  # the root, known to hold everything
         for lv in range(1, h + 1):
-            k = x // b ** (h - lv)
-            start = k - k % b  # full left siblings of the ancestor at this level
+            q = y // b ** (h - lv)
             csum = np.concatenate([[0.0], np.cumsum(nodes[lv - 1])])
-            total += csum[k] - csum[start]
+            total += csum[q] - csum[q - q % b]
         return total
 
     def range_query(self, state: State, lo: int, hi: int) -> float:

@@ -171,3 +171,17 @@ def test_bad_range_arguments_are_rejected() -> None:
         o.range_query(st, 0, 100)
     with pytest.raises(ldpcore.ParameterError, match="q"):
         o.quantile(st, 1.5)
+
+
+@pytest.mark.parametrize("consistency", [False, True])
+@pytest.mark.parametrize(("d", "b"), [(64, 4), (100, 3), (256, 16), (1000, 8)])
+def test_cdf_answers_each_prefix_with_the_same_nodes_as_range_query(
+        consistency: bool, d: int, b: int) -> None:
+    o = ldpcore.make_oracle("hh", epsilon=1.0, domain_size=d, fanout=b,
+                            consistency=consistency)
+    st = o.aggregate(o.perturb(np.random.default_rng(1).integers(0, d, 20_000), rng=2))
+    cdf = o.cdf(st)
+    prefixes = np.array([o.range_query(st, 0, x) for x in range(d)])
+    np.testing.assert_allclose(cdf, prefixes, atol=1e-12)
+    if b ** o.height == d:  # the whole padded domain is the root: exactly 1
+        assert cdf[-1] == 1.0

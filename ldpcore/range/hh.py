@@ -215,7 +215,7 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
         nodes = self.node_estimates(state)
         y = np.arange(1, self.domain_size + 1)
         h, b = self.height, self.fanout
-        total = (y // b**h).astype(float)  # the root, known to hold everything
+        total: FloatArray = (y // b**h).astype(float)  # the root, known to hold everything
         for lv in range(1, h + 1):
             q = y // b ** (h - lv)
             csum = np.concatenate([[0.0], np.cumsum(nodes[lv - 1])])

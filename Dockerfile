@@ -39,7 +39,8 @@ USER 10001:10001
 WORKDIR /home/ldp
 EXPOSE 8000 9100
 # `ldpstream health` probes whatever this container runs: the API's /healthz for `serve`,
-# the worker's /metrics for `aggregate`; a simulator is healthy while it runs.
+# the worker's /healthz (its consume loop turns) for `aggregate`; a simulator is healthy
+# while it runs.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
   CMD ["ldpstream", "health"]
 ENTRYPOINT ["ldpstream"]

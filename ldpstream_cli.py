@@ -73,7 +73,7 @@ def _health_url(cmdline: list[str], env: dict[str, str]) -> str | None:
         return (f"http://{local(env.get('LDP_API_HOST'))}:"
                 f"{env.get('LDP_API_PORT') or 8000}/healthz")
     if "aggregate" in cmdline and (env.get("LDP_METRICS_PORT") or "0") != "0":
-        return f"http://{local(env.get('LDP_METRICS_HOST'))}:{env['LDP_METRICS_PORT']}/metrics"
+        return f"http://{local(env.get('LDP_METRICS_HOST'))}:{env['LDP_METRICS_PORT']}/healthz"
     return None
 
 

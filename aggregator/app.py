@@ -41,7 +41,9 @@ def read_collections_file(path: str) -> list[Any]:
 async def lifespan(settings: WorkerSettings) -> AsyncIterator[Aggregator]:
     """Own the Redis client, the Prometheus registry and (optionally) the metrics server."""
     import redis
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import CollectorRegistry
+
+    from .health import HealthServer
 
     client = redis.Redis.from_url(settings.redis_url, socket_timeout=10,
                                   socket_connect_timeout=5, health_check_interval=10,
@@ -54,10 +56,14 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Aggregator]:
             CollectionRegistry(client, settings.redis_prefix).register_all(specs)
             log.info("registered %d collection(s) from %s", len(specs),
                      settings.collections_file)
+        agg = Aggregator(settings, client, AggregatorMetrics(registry))
         if settings.metrics_port:
-            server, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host,
-                                          registry=registry)
-        yield Aggregator(settings, client, AggregatorMetrics(registry))
+            # a loop stuck for several session timeouts has lost its partitions anyway
+            server = HealthServer(registry, lambda: agg.stats.last_tick,
+                                  host=settings.metrics_host, port=settings.metrics_port,
+                                  stall_after=max(30.0, 3 * settings.session_timeout_ms / 1000)
+                                  ).start()
+        yield agg
     finally:
         if server is not None:
             server.shutdown()

@@ -134,6 +134,8 @@ class WorkerStats:
     messages: int = 0
     skipped_replays: int = 0
     offset_resets: list[tuple[int, int, int]] = field(default_factory=list)
+    last_tick: float = field(default_factory=time.monotonic)
+    """``time.monotonic()`` of the consume loop's last turn (liveness)."""
 
 
 class Aggregator:
@@ -448,6 +450,7 @@ class Aggregator:
             last_flush = time.monotonic()
             interval = self.s.flush_interval_ms / 1000
             while not stop.is_set():
+                self.stats.last_tick = time.monotonic()
                 batch = await self._consumer.getmany(timeout_ms=min(100, self.s.flush_interval_ms),
                                                      max_records=50_000)
                 async with self._lock:

@@ -74,7 +74,7 @@ def test_image_installs_without_the_embedded_test_servers() -> None:
     (["ldpstream", "serve"], {}, "http://127.0.0.1:8000/healthz"),
     (["ldpstream", "serve"], {"LDP_API_HOST": "0.0.0.0", "LDP_API_PORT": "9000"},
      "http://127.0.0.1:9000/healthz"),
-    (["ldpstream", "aggregate"], {"LDP_METRICS_PORT": "9100"}, "http://127.0.0.1:9100/metrics"),
+    (["ldpstream", "aggregate"], {"LDP_METRICS_PORT": "9100"}, "http://127.0.0.1:9100/healthz"),
     (["ldpstream", "aggregate"], {}, None),
     (["ldpstream", "simulate", "--collection", "x"], {}, None),
 ])

@@ -113,6 +113,9 @@ def test_every_kind_of_bad_input_is_dead_lettered_and_counts_are_unaffected(
         assert lags and all(x == 0.0 for x in lags), lags
         assert "ldp_redis_up 1.0" in text
         assert "ldp_last_flush_timestamp_seconds" in text
+        health = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz",
+                                                   timeout=5).read())
+        assert health["status"] == "ok" and health["loop_age_seconds"] < 5
         assert worker.alive(), worker.output()
     finally:
         assert worker.stop() == 0, worker.output()

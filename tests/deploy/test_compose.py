@@ -129,3 +129,23 @@ def test_readme_configuration_reference_lists_every_variable() -> None:
     readme = (ROOT / "README.md").read_text()
     missing = sorted(v for v in documented_variables() if f"`{v}`" not in readme)
     assert not missing, f"README's configuration table lacks {missing}"
+
+
+def test_compose_environment_is_accepted_by_the_services_settings(
+        compose: dict[str, Any]) -> None:
+    from aggregator.config import WorkerSettings
+    from aggregator.connections import KafkaSecurity
+    from query_api.config import ApiSettings
+
+    for name in LDP_SERVICES:
+        svc = compose["services"][name]
+        env = {k: str(v) for k, v in svc["environment"].items() if v is not None}
+        env["LDP_COLLECTIONS_FILE"] = str(ROOT / "deploy" / "collections.yaml")
+        verb = svc["command"][0]
+        if verb == "aggregate":
+            s = WorkerSettings.from_env(env)
+            assert s.metrics_host == "0.0.0.0" and s.metrics_port == 9100
+        elif verb == "serve":
+            assert ApiSettings.from_env(env).host == "0.0.0.0"
+        else:
+            KafkaSecurity.from_env(env)

@@ -175,3 +175,35 @@ def test_every_value_is_documented() -> None:
             undocumented.append(key)
         previous = stripped
     assert not undocumented, undocumented
+
+
+@pytest.mark.parametrize("values", VALUES, ids=IDS)
+def test_rendered_environment_is_accepted_by_the_services_settings(
+        helm: str, values: Path | None, tmp_path: Path) -> None:
+    # Every container's env, with secrets filled in and mounted files created, must pass
+    # the same start-up validation the processes run (a typo would crash-loop the pods).
+    from aggregator.config import WorkerSettings
+    from aggregator.connections import KafkaSecurity
+    from query_api.config import ApiSettings
+
+    for name, c in containers(load_all(render(helm, values).stdout)):
+        env: dict[str, str] = {}
+        for e in c["env"]:
+            if "value" in e:
+                env[e["name"]] = str(e["value"])
+            else:
+                env[e["name"]] = "secret-from-" + e["valueFrom"]["secretKeyRef"]["key"]
+        for key, val in list(env.items()):
+            if val.startswith("/etc/ldpstream/") and key != "LDP_COLLECTIONS_FILE":
+                f = tmp_path / key
+                f.write_text("-----BEGIN CERTIFICATE-----\n")
+                env[key] = str(f)
+        env["LDP_COLLECTIONS_FILE"] = str(tmp_path / "collections.yaml")
+        (tmp_path / "collections.yaml").write_text("collections: []\n")
+        verb = c["args"][0]
+        if verb == "aggregate":
+            WorkerSettings.from_env(env)
+        elif verb == "serve":
+            ApiSettings.from_env(env)
+        else:
+            KafkaSecurity.from_env(env)

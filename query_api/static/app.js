@@ -72,6 +72,10 @@ function select(c) {
     $("updates").textContent = updates;
     $("asof").textContent = d.as_of ? new Date(d.as_of).toLocaleTimeString() : "–";
     $("status").textContent = `method ${d.method}, ${d.windows} window(s), state ${d.state_version}`;
+    if (d.mean) {  // numeric collections: the mean with its confidence interval
+      const m = d.mean, half = m.ci_high !== undefined ? ` ± ${(m.ci_high - m.estimate).toPrecision(3)}` : "";
+      $("status").textContent += ` · mean ${m.estimate.toPrecision(5)}${half}`;
+    }
     if (d.cdf) drawCdf(d.cdf, d); else drawBars(d.estimates);
   });
 }

@@ -150,5 +150,13 @@ def test_dashboard_shows_a_collection_and_its_numbers_change_in_chromium(
             lambda d: d.find_elements(By.CSS_SELECTOR, "#chart polyline.line"))
         assert driver.find_elements(By.CSS_SELECTOR, "#chart polygon.band")
         driver.save_screenshot(str(ARTIFACTS / "dashboard-range.png"))
+        # The numeric collection draws its EMS CDF and states the mean with its interval.
+        next(li for li in driver.find_elements(By.CSS_SELECTOR, "#collections li")
+             if li.get_attribute("data-id") == "session").click()
+        WebDriverWait(driver, 30).until(
+            lambda d: "mean " in d.find_element(By.ID, "status").text)
+        assert driver.find_elements(By.CSS_SELECTOR, "#chart polyline.line")
+        assert "±" in driver.find_element(By.ID, "status").text
+        driver.save_screenshot(str(ARTIFACTS / "dashboard-numeric.png"))
     finally:
         driver.quit()

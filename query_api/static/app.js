@@ -148,7 +148,10 @@ function drawCdf(cdf, d) {
   el("polyline", { points: pts.join(" "), class: "line" }, f.svg);
   for (let k = 0; k <= 4; k++) {
     const i = Math.min(n - 1, Math.floor(k * (n - 1) / 4));
-    el("text", { x: x(i) - 10, y: f.h - f.B + 16 }, f.svg).textContent = String(i);
+    // numeric collections label bins by their centre value; range ones by the index
+    const label = d.estimates && d.estimates.length === n ? d.estimates[i].label : String(i);
+    const anchor = k === 0 ? "start" : k === 4 ? "end" : "middle";
+    el("text", { x: x(i), y: f.h - f.B + 16, "text-anchor": anchor }, f.svg).textContent = label;
   }
 }
 

@@ -44,22 +44,27 @@ def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
         deadline = time.monotonic() + 90
         ready: dict[str, int] = {}
         kids: set[int] = set()
-        while time.monotonic() < deadline and len(ready) < 4:
+        routes = {"app-version": "frequencies?top=3", "adult-race": "frequencies?top=3",
+                  "emoji": "frequencies?top=3", "latency-ms": "frequencies?top=3",
+                  "session-minutes": "mean"}
+        while time.monotonic() < deadline and len(ready) < len(routes):
             assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
             kids |= _children(proc.pid)
             try:
-                for cid in ("app-version", "adult-race", "emoji", "latency-ms"):
-                    status, body = _get(f"{base}/v1/collections/{cid}/frequencies?top=3")
+                for cid, route in routes.items():
+                    status, body = _get(f"{base}/v1/collections/{cid}/{route}")
                     if status == 200:
                         ready[cid] = int(body["n"])  # type: ignore[call-overload]
             except OSError:
                 pass
             time.sleep(1)
-        assert set(ready) == {"app-version", "adult-race", "emoji", "latency-ms"}, ready
+        assert set(ready) == set(routes), ready
         status, body = _get(f"{base}/v1/collections/latency-ms/quantiles?q=0.5")
         assert status == 200
+        status, body = _get(f"{base}/v1/collections/session-minutes/quantiles?q=0.5")
+        assert status == 200 and 0.0 <= body["quantiles"][0]["value"] <= 60.0  # type: ignore[index]
         kids |= _children(proc.pid)
-        assert len(kids) >= 8  # broker, redis, worker, api, 4 simulators
+        assert len(kids) >= 9  # broker, redis, worker, api, 5 simulators
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)

@@ -16,7 +16,7 @@ LDP_FLUSH_INTERVAL_MS     200                         flush the local delta at l
 LDP_FLUSH_MAX_REPORTS     2000000                     ... or as soon as it holds this many reports
 LDP_COLLECTIONS_FILE      (unset)                     YAML/JSON collections registered at start-up
 LDP_TOPIC_REPLICATION     1                           replication factor when creating the topics
-LDP_METRICS_PORT          0 (off)                     /metrics and /healthz (consume loop alive) on PORT
+LDP_METRICS_PORT          0 (off)                     /metrics and /healthz (loop alive) on PORT
 LDP_METRICS_HOST          127.0.0.1                   bind address of /metrics (0.0.0.0 in pods)
 LDP_SESSION_TIMEOUT_MS    6000                        consumer session timeout (tansu: keep ~6 s)
 LDP_HEARTBEAT_MS          1000                        consumer heartbeat interval

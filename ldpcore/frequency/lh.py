@@ -12,7 +12,7 @@ from .._validate import check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray
 from ..errors import ParameterError
 
-__all__ = ["LocalHashing", "BLH", "OLH", "is_prime", "nearest_prime"]
+__all__ = ["LocalHashing", "BLH", "OLH", "is_prime", "nearest_prime", "olh_variance"]
 
 MAX_STATE_CELLS = 1 << 24
 
@@ -35,6 +35,17 @@ def nearest_prime(x: float) -> int:
     while not is_prime(hi):
         hi += 1
     return lo if x - lo <= hi - x else hi
+
+
+def olh_variance(n: int, f: float, p: float, g: int) -> float:
+    r"""Variance of a local-hashing estimate when collisions happen with probability
+    :math:`q^* = 1/g`: :math:`\frac{q^*(1-q^*)}{n(p-q^*)^2} + \frac{f(1-p-q^*)}{n(p-q^*)}`.
+
+    >>> round(olh_variance(1000, 0.0, 0.5, 4), 6)
+    0.003
+    """
+    q = 1.0 / g
+    return q * (1 - q) / (n * (p - q) ** 2) + f * (1 - p - q) / (n * (p - q))
 
 
 def _digits_needed(g: int, d: int) -> int:
@@ -157,8 +168,7 @@ class LocalHashing(FrequencyOracle):
 
     def variance(self, n: int, frequency: float = 0.0) -> float:
         n, f = self._check_variance_args(n, frequency)
-        p, q = self.p, 1.0 / self.g
-        return q * (1 - q) / (n * (p - q) ** 2) + f * (1 - p - q) / (n * (p - q))
+        return olh_variance(n, f, self.p, self.g)
 
 
 class BLH(LocalHashing):

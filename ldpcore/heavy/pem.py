@@ -12,6 +12,7 @@ import numpy.typing as npt
 from .._validate import check_epsilon, check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, Reports, State
 from ..errors import ParameterError, StateError
+from ..frequency.lh import olh_variance
 
 __all__ = ["PEM", "key_of", "pem_schedule"]
 
@@ -206,9 +207,7 @@ class PEM(FrequencyOracle):
     def variance(self, n: int, frequency: float = 0.0) -> float:
         """Variance of one estimate from a group of ``n`` reports (OLH's, with q* = 1/g)."""
         n, f = self._check_variance_args(n, frequency)
-        qs = 1.0 / self.g
-        return qs * (1 - qs) / (n * (self.p - qs) ** 2) + f * (1 - self.p - qs) / (
-            n * (self.p - qs))
+        return olh_variance(n, f, self.p, self.g)
 
     def _raw(self, counts: IntArray, group: int, prefixes: Keys) -> tuple[FloatArray, int]:
         n = int(counts[group].sum())
@@ -265,12 +264,10 @@ class PEM(FrequencyOracle):
                n: int) -> tuple[Keys, FloatArray, int]:
         # last level: among the kept candidates, E[f̂] = A f with
         # A = I + g/(g-1) (κ - 1/g) off the diagonal.
-        cand, raw = prefixes, est
-        kap = self._kappa(group, cand, cand)
-        a = np.eye(cand.size) + self.g / (self.g - 1) * (kap - 1.0 / self.g) * (
-            1 - np.eye(cand.size))
-        f = np.linalg.solve(a, raw)
-        return cand, np.asarray(f, dtype=float), n
+        off = 1 - np.eye(prefixes.size)
+        a = 1 - off + self.g / (self.g - 1) * (self._kappa(group, prefixes, prefixes)
+                                               - 1.0 / self.g) * off
+        return prefixes, np.asarray(np.linalg.solve(a, est), dtype=float), n
 
     def heavy_hitters(self, state: State, k: int) -> list[tuple[int, float, float]]:
         """The k most frequent values: (value, estimated frequency, standard error)."""

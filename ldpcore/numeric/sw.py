@@ -99,6 +99,7 @@ class SquareWave(NumericOracle):
         self.q = 1.0 / (2 * self.b * e + 1)
         self._matrix: FloatArray | None = None
         self._pinv: FloatArray | None = None
+        self._last_distribution: tuple[bytes, FloatArray] | None = None
 
     @property
     def params(self) -> dict[str, Any]:
@@ -157,10 +158,18 @@ class SquareWave(NumericOracle):
         return float(np.max((pinv**2) @ mx) / n)
 
     def distribution(self, state: State) -> FloatArray:
-        """EMS (or EM) reconstruction of the input histogram over the ``bins`` bins."""
+        """EMS (or EM) reconstruction of the input histogram over the ``bins`` bins.
+
+        The last reconstruction is kept, keyed by the counts, so cdf/quantile/mean calls
+        on one state run EM once."""
         self.check_state(state)
-        return em_reconstruct(self.matrix(), state.counts.astype(float),
-                              smoothing=self.smoothing)
+        key = state.counts.tobytes()
+        cached = self._last_distribution
+        if cached is None or cached[0] != key:
+            dist = em_reconstruct(self.matrix(), state.counts.astype(float),
+                                  smoothing=self.smoothing)
+            cached = self._last_distribution = (key, dist)
+        return cached[1].copy()
 
     def cdf(self, state: State) -> FloatArray:
         """Estimated P[X <= right edge of bin i] for every bin i."""

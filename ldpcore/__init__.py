@@ -5,7 +5,7 @@ Pure numpy; no I/O.  Start with :func:`make_oracle`.
 
 from __future__ import annotations
 
-from . import wire
+from . import message, wire
 from .base import Column, FrequencyOracle, Reports, State
 from .consistency import METHODS as POSTPROCESS_METHODS
 from .consistency import guideline, postprocess, subset_query
@@ -28,6 +28,7 @@ __all__ = [
     "available_mechanisms",
     "guideline",
     "make_oracle",
+    "message",
     "postprocess",
     "recommend",
     "subset_query",

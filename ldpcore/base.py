@@ -318,37 +318,43 @@ class FrequencyOracle(ABC):
         :class:`ReportError` naming what is wrong.
         """
         if not isinstance(reports, Reports):
-            raise ReportError(f"expected a Reports batch, got {type(reports).__name__}")
+            raise ReportError(f"expected a Reports batch, got {type(reports).__name__}",
+                              reason="schema")
         if reports.mechanism != self.mechanism:
             raise ReportError(f"reports are for mechanism {reports.mechanism!r}, "
-                              f"this oracle is {self.mechanism!r}")
+                              f"this oracle is {self.mechanism!r}", reason="mechanism")
         if reports.fingerprint != self.fingerprint:
             raise ReportError(f"reports carry fingerprint {reports.fingerprint!r}, "
-                              f"this oracle's is {self.fingerprint!r}")
+                              f"this oracle's is {self.fingerprint!r}", reason="fingerprint")
         expected = [c.name for c in self.report_columns]
         if sorted(reports.columns) != sorted(expected):
-            raise ReportError(f"report columns {sorted(reports.columns)} != expected {expected}")
+            raise ReportError(f"report columns {sorted(reports.columns)} != expected {expected}",
+                              reason="shape")
         n = len(reports)
         out: dict[str, np.ndarray] = {}
         for c in self.report_columns:
             arr = np.asarray(reports.columns[c.name])
             want_shape = (n, c.width) if c.bits else (n,)
             if arr.shape != want_shape:
-                raise ReportError(f"column {c.name!r} has shape {arr.shape}, expected {want_shape}")
+                raise ReportError(f"column {c.name!r} has shape {arr.shape}, expected {want_shape}",
+                                  reason="shape")
             if arr.dtype.kind not in "iub":
-                raise ReportError(f"column {c.name!r} must hold integers, got dtype {arr.dtype}")
+                raise ReportError(f"column {c.name!r} must hold integers, got dtype {arr.dtype}",
+                                  reason="shape")
             if c.bits:
                 if arr.dtype != np.uint8:
-                    raise ReportError(f"column {c.name!r} must be uint8 bytes, got {arr.dtype}")
+                    raise ReportError(f"column {c.name!r} must be uint8 bytes, got {arr.dtype}",
+                                      reason="shape")
                 pad = c.width * 8 - c.bits
                 if pad and n and np.any(arr[:, -1] >> np.uint8(8 - pad)):
                     raise ReportError(f"column {c.name!r} has nonzero padding bits "
-                                      f"beyond bit {c.bits}")
+                                      f"beyond bit {c.bits}", reason="out_of_range")
             elif n:
                 lo, hi = int(arr.min()), int(arr.max())
                 if lo < c.low or hi > c.high:
                     bad = lo if lo < c.low else hi
-                    raise ReportError(f"column {c.name!r} value {bad} outside [{c.low}, {c.high}]")
+                    raise ReportError(f"column {c.name!r} value {bad} outside [{c.low}, {c.high}]",
+                                      reason="out_of_range")
             out[c.name] = arr.astype(c.dtype, copy=False)
         self._validate_columns(out)
         return Reports(self.mechanism, self.fingerprint, out)

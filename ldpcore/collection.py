@@ -7,12 +7,7 @@ estimates are served.  Its :attr:`CollectionSpec.fingerprint` (SHA-256 prefix of
 the canonical spec) travels in every message, so a device holding a stale or
 different spec is rejected instead of silently mixing incompatible reports.
 
-Message format (the value of one Kafka message; key = collection id):
-
-* binary: ``b"LDPM"``, u8 version (= 1), u8 id length + ASCII id, 16 ASCII hex
-  digits of the collection fingerprint, then one :mod:`ldpcore.wire` batch;
-* JSON (interop): ``{"collection": id, "fingerprint": fp, "reports": [record...]}``
-  with records as in :func:`ldpcore.wire.to_records`.
+The Kafka message format lives in :mod:`ldpcore.message` (re-exported here).
 
 Pure: no I/O.
 
@@ -30,10 +25,8 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,9 +34,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import wire
-from .base import FrequencyOracle, Reports, canonical_json, spec_fingerprint
-from .errors import ParameterError, ReportError
+from .base import FrequencyOracle, canonical_json, spec_fingerprint
+from .errors import ParameterError
+from .message import (
+    MESSAGE_MAGIC,
+    decode_message,
+    encode_message,
+    message_prefix,
+    peek_message,
+)
 from .registry import make_oracle
 
 __all__ = [
@@ -58,8 +57,6 @@ __all__ = [
     "load_collections",
 ]
 
-MESSAGE_MAGIC = b"LDPM"
-_MESSAGE_VERSION = 1
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _KINDS = ("categories", "integers", "interval")
 
@@ -278,70 +275,3 @@ def window_start(timestamp_ms: int, window_seconds: int) -> int:
     7200
     """
     return (int(timestamp_ms) // 1000 // window_seconds) * window_seconds
-
-
-def _envelope(spec: CollectionSpec) -> bytes:
-    cid = spec.id.encode("ascii")
-    return (MESSAGE_MAGIC + struct.pack("<BB", _MESSAGE_VERSION, len(cid)) + cid
-            + spec.fingerprint.encode("ascii"))
-
-
-def message_prefix(spec: CollectionSpec) -> bytes:
-    """The fixed bytes every binary message of ``spec`` starts with (envelope only)."""
-    return _envelope(spec)
-
-
-def encode_message(spec: CollectionSpec, reports: Reports, fmt: str = "binary") -> bytes:
-    """One Kafka message value carrying ``reports`` of collection ``spec``."""
-    if fmt == "binary":
-        return _envelope(spec) + wire.encode(reports)
-    if fmt == "json":
-        return json.dumps({"collection": spec.id, "fingerprint": spec.fingerprint,
-                           "reports": wire.to_records(reports)},
-                          separators=(",", ":")).encode()
-    raise ParameterError(f"fmt must be 'binary' or 'json', got {fmt!r}")
-
-
-def peek_message(data: bytes) -> tuple[str, str]:
-    """(collection id, collection fingerprint) of a message, without an oracle."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise ReportError(f"expected bytes, got {type(data).__name__}")
-    data = bytes(data)
-    if data[:4] == MESSAGE_MAGIC:
-        try:
-            version, ln = struct.unpack_from("<BB", data, 4)
-            cid = data[6:6 + ln].decode("ascii")
-            fp = data[6 + ln:22 + ln].decode("ascii")
-        except (struct.error, UnicodeDecodeError) as exc:
-            raise ReportError(f"message truncated or corrupt in envelope: {exc}") from None
-        if version != _MESSAGE_VERSION:
-            raise ReportError(f"unsupported message version {version}")
-        if len(cid) != ln or len(fp) != 16:
-            raise ReportError("message truncated in envelope")
-        return cid, fp
-    if data[:1] == b"{":
-        try:
-            obj = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ReportError(f"message is not valid JSON: {exc}") from None
-        if (not isinstance(obj, dict) or not isinstance(obj.get("collection"), str)
-                or not isinstance(obj.get("fingerprint"), str)):
-            raise ReportError("JSON message needs string 'collection' and 'fingerprint'")
-        return obj["collection"], obj["fingerprint"]
-    raise ReportError("not a ldpstream message (bad magic)")
-
-
-def decode_message(spec: CollectionSpec, oracle: FrequencyOracle,
-                   data: bytes) -> tuple[str, Reports]:
-    """Decode and fully validate a message of ``spec``; raises ReportError."""
-    cid, fp = peek_message(data)
-    if cid != spec.id:
-        raise ReportError(f"message is for collection {cid!r}, expected {spec.id!r}")
-    if fp != spec.fingerprint:
-        raise ReportError(f"message fingerprint {fp!r} does not match collection "
-                          f"{spec.id!r} ({spec.fingerprint!r})")
-    data = bytes(data)
-    if data[:4] == MESSAGE_MAGIC:
-        return cid, wire.decode(oracle, data[len(_envelope(spec)):])
-    records = json.loads(data)["reports"]
-    return cid, wire.from_records(oracle, records)

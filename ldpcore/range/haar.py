@@ -85,7 +85,8 @@ class HaarHRR(RangeMixin, FrequencyOracle):
     def _validate_columns(self, columns: dict[str, np.ndarray]) -> None:
         width = np.right_shift(self.padded, columns["level"].astype(np.int64))
         if columns["j"].size and np.any(columns["j"] >= width):
-            raise ReportError("column 'j' exceeds the number of nodes of its level")
+            raise ReportError("column 'j' exceeds the number of nodes of its level",
+                              reason="out_of_range")
 
     def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
         level = columns["level"].astype(np.int64)

@@ -146,7 +146,7 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
                         from ..errors import ReportError
 
                         raise ReportError(f"column {c.name!r} has bits beyond level {lv}'s "
-                                          f"{c.bits} nodes")
+                                          f"{c.bits} nodes", reason="out_of_range")
             oracle.validate(Reports(oracle.mechanism, oracle.fingerprint, sub))
 
     def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -166,6 +166,12 @@ def peek_message(data: bytes) -> tuple[str, str]:
     if data.lstrip()[:1] == b"{":
         obj = _load_json(data)
         return obj["collection"], obj["fingerprint"]
+    _bad_magic(data)
+
+
+def _bad_magic(data: bytes) -> NoReturn:
+    if len(data) < 4 and data and MESSAGE_MAGIC.startswith(data):
+        raise ReportError("message truncated in its magic", reason="truncated")
     raise ReportError("not a ldpstream message (bad magic)", reason="garbage")
 
 
@@ -188,7 +194,7 @@ def decode_message(spec: CollectionSpec, oracle: FrequencyOracle,
             _check_envelope(spec, cid, fp)
             return cid, wire.decode(oracle, data[off:])
         if data.lstrip()[:1] != b"{":
-            raise ReportError("not a ldpstream message (bad magic)", reason="garbage")
+            _bad_magic(data)
         obj = _load_json(data)
         _check_envelope(spec, obj["collection"], obj["fingerprint"])
         extra = sorted(set(obj) - _JSON_KEYS)

@@ -80,6 +80,8 @@ def count_offset(data: bytes) -> int:
 
 def _read_header(data: bytes) -> tuple[Header, int]:
     if data[:4] != _MAGIC:
+        if len(data) < 4 and _MAGIC.startswith(data):
+            raise ReportError("batch truncated in its magic", reason="truncated")
         raise ReportError("not a ldpcore report batch (bad magic)", reason="garbage")
     if len(data) < 6:
         raise ReportError("batch truncated in header", reason="truncated")

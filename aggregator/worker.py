@@ -7,7 +7,7 @@ Exactly-once counting over at-least-once delivery:
    committed offsets are not used.
 2. Every accepted message advances the partition's position; a message below the
    position (a replay) is skipped.
-3. A flush runs :data:`aggregator.registry.FLUSH_SCRIPT`: if every touched
+3. A flush runs :data:`ldpstream.storage.FLUSH_SCRIPT`: if every touched
    partition's watermark is still what this worker last saw, it adds the delta and
    advances the watermarks, atomically; otherwise (a rebalance handed the partition
    to another worker who flushed) nothing is written, the delta is dropped and the
@@ -50,17 +50,17 @@ import numpy as np
 from ldpcore import ReportError, State
 from ldpcore.collection import window_start
 from ldpcore.message import MessageDecoder, message_report_count, peek_message
-
-from .config import WorkerSettings
-from .metrics import AggregatorMetrics
-from .registry import (
+from ldpstream.storage import (
     FLUSH_SCRIPT,
-    CollectionRegistry,
+    CollectionCatalog,
     Keys,
     flush_args,
     read_flush_times,
     read_watermarks,
 )
+
+from .config import WorkerSettings
+from .metrics import AggregatorMetrics
 
 __all__ = ["Aggregator", "DeadLetterError", "WorkerStats", "ensure_topics", "MAX_MESSAGE_BYTES"]
 
@@ -139,7 +139,7 @@ class Aggregator:
         self.metrics = metrics
         self.clock = clock
         self.keys = Keys(settings.redis_prefix)
-        self.registry = CollectionRegistry(redis, settings.redis_prefix)
+        self.registry = CollectionCatalog(redis, settings.redis_prefix)
         self.flush_script = redis.register_script(FLUSH_SCRIPT)
         self.stats = WorkerStats()
         self._codecs: dict[str, MessageDecoder] = {}

@@ -52,7 +52,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         spec = load_spec(args.collections_file, args.collection)
     else:
         raise SystemExit("give --collections-file (or LDP_COLLECTIONS_FILE) or --api")
-    from aggregator.connections import KafkaSecurity
+    from ldpstream.connections import KafkaSecurity
 
     security = KafkaSecurity.from_env()  # LDP_KAFKA_SECURITY_PROTOCOL, SASL, TLS files
     with Client(args.kafka, args.topic, fmt=args.format, **security.kafka_python()) as client:

@@ -35,30 +35,15 @@ from typing import Any
 import numpy as np
 
 from ldpcore import Reports
-from ldpcore.collection import CollectionSpec, encode_message, load_collections
+from ldpcore.collection import CollectionSpec, encode_message
+from ldpstream.collections_file import read_collections_file, select_collection
 
 __all__ = ["Device", "Client", "load_spec", "fetch_spec"]
 
 
 def load_spec(path: str | Path, collection: str | None = None) -> CollectionSpec:
     """Read one collection from a YAML/JSON file (a spec, a list, or {'collections': [...]})."""
-    text = Path(path).read_text()
-    raw: Any
-    if str(path).endswith((".yaml", ".yml")):
-        import yaml
-        raw = yaml.safe_load(text)
-    else:
-        raw = json.loads(text)
-    specs = [CollectionSpec.from_dict(raw)] if isinstance(raw, dict) and "id" in raw \
-        else load_collections(raw)
-    if collection is None:
-        if len(specs) != 1:
-            raise ValueError(f"{path} declares {len(specs)} collections; name one")
-        return specs[0]
-    for s in specs:
-        if s.id == collection:
-            return s
-    raise ValueError(f"{path} has no collection {collection!r}")
+    return select_collection(read_collections_file(path), collection, str(path))
 
 
 def fetch_spec(api_url: str, collection: str, timeout: float = 10.0) -> CollectionSpec:

@@ -17,10 +17,10 @@ from prometheus_client import CollectorRegistry
 
 from aggregator.config import WorkerSettings
 from aggregator.metrics import AggregatorMetrics
-from aggregator.registry import CollectionRegistry, load_state, read_watermarks
 from aggregator.worker import Aggregator, DeadLetterError, ensure_topics
 from ldpcore import Reports
 from ldpcore.collection import CollectionSpec, encode_message
+from ldpstream.storage import CollectionCatalog, load_state, read_watermarks
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,7 @@ def _worker(kafka: Any, redis_server: Any, redis_client: Any,
     s = WorkerSettings(kafka_bootstrap=kafka.bootstrap, redis_url=redis_server.url,
                        redis_prefix=names["prefix"], reports_topic=names["topic"],
                        dlq_topic=names["dlq"], consumer_group=names["group"])
-    CollectionRegistry(redis_client, names["prefix"]).register(SPEC)
+    CollectionCatalog(redis_client, names["prefix"]).register(SPEC)
     agg = Aggregator(s, redis_client, AggregatorMetrics(CollectorRegistry()))
     agg._pos[0] = 0
     agg._flushed[0] = -1

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .envvars import ConfigError, env_bool, env_file
+from .settings import ConfigError, env_bool, env_file
 
 __all__ = ["KafkaSecurity", "RedisOptions"]
 

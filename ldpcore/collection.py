@@ -8,9 +8,10 @@ estimates are served, plus its longitudinal policy (:mod:`ldpcore.longitudinal`)
 window, default 1), ``memoization`` (``"none"``, ``"permanent"`` — the default —
 or ``"two-level"``) and, for two-level, ``epsilon_1`` (the instantaneous
 channel's ε; the oracle's ε is the permanent ε∞).  Defaults are left out of the
-canonical form, so older specs keep their fingerprint.  Its :attr:`CollectionSpec.fingerprint` (SHA-256 prefix of
-the canonical spec) travels in every message, so a device holding a stale or
-different spec is rejected instead of silently mixing incompatible reports.
+canonical form, so older specs keep their fingerprint.  Its
+:attr:`CollectionSpec.fingerprint` (SHA-256 prefix of the canonical spec) travels
+in every message, so a device holding a stale or different spec is rejected
+instead of silently mixing incompatible reports.
 
 Message format (the value of one Kafka message; key = collection id):
 

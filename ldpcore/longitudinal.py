@@ -289,7 +289,8 @@ class TwoLevel:
         f = check_float("frequency", frequency, low=0.0, high=1.0)
         if self.oracle.mechanism == "hrr":
             return (2 * self.p1 - 1) ** 2 / (2 * self.p_star - 1) ** 2 - f
-        scale = (self.p1 - self.q1) ** 2 / (self.p_star - self.q_support) ** 2
+        q_est = self.q_support if self.oracle.mechanism in ("olh", "blh") else self.q_star
+        scale = (self.p1 - self.q1) ** 2 / (self.p_star - q_est) ** 2
         hold = self.p_inf * (1 - self.p_inf)
         other = self.q_support * (1 - self.q_support)
         return scale * (f * hold + (1 - f) * other)

@@ -269,8 +269,10 @@ def simulate(spec: CollectionSpec, send: Callable[[Reports], Any], *, dist: str,
     bar = Progress(reports, progress)
     if clock is None and rate:
         clock = time.time
+    now = clock or time.perf_counter
     window_counts: list[int] = []
-    t0 = pace_t0 = time.perf_counter()
+    t0 = time.perf_counter()
+    pace_t0 = now()
     done = messages = pace_done = 0
     for batch, true_vals, rnd, _ in schedule(spec, probs, reports, devices, sizes, seed,
                                              churn=churn, presence=presence, clock=clock,
@@ -278,7 +280,7 @@ def simulate(spec: CollectionSpec, send: Callable[[Reports], Any], *, dist: str,
         if rnd >= len(window_counts):
             # A new round (window): pace from here, not from before the wait for it.
             window_counts.extend([0] * (rnd + 1 - len(window_counts)))
-            pace_t0, pace_done = time.perf_counter(), done
+            pace_t0, pace_done = now(), done
         send(batch)
         state += oracle.aggregate(batch)
         truth += np.bincount(true_vals, minlength=spec.domain.size)
@@ -286,7 +288,7 @@ def simulate(spec: CollectionSpec, send: Callable[[Reports], Any], *, dist: str,
         done += len(batch)
         messages += 1
         if rate:
-            ahead = (done - pace_done) / rate - (time.perf_counter() - pace_t0)
+            ahead = (done - pace_done) / rate - (now() - pace_t0)
             if ahead > 0:
                 sleep(ahead)
         bar.update(done)

@@ -40,14 +40,14 @@ import json
 import math
 import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from . import wire
+from . import longitudinal, wire
 from .base import FrequencyOracle, Reports, canonical_json, spec_fingerprint
 from .errors import ParameterError, ReportError
 from .longitudinal import DEFAULT_POLICY, POLICIES, TwoLevel
@@ -298,6 +298,31 @@ class CollectionSpec:
         """
         tl = self.two_level()
         return tl.composed if tl is not None else self.oracle()
+
+    def effective_sample_size(self, window_counts: Sequence[int] | npt.NDArray[Any],
+                              frequency: float = 0.0) -> float:
+        """n_eff of a state summed over windows with these report counts (this collection's
+        memoization and cadence; see :func:`ldpcore.longitudinal.effective_sample_size`).
+
+        >>> spec = CollectionSpec.from_dict({"id": "os", "oracle": {"mechanism": "grr",
+        ...     "epsilon": 1.0}, "domain": {"kind": "categories", "labels": ["a", "b"]}})
+        >>> spec.effective_sample_size([300, 300, 300])
+        300.0
+        """
+        tl = self.two_level()
+        rho = tl.correlation(frequency) if tl is not None else None
+        return longitudinal.effective_sample_size(
+            window_counts, self.memoization, reports_per_window=self.reports_per_window,
+            correlation=rho)
+
+    def multiwindow_variance(self, window_counts: Sequence[int] | npt.NDArray[Any],
+                             frequency: float = 0.0) -> float:
+        """Variance of one frequency estimate from a state summed over windows with these
+        report counts (see :func:`ldpcore.longitudinal.multiwindow_variance`)."""
+        tl = self.two_level()
+        return longitudinal.multiwindow_variance(
+            tl if tl is not None else self.oracle(), window_counts, self.memoization,
+            frequency=frequency, reports_per_window=self.reports_per_window)
 
 
 def _longitudinal(raw: Mapping[str, Any], oracle: FrequencyOracle

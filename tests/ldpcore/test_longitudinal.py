@@ -364,3 +364,22 @@ def test_multiwindow_intervals_cover_with_two_level_memoization() -> None:
     print(f"two-level memoization: coverage {cover:.3f}, naive (n = reports) {naive:.3f}")
     assert cover >= 0.93
     assert naive < 0.90
+
+
+def test_spec_multiwindow_helpers_follow_the_declared_policy_and_cadence() -> None:
+    counts = [300, 300, 300]
+    perm = CollectionSpec.from_dict(OS)
+    assert perm.effective_sample_size(counts) == 300
+    assert math.isclose(perm.multiwindow_variance(counts, 0.2), perm.oracle().variance(300, 0.2))
+    none = CollectionSpec.from_dict({**OS, "memoization": "none"})
+    assert none.effective_sample_size(counts) == 900
+    twice = CollectionSpec.from_dict({**OS, "reports_per_window": 2})
+    assert twice.effective_sample_size(counts) == 150
+    tl_spec = CollectionSpec.from_dict({**OS, "memoization": "two-level", "epsilon_1": 1.0})
+    tl = tl_spec.two_level()
+    assert tl is not None
+    assert 300 < tl_spec.effective_sample_size(counts, 0.2) < 900
+    assert math.isclose(tl_spec.multiwindow_variance(counts, 0.2),
+                        multiwindow_variance(tl, counts, "two-level", frequency=0.2))
+    assert math.isclose(tl_spec.multiwindow_variance(counts, 0.2),
+                        tl.variance(1, 0.2) / tl_spec.effective_sample_size(counts, 0.2))

@@ -87,16 +87,19 @@ TWO_LEVEL_REFUSED: dict[str, str] = {
     "hr": "a Hadamard-response report is an index drawn from the value's support set; "
           "re-randomizing an index does not give a Hadamard-response channel",
     "ss": "re-randomizing a k-subset is not a subset-selection channel of the same family",
-    "cms": "use the composition per bit only with the hash index kept: not implemented",
-    "hcms": "not implemented (the sign bit could be re-flipped like hrr; no estimator yet)",
-    "hh": "a hierarchical histogram samples a level per report; compose its level oracle "
-          "instead (not implemented)",
-    "haar": "a Haar report samples a level per report (not implemented)",
-    "adaptive": "resolves to grr or olh: declare that mechanism instead",
+    "cms": "a report is a hash index plus an m-bit vector; re-randomizing the bits with the "
+           "index kept would compose, but its estimator is not implemented",
+    "hcms": "a report is (hash, coefficient, sign); re-flipping the sign would compose, but "
+            "its estimator is not implemented",
+    "hh": "a report samples a tree level and runs that level's oracle; composing per level "
+          "is not implemented",
+    "haar": "a report samples a Haar level; composing per level is not implemented",
+    "pem": "a report is per-group OLH over prefixes; composing per group is not implemented",
+    "adaptive": "it resolves to grr or olh: declare that mechanism instead",
     "sw": "numeric reports are continuous; re-randomizing them leaves the mechanism's family",
     "pm": "numeric reports are continuous; re-randomizing them leaves the mechanism's family",
-    "duchi": "re-randomizing ±C is a sign flip, but the estimator is not generalised here",
-    "pem": "prefix-extension reports are per-group OLH over prefixes (not implemented)",
+    "duchi": "re-flipping the ±C report would compose, but the mean estimator is not "
+             "generalised to it",
 }
 
 

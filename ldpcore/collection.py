@@ -344,11 +344,9 @@ def _longitudinal(raw: Mapping[str, Any], oracle: FrequencyOracle
         return memo, None, per_window
     if eps1 is None:
         raise ParameterError("memoization 'two-level' needs epsilon_1 (the instantaneous "
-                             "channel's ε, a finite real number > 0)")
-    if (isinstance(eps1, bool) or not isinstance(eps1, (int, float))
-            or not math.isfinite(eps1) or eps1 <= 0):
-        raise ParameterError(f"epsilon_1 must be a finite real number > 0, got {eps1!r}")
-    tl = TwoLevel(oracle, epsilon_1=float(eps1))  # refuses mechanisms that do not compose
+                             "channel's ε, a real number in (0, 100])")
+    # Validates epsilon_1 in (0, EPSILON_1_MAX] and refuses mechanisms that do not compose.
+    tl = TwoLevel(oracle, epsilon_1=eps1)
     return memo, tl.epsilon_1, per_window
 
 

@@ -68,6 +68,7 @@ from .errors import ParameterError
 __all__ = [
     "POLICIES",
     "DEFAULT_POLICY",
+    "EPSILON_1_MAX",
     "TWO_LEVEL_MECHANISMS",
     "TWO_LEVEL_REFUSED",
     "TwoLevel",
@@ -80,6 +81,8 @@ __all__ = [
 
 POLICIES: tuple[str, ...] = ("none", "permanent", "two-level")
 DEFAULT_POLICY = "permanent"
+EPSILON_1_MAX = 100.0
+"""Largest instantaneous ε (beyond ~37 the channel is already noiseless in doubles)."""
 
 TWO_LEVEL_MECHANISMS: tuple[str, ...] = ("grr", "sue", "oue", "blh", "olh", "hrr")
 
@@ -167,7 +170,7 @@ class TwoLevel:
         The permanent channel (its ε is :math:`\varepsilon_\infty`); its mechanism
         must be one of :data:`TWO_LEVEL_MECHANISMS`.
     epsilon_1 : float
-        The instantaneous channel's ε, finite and > 0.
+        The instantaneous channel's ε, in (0, :data:`EPSILON_1_MAX`].
 
     Examples
     --------
@@ -192,7 +195,8 @@ class TwoLevel:
                 f"memoization 'two-level' needs a mechanism in {list(TWO_LEVEL_MECHANISMS)}, "
                 f"got {mech!r}: {why}")
         self.oracle = oracle
-        self.epsilon_1 = check_epsilon(epsilon_1)
+        self.epsilon_1 = check_float("epsilon_1", epsilon_1, low=0.0, high=EPSILON_1_MAX,
+                                     low_open=True)
         o: Any = oracle
         if mech == "grr":
             self.p_inf, self.q_inf = float(o.p), float(o.q)

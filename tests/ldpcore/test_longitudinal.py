@@ -86,7 +86,9 @@ def test_two_level_spec_estimates_with_the_composed_channel() -> None:
                                    r"'two-level'\]"),
     ({"memoization": 3}, "memoization must be one of"),
     ({"memoization": "two-level"}, "needs epsilon_1"),
-    ({"memoization": "two-level", "epsilon_1": 0}, "epsilon_1 must be a finite real number > 0"),
+    ({"memoization": "two-level", "epsilon_1": 0},
+     r"epsilon_1 must be a finite real number in \(0.0, 100.0\]"),
+    ({"memoization": "two-level", "epsilon_1": 1000}, "epsilon_1 must be"),
     ({"memoization": "two-level", "epsilon_1": float("inf")}, "epsilon_1 must be"),
     ({"memoization": "two-level", "epsilon_1": True}, "epsilon_1 must be"),
     ({"memoization": "two-level", "epsilon_1": "1"}, "epsilon_1 must be"),
@@ -190,7 +192,7 @@ def test_permanent_answers_satisfy_epsilon_inf(mech: str) -> None:
 def test_two_level_refuses_other_mechanisms_and_bad_epsilon_1() -> None:
     with pytest.raises(ParameterError, match="subset"):
         TwoLevel(ldpcore.make_oracle("ss", epsilon=1.0, domain_size=8), epsilon_1=1.0)
-    with pytest.raises(ParameterError, match="epsilon must be a finite real number > 0"):
+    with pytest.raises(ParameterError, match="epsilon_1 must be a finite real number in"):
         TwoLevel(ldpcore.make_oracle("grr", epsilon=1.0, domain_size=8), epsilon_1=-1.0)
 
 

@@ -101,7 +101,7 @@ class Device:
     Parameters
     ----------
     spec : CollectionSpec
-    rng : numpy Generator, optional
+    rng : numpy Generator or int seed, optional
         Only for tests and simulations; by default every draw uses OS entropy.
     memo_path : path, optional
         Persist the memo and the cadence here (reloaded if the file exists).
@@ -109,13 +109,13 @@ class Device:
         Seconds since the epoch (default :func:`time.time`); decides the window.
     """
 
-    def __init__(self, spec: CollectionSpec, rng: np.random.Generator | None = None, *,
+    def __init__(self, spec: CollectionSpec, rng: np.random.Generator | int | None = None, *,
                  memo_path: str | Path | None = None,
                  clock: Callable[[], float] | None = None) -> None:
         self.spec = spec
         self.oracle = spec.oracle()
         self.two_level = spec.two_level()
-        self.rng = rng
+        self.rng = np.random.default_rng(rng) if isinstance(rng, int) else rng
         self.clock = clock or time.time
         self.memo_path = Path(memo_path) if memo_path is not None else None
         self.memo: dict[tuple[str, int], Reports] = {}

@@ -135,3 +135,13 @@ def test_corrupt_memo_files_are_refused_not_silently_redrawn(tmp_path: Path, tex
     path.write_text(text)
     with pytest.raises(ValueError, match=match):
         Device(SPEC, memo_path=path)
+
+
+def test_an_int_seed_makes_a_device_reproducible_without_repeating_draws() -> None:
+    spec = _spec(memoization="none")
+    a = [Device(spec, rng=9).message(v, now=T0) for v in LABELS]
+    b = [Device(spec, rng=9).message(v, now=T0) for v in LABELS]
+    assert a == b
+    dev = Device(spec, rng=9)
+    answers = [_answer(spec, dev.message("alpha", now=T0 + 60 * w)) for w in range(30)]
+    assert len(set(answers)) > 1

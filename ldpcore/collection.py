@@ -3,9 +3,15 @@
 A collection is an id plus an oracle spec (mechanism, ε, parameters), a domain
 (category labels, an integer range or a numeric interval cut into bins), a
 tumbling time-window length, a retention and the minimum number of reports before
-estimates are served.  Its :attr:`CollectionSpec.fingerprint` (SHA-256 prefix of
-the canonical spec) travels in every message, so a device holding a stale or
-different spec is rejected instead of silently mixing incompatible reports.
+estimates are served, plus its longitudinal policy (:mod:`ldpcore.longitudinal`):
+``reports_per_window`` (the cadence: at most that many reports per device per
+window, default 1), ``memoization`` (``"none"``, ``"permanent"`` — the default —
+or ``"two-level"``) and, for two-level, ``epsilon_1`` (the instantaneous
+channel's ε; the oracle's ε is the permanent ε∞).  Defaults are left out of the
+canonical form, so older specs keep their fingerprint.  Its
+:attr:`CollectionSpec.fingerprint` (SHA-256 prefix of the canonical spec) travels
+in every message, so a device holding a stale or different spec is rejected
+instead of silently mixing incompatible reports.
 
 The Kafka message format lives in :mod:`ldpcore.message` (re-exported here).
 
@@ -27,15 +33,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from . import longitudinal
 from .base import FrequencyOracle, canonical_json, spec_fingerprint
 from .errors import ParameterError
+from .longitudinal import DEFAULT_POLICY, POLICIES, TwoLevel
 from .message import (
     MESSAGE_MAGIC,
     decode_message,
@@ -59,6 +67,7 @@ __all__ = [
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _KINDS = ("categories", "integers", "interval")
+MAX_REPORTS_PER_WINDOW = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -171,15 +180,33 @@ class CollectionSpec:
     window_seconds: int = 3600
     retention_seconds: int = 30 * 86400
     min_reports: int = 100
+    memoization: str = DEFAULT_POLICY
+    epsilon_1: float | None = None
+    reports_per_window: int = 1
     _fingerprint: str = field(default="", compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> CollectionSpec:
-        """Validate and build a spec from its JSON/YAML form (raises ParameterError)."""
+        """Validate and build a spec from its JSON/YAML form.
+
+        Any malformed input raises :class:`ParameterError` (naming the key and the
+        allowed values), never another exception.
+        """
+        try:
+            return cls._from_dict(raw)
+        except ParameterError:
+            raise
+        except (TypeError, ValueError, ArithmeticError, KeyError, AttributeError,
+                RecursionError) as exc:
+            raise ParameterError(f"invalid collection spec: {type(exc).__name__}: {exc}") from None
+
+    @classmethod
+    def _from_dict(cls, raw: Mapping[str, Any]) -> CollectionSpec:
         if not isinstance(raw, Mapping):
             raise ParameterError(f"a collection must be an object, got {type(raw).__name__}")
         known = {"id", "description", "version", "oracle", "domain", "window_seconds",
-                 "retention_seconds", "min_reports", "fingerprint"}
+                 "retention_seconds", "min_reports", "fingerprint", "memoization",
+                 "epsilon_1", "reports_per_window"}
         extra = sorted(set(raw) - known)
         if extra:
             raise ParameterError(f"unknown collection key(s) {extra}; allowed: {sorted(known)}")
@@ -201,14 +228,19 @@ class CollectionSpec:
         if not isinstance(oracle_raw, Mapping) or "mechanism" not in oracle_raw:
             raise ParameterError("oracle must be an object with a 'mechanism'")
         params = dict(oracle_raw)
+        bad_keys = [k for k in params if not isinstance(k, str)]
+        if bad_keys:
+            raise ParameterError(f"oracle parameter names must be strings, got {bad_keys!r}")
         _numeric_params(params, domain)
         if params.setdefault("domain_size", domain.size) != domain.size:
             raise ParameterError(f"oracle.domain_size {params['domain_size']} does not match the "
                                  f"domain's {domain.size} values")
         oracle = make_oracle(**params)
+        memo, eps1, per_window = _longitudinal(raw, oracle)
         spec = cls(cid, dict(oracle.spec), domain, desc, version=ints["version"],
                    window_seconds=ints["window_seconds"],
-                   retention_seconds=ints["retention_seconds"], min_reports=ints["min_reports"])
+                   retention_seconds=ints["retention_seconds"], min_reports=ints["min_reports"],
+                   memoization=memo, epsilon_1=eps1, reports_per_window=per_window)
         given = raw.get("fingerprint")
         if given is not None and given != spec.fingerprint:
             raise ParameterError(f"fingerprint {given!r} does not match the spec's "
@@ -216,11 +248,24 @@ class CollectionSpec:
         return spec
 
     def to_dict(self) -> dict[str, Any]:
-        """Canonical JSON-able form (the input of the fingerprint, without it)."""
-        return {"id": self.id, "description": self.description, "version": self.version,
-                "oracle": dict(self.oracle_spec), "domain": self.domain.to_dict(),
-                "window_seconds": self.window_seconds,
-                "retention_seconds": self.retention_seconds, "min_reports": self.min_reports}
+        """Canonical JSON-able form (the input of the fingerprint, without it).
+
+        The longitudinal keys appear only when they differ from their defaults
+        (memoization ``"permanent"``, one report per window), so specs declared
+        before they existed keep their fingerprint.
+        """
+        out: dict[str, Any] = {
+            "id": self.id, "description": self.description, "version": self.version,
+            "oracle": dict(self.oracle_spec), "domain": self.domain.to_dict(),
+            "window_seconds": self.window_seconds,
+            "retention_seconds": self.retention_seconds, "min_reports": self.min_reports}
+        if self.memoization != DEFAULT_POLICY:
+            out["memoization"] = self.memoization
+        if self.epsilon_1 is not None:
+            out["epsilon_1"] = self.epsilon_1
+        if self.reports_per_window != 1:
+            out["reports_per_window"] = self.reports_per_window
+        return out
 
     def to_json(self) -> str:
         """Canonical JSON text of :meth:`to_dict` plus the fingerprint."""
@@ -233,8 +278,74 @@ class CollectionSpec:
         return self._fingerprint
 
     def oracle(self) -> FrequencyOracle:
-        """A fresh oracle for this collection."""
+        """A fresh oracle for this collection (validates and aggregates its reports)."""
         return make_oracle(**self.oracle_spec)
+
+    def two_level(self) -> TwoLevel | None:
+        """The two-level scheme of a ``memoization: two-level`` collection, else None."""
+        if self.memoization != "two-level" or self.epsilon_1 is None:
+            return None
+        return TwoLevel(self.oracle(), epsilon_1=self.epsilon_1)
+
+    def estimation_oracle(self) -> FrequencyOracle:
+        """The oracle whose ``estimate``/``variance`` fit this collection's reports.
+
+        For ``two-level`` the composed channel (:attr:`TwoLevel.composed`: same
+        fingerprint and state as :meth:`oracle`, composed probabilities); else
+        :meth:`oracle`.  Multi-window variances: :mod:`ldpcore.longitudinal`.
+        """
+        tl = self.two_level()
+        return tl.composed if tl is not None else self.oracle()
+
+    def effective_sample_size(self, window_counts: Sequence[int] | npt.NDArray[Any],
+                              frequency: float = 0.0) -> float:
+        """n_eff of a state summed over windows with these report counts (this collection's
+        memoization and cadence; see :func:`ldpcore.longitudinal.effective_sample_size`).
+
+        >>> spec = CollectionSpec.from_dict({"id": "os", "oracle": {"mechanism": "grr",
+        ...     "epsilon": 1.0}, "domain": {"kind": "categories", "labels": ["a", "b"]}})
+        >>> spec.effective_sample_size([300, 300, 300])
+        300.0
+        """
+        tl = self.two_level()
+        rho = tl.correlation(frequency) if tl is not None else None
+        return longitudinal.effective_sample_size(
+            window_counts, self.memoization, reports_per_window=self.reports_per_window,
+            correlation=rho)
+
+    def multiwindow_variance(self, window_counts: Sequence[int] | npt.NDArray[Any],
+                             frequency: float = 0.0) -> float:
+        """Variance of one frequency estimate from a state summed over windows with these
+        report counts (see :func:`ldpcore.longitudinal.multiwindow_variance`)."""
+        tl = self.two_level()
+        return longitudinal.multiwindow_variance(
+            tl if tl is not None else self.oracle(), window_counts, self.memoization,
+            frequency=frequency, reports_per_window=self.reports_per_window)
+
+
+def _longitudinal(raw: Mapping[str, Any], oracle: FrequencyOracle
+                  ) -> tuple[str, float | None, int]:
+    """Validate memoization, epsilon_1 and reports_per_window (see ldpcore.longitudinal)."""
+    memo = raw.get("memoization", DEFAULT_POLICY)
+    if not isinstance(memo, str) or memo not in POLICIES:
+        raise ParameterError(f"memoization must be one of {list(POLICIES)}, got {memo!r}")
+    per_window = raw.get("reports_per_window", 1)
+    if (not isinstance(per_window, int) or isinstance(per_window, bool)
+            or not 1 <= per_window <= MAX_REPORTS_PER_WINDOW):
+        raise ParameterError(f"reports_per_window must be an integer in "
+                             f"[1, {MAX_REPORTS_PER_WINDOW}], got {per_window!r}")
+    eps1 = raw.get("epsilon_1")
+    if memo != "two-level":
+        if eps1 is not None:
+            raise ParameterError(f"epsilon_1 is only allowed with memoization 'two-level', "
+                                 f"got memoization {memo!r}")
+        return memo, None, per_window
+    if eps1 is None:
+        raise ParameterError("memoization 'two-level' needs epsilon_1 (the instantaneous "
+                             "channel's ε, a real number in (0, 100])")
+    # Validates epsilon_1 in (0, EPSILON_1_MAX] and refuses mechanisms that do not compose.
+    tl = TwoLevel(oracle, epsilon_1=eps1)
+    return memo, tl.epsilon_1, per_window
 
 
 def _numeric_params(params: dict[str, Any], domain: Domain) -> None:

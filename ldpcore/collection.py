@@ -62,6 +62,18 @@ MESSAGE_MAGIC = b"LDPM"
 _MESSAGE_VERSION = 1
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _KINDS = ("categories", "integers", "interval")
+_MAX_INT = 2**53 - 1  # exact in every JSON reader
+
+
+def _finite(x: Any) -> float | None:
+    """``float(x)`` for a finite int or float (not bool), else None (huge ints included)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    try:
+        out = float(x)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
 
 
 @dataclass(frozen=True)
@@ -110,8 +122,7 @@ class Domain:
                                      f"got [{low}, {high}]")
             return cls(kind, low=low, high=high)
         bins = raw.get("bins")
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-                   for x in (low, high)):
+        if _finite(low) is None or _finite(high) is None:
             raise ParameterError("domain.low and domain.high must be finite numbers")
         assert isinstance(low, (int, float)) and isinstance(high, (int, float))
         if not high > low:
@@ -197,13 +208,16 @@ class CollectionSpec:
         for key, default, low in (("version", 1, 1), ("window_seconds", 3600, 1),
                                   ("retention_seconds", 30 * 86400, 1), ("min_reports", 100, 0)):
             v = raw.get(key, default)
-            if not isinstance(v, int) or isinstance(v, bool) or v < low:
-                raise ParameterError(f"{key} must be an integer >= {low}, got {v!r}")
+            if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= _MAX_INT:
+                raise ParameterError(f"{key} must be an integer in [{low}, {_MAX_INT}], "
+                                     f"got {v!r}")
             ints[key] = v
         oracle_raw = raw.get("oracle")
         if not isinstance(oracle_raw, Mapping) or "mechanism" not in oracle_raw:
             raise ParameterError("oracle must be an object with a 'mechanism'")
         params = dict(oracle_raw)
+        if not all(isinstance(k, str) for k in params):
+            raise ParameterError("oracle keys must be strings")
         _numeric_params(params, domain)
         if params.setdefault("domain_size", domain.size) != domain.size:
             raise ParameterError(f"oracle.domain_size {params['domain_size']} does not match the "
@@ -252,7 +266,8 @@ def _numeric_params(params: dict[str, Any], domain: Domain) -> None:
         raise ParameterError(f"mechanism {params['mechanism']!r} needs an interval domain "
                              f"(kind: interval, low, high, bins), got kind {domain.kind!r}")
     for key, value in (("low", domain.low), ("high", domain.high)):
-        if float(params.setdefault(key, value)) != value:
+        given = params.setdefault(key, value)
+        if _finite(given) != value:
             raise ParameterError(f"oracle.{key} {params[key]!r} does not match the domain's "
                                  f"{value!r}")
 

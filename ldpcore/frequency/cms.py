@@ -43,7 +43,6 @@ class ProjectiveSketch(FrequencyOracle):
 
     def _setup(self, m: int) -> None:
         self.m = m
-        self.field = Field(m)
         r = 1
         while m**r < self.domain_size:
             r += 1
@@ -62,6 +61,7 @@ class ProjectiveSketch(FrequencyOracle):
             raise ParameterError(f"m={m} with domain_size={self.domain_size} needs a state of "
                                  f"{cells} cells (allowed: at most {MAX_STATE_CELLS}); choose a "
                                  f"smaller m")
+        self.field = Field(m)
         self.kappa = (m ** (r - 1) - 1) / (m**r - 1)
         self.points = projective_points(m, r)  # (k, r)
         self._table: IntArray | None = None

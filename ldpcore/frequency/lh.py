@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -56,8 +57,12 @@ def is_prime(x: int) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=4096)
 def nearest_prime(x: float) -> int:
     """The prime nearest to x (the smaller one on a tie), at least 2.
+
+    Cached: OLH's default g halves a chain of primes from :math:`e^\varepsilon + 1`,
+    the same chain for every level of a hierarchy and every oracle of that ε.
 
     >>> nearest_prime(4.0), nearest_prime(9.5), nearest_prime(math.exp(29.8) + 1) > 8e12
     (3, 11, True)

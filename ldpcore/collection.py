@@ -122,8 +122,10 @@ class Domain:
                                      f"got [{low}, {high}]")
             return cls(kind, low=low, high=high)
         bins = raw.get("bins")
-        if _finite(low) is None or _finite(high) is None:
-            raise ParameterError("domain.low and domain.high must be finite numbers")
+        flo, fhi = _finite(low), _finite(high)
+        if flo is None or fhi is None or max(abs(flo), abs(fhi)) > 1e300:
+            raise ParameterError("domain.low and domain.high must be finite numbers in "
+                                 "[-1e300, 1e300]")
         assert isinstance(low, (int, float)) and isinstance(high, (int, float))
         if not high > low:
             raise ParameterError(f"domain needs low < high, got [{low}, {high}]")

@@ -25,9 +25,12 @@ The lower bound :data:`EPSILON_MIN` = 0.001 keeps :math:`p - q` (about ε) a tho
 times above its rounding error at every d; below it estimates carry a variance
 factor above :math:`10^6` and no deployment needs them.
 
-Sizes are bounded by memory and by the 50 ms construction budget: states hold at
-most :data:`MAX_STATE_CELLS` int64 counters (256 MiB), bit-mask reports at most
-2^16 bits, CMS/HCMS hash tables at most :data:`MAX_HASH_CELLS` entries.
+Sizes are bounded by memory and by the 50 ms construction budget: a state holds at
+most :data:`MAX_STATE_CELLS` int64 counters (512 MiB; one-dimensional states at most
+2^24), CMS/HCMS hash tables at most :data:`MAX_HASH_CELLS` entries (built on the
+first estimate).  OUE/SUE/SS send d-bit reports, so their device-side ``perturb``
+needs memory in proportion to d per report: the ranges allow the large d of
+state-level simulations, not of devices.
 
 >>> epsilon_range("oue")
 (0.001, 9.7)
@@ -55,8 +58,8 @@ PROB_FLOOR_32 = GRID_STEPS * 2.0**-24
 """Smallest probability a float32-uniform kernel may compare with."""
 SW_B_MIN = GRID_STEPS * 2.0**-52
 """Smallest Square Wave half-width b: 1000 float64 steps of [1, 2)."""
-MAX_STATE_CELLS = 1 << 25
-"""Largest state (int64 counters, 256 MiB) of any mechanism."""
+MAX_STATE_CELLS = 1 << 26
+"""Largest state (int64 counters, 512 MiB) of any mechanism (hh at d = 2^22 needs 38M)."""
 MAX_HASH_CELLS = 1 << 22
 """Largest (rows × values × digits) CMS/HCMS hash-table work, built on first estimate."""
 
@@ -85,13 +88,13 @@ EPSILON_RANGES: dict[str, tuple[float, float]] = {
 
 DOMAIN_RANGES: dict[str, tuple[int, int]] = {
     "grr": (2, 1 << 24),
-    "sue": (2, 1 << 16),
-    "oue": (2, 1 << 16),
+    "sue": (2, 1 << 24),
+    "oue": (2, 1 << 24),
     "blh": (2, 1 << 23),
     "olh": (2, 1 << 23),
     "hr": (2, 1 << 24),
     "hrr": (2, 1 << 24),
-    "ss": (2, 1 << 16),
+    "ss": (2, 1 << 20),
     "cms": (2, 1 << 13),
     "hcms": (2, 1 << 13),
     "adaptive": (2, 1 << 24),
@@ -171,15 +174,15 @@ PARAMETER_RANGES: dict[str, dict[str, str]] = {
     "ss": {"epsilon": _eps("ss"), "domain_size": _dom("ss") + " (d-bit reports)",
            "subset_size": "integer k in [1, d-1] with (d-k)/(k e^eps + d-k) >= 1000*2^-53"},
     "cms": {"epsilon": _eps("cms"), "domain_size": _dom("cms"),
-            "m": "prime in [2, 65536]; k (m+1) <= 2^25 and k*d*r <= 2^22 (k = (m^r-1)/(m-1))"},
+            "m": "prime in [2, 65536]; k (m+1) <= 2^26 and k*d*r <= 2^22 (k = (m^r-1)/(m-1))"},
     "hcms": {"epsilon": _eps("hcms"), "domain_size": _dom("hcms"),
-             "m": "power of two in [2, 4096]; 2 k m <= 2^25 and k*d*r <= 2^22"},
+             "m": "power of two in [2, 4096]; 2 k m <= 2^26 and k*d*r <= 2^22"},
     "adaptive": {"epsilon": _eps("adaptive"), "domain_size": _dom("adaptive"),
                  "max_report_bits": "integer >= the smallest candidate's report"},
     "hh": {"epsilon": _eps("hh") + ", at most the base's upper bound (9.7 for oue)",
            "domain_size": _dom("hh"),
            "fanout": "integer in [2, 1024]; fanout^height within the base's domain_size range "
-                     "and the whole state <= 2^25 cells",
+                     "and the whole state <= 2^26 cells",
            "base": "one of oue, hrr, olh, grr", "consistency": "boolean",
            "nonnegative": "boolean"},
     "haar": {"epsilon": _eps("haar"), "domain_size": _dom("haar")},
@@ -196,7 +199,7 @@ PARAMETER_RANGES: dict[str, dict[str, str]] = {
     "pem": {"epsilon": _eps("pem"), "bits": "integer in [4, 62] (domain_size = 2^bits)",
             "keep": "integer in [1, 4096]", "eta": "integer in [1, 16], keep*2^eta <= 2^22",
             "pool": "integer in [1, 4096]", "hash_seed": "integer in [0, 2^63-1]",
-            "g (derived)": "round(e^eps + 1), lowered so groups*pool*g <= 2^25 and g <= 65536"},
+            "g (derived)": "round(e^eps + 1), lowered so groups*pool*g <= 2^26 and g <= 65536"},
 }
 """Human-readable allowed range of every parameter, per mechanism (JSON-able)."""
 

@@ -123,7 +123,7 @@ class CMS(ProjectiveSketch):
     ----------
     m : int, optional
         Sketch width, a prime in [2, 65536]; default the smallest prime >= sqrt(d) (so
-        r = 2 and k = m + 1 rows).  Allowed: the state k(m+1) within 2^25 cells and the
+        r = 2 and k = m + 1 rows).  Allowed: the state k(m+1) within 2^26 cells and the
         hash table k·d·r within 2^22 entries (see :mod:`ldpcore.limits`).
 
     Examples

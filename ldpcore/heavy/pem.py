@@ -58,7 +58,7 @@ class PEM(FrequencyOracle):
     value through OLH: it draws a seed index s from a public pool of ``pool`` hash
     functions of the group, hashes its prefix to :math:`[g]` with
     :math:`g = \mathrm{round}(e^\varepsilon + 1)` (lowered if needed so the state
-    G × pool × g stays within 2^25 cells and g <= 2^16), and keeps the hash with probability
+    G × pool × g stays within 2^26 cells and g <= 2^16), and keeps the hash with probability
     :math:`p = e^\varepsilon / (e^\varepsilon + g - 1)` (else another value of [g],
     uniformly).  The state holds, per group, the count of every (seed, hashed value)
     pair: G × pool × g integers, whatever n is.

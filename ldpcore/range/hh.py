@@ -60,7 +60,7 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
     ----------
     fanout : int, optional
         B in [2, 1024], with :math:`B^h` within the base's domain range and the whole
-        state within 2^25 cells (see :mod:`ldpcore.limits`; ε must also be within the
+        state within 2^26 cells (see :mod:`ldpcore.limits`; ε must also be within the
         base's range, e.g. at most 9.7 for ``"oue"``); default 8 with consistency (the
         paper's optimum B ≈ 9.2 rounded to a power of two) and 4 without.
     base : {"hrr", "oue", "olh", "grr"}

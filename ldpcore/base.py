@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from ._validate import as_rng, check_epsilon, check_float, check_int, check_values
 from .errors import ReportError, StateError
+from .limits import domain_range, epsilon_range
 
 __all__ = ["Column", "Reports", "State", "FrequencyOracle", "canonical_json", "spec_fingerprint"]
 
@@ -241,8 +242,12 @@ class FrequencyOracle(ABC):
     mechanism: ClassVar[str] = ""
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        self.domain_size = check_int("domain_size", domain_size, low=2, high=2**31 - 1)
+        # The allowed ranges, and why, are in ldpcore.limits.
+        lo, hi = epsilon_range(self.mechanism)
+        self.epsilon = check_epsilon(epsilon, low=lo, high=hi,
+                                     context=f"for mechanism {self.mechanism!r}")
+        dlo, dhi = domain_range(self.mechanism)
+        self.domain_size = check_int("domain_size", domain_size, low=dlo, high=dhi)
 
     # ---- description -------------------------------------------------------------------
     @property

@@ -68,6 +68,18 @@ __all__ = [
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _KINDS = ("categories", "integers", "interval")
 MAX_REPORTS_PER_WINDOW = 1_000_000
+_MAX_INT = 2**53 - 1  # exact in every JSON reader
+
+
+def _finite(x: Any) -> float | None:
+    """``float(x)`` for a finite int or float (not bool), else None (huge ints included)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    try:
+        out = float(x)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
 
 
 @dataclass(frozen=True)
@@ -116,9 +128,10 @@ class Domain:
                                      f"got [{low}, {high}]")
             return cls(kind, low=low, high=high)
         bins = raw.get("bins")
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-                   for x in (low, high)):
-            raise ParameterError("domain.low and domain.high must be finite numbers")
+        flo, fhi = _finite(low), _finite(high)
+        if flo is None or fhi is None or max(abs(flo), abs(fhi)) > 1e300:
+            raise ParameterError("domain.low and domain.high must be finite numbers in "
+                                 "[-1e300, 1e300]")
         assert isinstance(low, (int, float)) and isinstance(high, (int, float))
         if not high > low:
             raise ParameterError(f"domain needs low < high, got [{low}, {high}]")
@@ -221,8 +234,9 @@ class CollectionSpec:
         for key, default, low in (("version", 1, 1), ("window_seconds", 3600, 1),
                                   ("retention_seconds", 30 * 86400, 1), ("min_reports", 100, 0)):
             v = raw.get(key, default)
-            if not isinstance(v, int) or isinstance(v, bool) or v < low:
-                raise ParameterError(f"{key} must be an integer >= {low}, got {v!r}")
+            if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= _MAX_INT:
+                raise ParameterError(f"{key} must be an integer in [{low}, {_MAX_INT}], "
+                                     f"got {v!r}")
             ints[key] = v
         oracle_raw = raw.get("oracle")
         if not isinstance(oracle_raw, Mapping) or "mechanism" not in oracle_raw:
@@ -360,7 +374,8 @@ def _numeric_params(params: dict[str, Any], domain: Domain) -> None:
         raise ParameterError(f"mechanism {params['mechanism']!r} needs an interval domain "
                              f"(kind: interval, low, high, bins), got kind {domain.kind!r}")
     for key, value in (("low", domain.low), ("high", domain.high)):
-        if float(params.setdefault(key, value)) != value:
+        given = params.setdefault(key, value)
+        if _finite(given) != value:
             raise ParameterError(f"oracle.{key} {params[key]!r} does not match the domain's "
                                  f"{value!r}")
 

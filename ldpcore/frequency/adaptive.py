@@ -7,6 +7,7 @@ from typing import Any
 from .._validate import check_epsilon, check_int
 from ..base import FrequencyOracle
 from ..errors import ParameterError
+from ..limits import domain_range, epsilon_range
 
 __all__ = ["CANDIDATES", "compare", "recommend", "make_adaptive"]
 
@@ -21,8 +22,10 @@ def compare(*, epsilon: float, domain_size: int) -> list[dict[str, Any]]:
     """Variance at f = 0 (for n = 1) and report size in bits of every candidate, best first."""
     from ..registry import make_oracle
 
-    eps = check_epsilon(epsilon)
-    d = check_int("domain_size", domain_size, low=2, high=2**31 - 1)
+    lo, hi = epsilon_range("adaptive")
+    eps = check_epsilon(epsilon, low=lo, high=hi, context="for mechanism 'adaptive'")
+    dlo, dhi = domain_range("adaptive")
+    d = check_int("domain_size", domain_size, low=dlo, high=dhi)
     rows = []
     for name in CANDIDATES:
         try:
@@ -31,6 +34,8 @@ def compare(*, epsilon: float, domain_size: int) -> list[dict[str, Any]]:
             continue  # e.g. a state that would not fit at this (d, ε)
         rows.append({"mechanism": name, "variance": oracle.variance(1),
                      "report_bits": oracle.report_bits, "spec": oracle.spec})
+    if not rows:  # pragma: no cover - grr accepts every (ε, d) in the ranges above
+        raise ParameterError(f"no candidate mechanism accepts epsilon={eps}, domain_size={d}")
     rows.sort(key=_rank)
     return rows
 

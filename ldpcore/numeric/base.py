@@ -10,6 +10,7 @@ import numpy as np
 from .._validate import check_float, check_int
 from ..base import FloatArray, FrequencyOracle, IntArray
 from ..errors import ParameterError
+from ..limits import domain_range
 
 __all__ = ["NumericOracle", "wasserstein_distance", "ks_distance"]
 
@@ -32,7 +33,8 @@ class NumericOracle(FrequencyOracle):
             raise ParameterError("give bins (or domain_size): the number of bins of [low, high]")
         if domain_size is not None and bins is not None and domain_size != bins:
             raise ParameterError(f"bins ({bins}) and domain_size ({domain_size}) disagree")
-        d = check_int("bins", bins if bins is not None else domain_size, low=2, high=2**20)
+        lo, hi = domain_range(self.mechanism)
+        d = check_int("bins", bins if bins is not None else domain_size, low=lo, high=hi)
         super().__init__(epsilon=epsilon, domain_size=d)
         self.low = check_float("low", low, low=-1e300, high=1e300)
         self.high = check_float("high", high, low=-1e300, high=1e300)

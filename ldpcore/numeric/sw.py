@@ -12,10 +12,14 @@ import numpy as np
 from .._validate import check_float, check_int
 from ..base import Column, FloatArray, IntArray, State
 from ..errors import ParameterError
+from ..limits import PROB_FLOOR_64, SW_B_MIN
 from .base import NumericOracle
 from .em import em_reconstruct, sw_transition_matrix
 
 __all__ = ["SquareWave", "sw_b"]
+
+SW_MAX_OUT_BINS = 1 << 12
+SW_MAX_CELLS = 1 << 22  # bins × out_bins: the transition matrix and its pseudo-inverse
 
 
 def sw_b(epsilon: float) -> float:
@@ -58,13 +62,16 @@ class SquareWave(NumericOracle):
     ----------
     epsilon : float
     bins : int
-        Input bins of [low, high] (``domain_size`` is an alias; a collection passes it).
+        Input bins of [low, high], in [2, 4096] (``domain_size`` is an alias; a
+        collection passes it).
     low, high : float
         The interval.
     out_bins : int
-        Output buckets of [-b, 1+b] (the report is an index < out_bins).
+        Output buckets of [-b, 1+b] (the report is an index < out_bins), in [2, 4096]
+        with bins × out_bins <= 2^22 (the transition matrix and its pseudo-inverse).
     b : float or None
-        Half-width; default :func:`sw_b`.
+        Half-width; default :func:`sw_b`.  Allowed: [1000·2^-52, 10] and
+        2be^ε + 1 <= 2^53/1000 (see :mod:`ldpcore.limits`).
     smoothing : bool
         EMS (True, default) or plain EM.
 
@@ -88,13 +95,17 @@ class SquareWave(NumericOracle):
                  out_bins: int = 1024, b: float | None = None, smoothing: bool = True) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size, bins=bins, low=low,
                          high=high)
-        self.out_bins = check_int("out_bins", out_bins, low=2, high=2**16)
-        self.b = sw_b(self.epsilon) if b is None else check_float("b", b, low=0.0, high=10.0,
-                                                                  low_open=True)
+        self.out_bins = check_int("out_bins", out_bins, low=2,
+                                  high=min(SW_MAX_OUT_BINS, SW_MAX_CELLS // self.domain_size))
+        e = math.exp(self.epsilon)
+        # b at least 1000 float64 steps of the unit interval, and the outside-band
+        # probability 1/(2be^ε + 1) at least PROB_FLOOR_64 (see ldpcore.limits).
+        b_max = min(10.0, (1 / PROB_FLOOR_64 - 1) / (2 * e))
+        self.b = sw_b(self.epsilon) if b is None else check_float("b", b, low=SW_B_MIN,
+                                                                  high=b_max)
         if not isinstance(smoothing, bool):
             raise ParameterError(f"smoothing must be True (EMS) or False (EM), got {smoothing!r}")
         self.smoothing = smoothing
-        e = math.exp(self.epsilon)
         self.p = e / (2 * self.b * e + 1)
         self.q = 1.0 / (2 * self.b * e + 1)
         self._matrix: FloatArray | None = None

@@ -7,15 +7,28 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import check_int
+from .._validate import check_epsilon, check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, Reports, State
 from ..consistency.normalize import simplex_projection
 from ..errors import ParameterError
+from ..limits import MAX_STATE_CELLS, domain_range, epsilon_range
 from .base import RangeMixin
 
 __all__ = ["HierarchicalHistogram", "BASES"]
 
 BASES = ("oue", "hrr", "olh", "grr")
+
+
+def _check_levels(epsilon: float, base: str, fanout: int, height: int) -> None:
+    """The per-level base oracles must accept ε and B^height (before building them)."""
+    lo, hi = epsilon_range(base)
+    check_epsilon(epsilon, low=lo, high=hi, context=f"for hh with base {base!r}")
+    dlo, dhi = domain_range(base)
+    if fanout**height > dhi:
+        raise ParameterError(
+            f"fanout={fanout} pads the domain to {fanout}^{height} = {fanout**height} leaves, "
+            f"more than base {base!r} allows ({dhi}); choose a fanout whose power just covers "
+            f"domain_size, or another base")
 
 
 class HierarchicalHistogram(RangeMixin, FrequencyOracle):
@@ -46,8 +59,10 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
     Parameters
     ----------
     fanout : int, optional
-        B >= 2; default 8 with consistency (the paper's optimum B ≈ 9.2 rounded to
-        a power of two) and 4 without.
+        B in [2, 1024], with :math:`B^h` within the base's domain range and the whole
+        state within 2^26 cells (see :mod:`ldpcore.limits`; ε must also be within the
+        base's range, e.g. at most 9.7 for ``"oue"``); default 8 with consistency (the
+        paper's optimum B ≈ 9.2 rounded to a power of two) and 4 without.
     base : {"hrr", "oue", "olh", "grr"}
         The per-level frequency oracle; default ``"hrr"`` (constant-size reports:
         scales to D = 2^22, where OUE would send D bits per user).
@@ -90,10 +105,15 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
             h += 1
         self.height = h
         self.padded = self.fanout**h
+        _check_levels(self.epsilon, base, self.fanout, h)
         self.levels = [make_oracle(base, epsilon=self.epsilon, domain_size=self.fanout**lv)
                        for lv in range(1, h + 1)]
         sizes = [math.prod(o.state_shape) for o in self.levels]
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        if sum(sizes) + h > MAX_STATE_CELLS:
+            raise ParameterError(f"fanout={self.fanout} with base {base!r} needs a state of "
+                                 f"{sum(sizes) + h} cells (allowed: at most {MAX_STATE_CELLS}); "
+                                 f"choose another fanout or base")
 
     @property
     def params(self) -> dict[str, Any]:

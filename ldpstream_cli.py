@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from aggregator.envvars import ConfigError
+    from ldpstream.settings import ConfigError
 
     args = build_parser().parse_args(argv)
     try:

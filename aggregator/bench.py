@@ -96,9 +96,9 @@ def pipeline(reports: int, batch: int, single: int, mechanism: str, domain_size:
     import redis as redis_lib
 
     from ldpcore.collection import CollectionSpec
+    from ldpstream.storage import CollectionCatalog
 
     from .config import WorkerSettings
-    from .registry import CollectionCatalog
     from .servers import start_kafka, start_redis
     from .worker import ensure_topics
 

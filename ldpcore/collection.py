@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import longitudinal
-from .base import FrequencyOracle, canonical_json, spec_fingerprint
+from .base import Mechanism, canonical_json, spec_fingerprint
 from .errors import ParameterError
 from .longitudinal import DEFAULT_POLICY, POLICIES, TwoLevel
 from .message import (
@@ -291,7 +291,7 @@ class CollectionSpec:
             object.__setattr__(self, "_fingerprint", spec_fingerprint(self.to_dict()))
         return self._fingerprint
 
-    def oracle(self) -> FrequencyOracle:
+    def oracle(self) -> Mechanism:
         """A fresh oracle for this collection (validates and aggregates its reports)."""
         return make_oracle(**self.oracle_spec)
 
@@ -301,7 +301,7 @@ class CollectionSpec:
             return None
         return TwoLevel(self.oracle(), epsilon_1=self.epsilon_1)
 
-    def estimation_oracle(self) -> FrequencyOracle:
+    def estimation_oracle(self) -> Mechanism:
         """The oracle whose ``estimate``/``variance`` fit this collection's reports.
 
         For ``two-level`` the composed channel (:attr:`TwoLevel.composed`: same
@@ -337,7 +337,7 @@ class CollectionSpec:
             frequency=frequency, reports_per_window=self.reports_per_window)
 
 
-def _longitudinal(raw: Mapping[str, Any], oracle: FrequencyOracle
+def _longitudinal(raw: Mapping[str, Any], oracle: Mechanism
                   ) -> tuple[str, float | None, int]:
     """Validate memoization, epsilon_1 and reports_per_window (see ldpcore.longitudinal)."""
     memo = raw.get("memoization", DEFAULT_POLICY)

@@ -62,7 +62,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._validate import as_rng, check_epsilon, check_float, check_int
-from .base import FloatArray, FrequencyOracle, IntArray, Reports, State
+from .base import FloatArray, FrequencyOracle, IntArray, Mechanism, Reports, State
 from .errors import ParameterError
 
 __all__ = [
@@ -185,7 +185,7 @@ class TwoLevel:
     True
     """
 
-    def __init__(self, oracle: FrequencyOracle, *, epsilon_1: float) -> None:
+    def __init__(self, oracle: Mechanism, *, epsilon_1: float) -> None:
         if not isinstance(oracle, FrequencyOracle):
             raise ParameterError(f"oracle must be a FrequencyOracle, got {type(oracle).__name__}")
         mech = oracle.mechanism
@@ -398,7 +398,7 @@ def effective_sample_size(window_counts: Sequence[int] | npt.NDArray[Any],
     return n * n / (n + rho * (m - n))
 
 
-def multiwindow_variance(estimator: FrequencyOracle | TwoLevel,
+def multiwindow_variance(estimator: Mechanism | TwoLevel,
                          window_counts: Sequence[int] | npt.NDArray[Any],
                          policy: str = DEFAULT_POLICY, *, frequency: float = 0.0,
                          reports_per_window: int = 1) -> float:
@@ -420,6 +420,12 @@ def multiwindow_variance(estimator: FrequencyOracle | TwoLevel,
     >>> math.isclose(multiwindow_variance(o, [500, 500], "none"), o.variance(1000))
     True
     """
+    if not isinstance(estimator, (FrequencyOracle, TwoLevel)):
+        raise ParameterError(f"multiwindow_variance needs a frequency oracle, got mechanism "
+                             f"{estimator.mechanism!r}")
+    if not isinstance(estimator, (FrequencyOracle, TwoLevel)):
+        raise ParameterError(f"multiwindow_variance needs a frequency oracle, got mechanism "
+                             f"{estimator.mechanism!r}")
     policy = check_policy(policy)
     counts = _counts(window_counts)
     n = int(counts.sum())

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 
 from . import wire
-from .base import FrequencyOracle, Reports, State
+from .base import Mechanism, Reports, State
 from .errors import LDPError, ParameterError, ReportError
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ def _check_envelope(spec: CollectionSpec, cid: str, fp: str) -> None:
                           f"{spec.id!r} ({spec.fingerprint!r})", reason="fingerprint")
 
 
-def decode_message(spec: CollectionSpec, oracle: FrequencyOracle,
+def decode_message(spec: CollectionSpec, oracle: Mechanism,
                    data: bytes) -> tuple[str, Reports]:
     """Decode and fully validate a message of ``spec``; raises only ReportError."""
     data = _as_bytes(data)
@@ -238,11 +238,11 @@ class MessageDecoder:
     Parameters
     ----------
     spec : CollectionSpec
-    oracle : FrequencyOracle, optional
+    oracle : Mechanism, optional
         ``spec.oracle()`` unless given.
     """
 
-    def __init__(self, spec: CollectionSpec, oracle: FrequencyOracle | None = None) -> None:
+    def __init__(self, spec: CollectionSpec, oracle: Mechanism | None = None) -> None:
         self.spec = spec
         self.oracle = oracle if oracle is not None else spec.oracle()
         # The fixed bytes of a binary message: envelope + wire header up to the count,

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import FrequencyOracle, Reports
+from .base import Mechanism, Reports
 from .errors import ReportError
 
 __all__ = ["encode", "decode", "peek", "Header", "to_records", "from_records", "WIRE_VERSION",
@@ -108,7 +108,7 @@ def peek(data: bytes) -> Header:
     return _read_header(bytes(data))[0]
 
 
-def decode(oracle: FrequencyOracle, data: bytes) -> Reports:
+def decode(oracle: Mechanism, data: bytes) -> Reports:
     """Decode and fully validate a batch for ``oracle``; raises ReportError."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ReportError(f"expected bytes, got {type(data).__name__}", reason="garbage")
@@ -181,7 +181,7 @@ def to_records(reports: Reports) -> list[dict[str, Any]]:
              **{k: v[i] for k, v in per_col.items()}} for i in range(n)]
 
 
-def from_records(oracle: FrequencyOracle, records: list[dict[str, Any]]) -> Reports:
+def from_records(oracle: Mechanism, records: list[dict[str, Any]]) -> Reports:
     """Inverse of :func:`to_records`, validating every record; raises ReportError."""
     if not isinstance(records, list):
         raise ReportError(f"records must be a list of dicts, got {type(records).__name__}",

@@ -20,7 +20,7 @@ def _rank(row: dict[str, Any]) -> tuple[float, int]:
 
 def compare(*, epsilon: float, domain_size: int) -> list[dict[str, Any]]:
     """Variance at f = 0 (for n = 1) and report size in bits of every candidate, best first."""
-    from ..registry import make_oracle
+    from ..registry import make_frequency_oracle
 
     lo, hi = epsilon_range("adaptive")
     eps = check_epsilon(epsilon, low=lo, high=hi, context="for mechanism 'adaptive'")
@@ -29,7 +29,7 @@ def compare(*, epsilon: float, domain_size: int) -> list[dict[str, Any]]:
     rows = []
     for name in CANDIDATES:
         try:
-            oracle = make_oracle(name, epsilon=eps, domain_size=d)
+            oracle = make_frequency_oracle(name, epsilon=eps, domain_size=d)
         except ParameterError:
             continue  # e.g. a state that would not fit at this (d, ε)
         rows.append({"mechanism": name, "variance": oracle.variance(1),
@@ -74,7 +74,7 @@ def recommend(*, epsilon: float, domain_size: int, max_report_bits: int | None =
 def make_adaptive(*, epsilon: float, domain_size: int,
                   max_report_bits: int | None = None) -> FrequencyOracle:
     """Build the :func:`recommend`-ed oracle; its spec names the concrete mechanism."""
-    from ..registry import make_oracle
+    from ..registry import make_frequency_oracle
 
     name = recommend(epsilon=epsilon, domain_size=domain_size, max_report_bits=max_report_bits)
-    return make_oracle(name, epsilon=epsilon, domain_size=domain_size)
+    return make_frequency_oracle(name, epsilon=epsilon, domain_size=domain_size)

@@ -10,7 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .._validate import check_epsilon, check_int
-from ..base import Column, FloatArray, FrequencyOracle, IntArray, Reports, State
+from ..base import Column, FloatArray, IntArray, Mechanism, Reports, State
+from ..capabilities import HeavyHitterSearch
 from ..errors import ParameterError, StateError
 from ..frequency.lh import olh_variance
 from ..limits import MAX_STATE_CELLS, epsilon_range
@@ -50,7 +51,7 @@ def pem_schedule(bits: int, keep: int, eta: int) -> list[int]:
     return sorted(set(lengths))
 
 
-class PEM(FrequencyOracle):
+class PEM(Mechanism, HeavyHitterSearch):
     r"""Prefix-extending heavy hitters with optimized local hashing (OLH) per group.
 
     Each device joins one of G groups uniformly at random (sampling, not budget
@@ -107,8 +108,10 @@ class PEM(FrequencyOracle):
     """
 
     mechanism = "pem"
-    answers_frequencies = False
-    suggested_query = "heavy-hitters"
+
+    @classmethod
+    def _unit_test_params(cls) -> list[dict[str, Any]]:
+        return [{"bits": 8, "keep": 4, "eta": 2, "pool": 8}]
 
     def __init__(self, *, epsilon: float, bits: int | None = None,
                  domain_size: int | None = None, keep: int = 64, eta: int = 8,
@@ -206,10 +209,6 @@ class PEM(FrequencyOracle):
                 + columns["y"])
         size = len(self.lengths) * self.pool * self.g
         return np.bincount(flat, minlength=size).reshape(self.state_shape).astype(np.int64)
-
-    def _estimate(self, counts: IntArray, n: int) -> FloatArray:
-        raise StateError("pem cannot enumerate its domain: use heavy_hitters(state, k) or "
-                         "frequency_of(state, values)")
 
     def variance(self, n: int, frequency: float = 0.0) -> float:
         """Variance of one estimate from a group of ``n`` reports (OLH's, with q* = 1/g)."""

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._validate import check_int
 from ..base import Column, FloatArray, IntArray, State
-from ..errors import ParameterError, StateError
+from ..errors import ParameterError
 from .base import NumericOracle
 
 __all__ = ["PiecewiseMechanism", "Duchi"]
@@ -17,14 +17,7 @@ _LEVELS = 1 << 16  # fixed-point resolution of a PM report over [-C, C]
 
 
 class _MeanOnly(NumericOracle):
-    answers_frequencies = False
-    suggested_query = "mean"
-
-    def _estimate(self, counts: IntArray, n: int) -> FloatArray:
-        raise StateError(f"{self.mechanism} estimates means only; use 'sw' for distributions")
-
-    def variance(self, n: int, frequency: float = 0.0) -> float:
-        raise StateError(f"{self.mechanism} estimates means only; see mean_variance")
+    """A mechanism that estimates means only (no frequency capability)."""
 
     def _unit_mean(self, state: State) -> float:  # pragma: no cover - overridden
         raise NotImplementedError

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from .._validate import check_float, check_int
-from ..base import Column, FloatArray, IntArray, State
+from ..base import Column, FloatArray, FrequencyOracle, IntArray, State
+from ..capabilities import DistributionEstimates
 from ..errors import ParameterError
 from ..limits import PROB_FLOOR_64, SW_B_MIN
 from .base import NumericOracle
@@ -37,7 +38,7 @@ def sw_b(epsilon: float) -> float:
     return (epsilon * e - e + 1) / (2 * e * (e - 1 - epsilon))
 
 
-class SquareWave(NumericOracle):
+class SquareWave(NumericOracle, FrequencyOracle, DistributionEstimates):
     r"""Square Wave mechanism with EM/EMS reconstruction.
 
     A value :math:`v \in [0, 1]` (scaled from [low, high]) is reported as

@@ -8,12 +8,13 @@ import numpy as np
 
 from .._validate import check_float, check_int
 from ..base import FloatArray, State
+from ..capabilities import RangeQueries
 from ..errors import ParameterError
 
 __all__ = ["RangeMixin"]
 
 
-class RangeMixin:
+class RangeMixin(RangeQueries):
     """``range_query``, ``prefix``, ``quantile``, ``cdf`` on top of ``_prefixes``.
 
     Subclasses provide :meth:`cdf` (all prefix answers at once, vectorised) and

@@ -87,7 +87,7 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
 
     def __init__(self, *, epsilon: float, domain_size: int, fanout: int | None = None,
                  base: str = "hrr", consistency: bool = True, nonnegative: bool = False) -> None:
-        from ..registry import make_oracle
+        from ..registry import make_frequency_oracle
 
         FrequencyOracle.__init__(self, epsilon=epsilon, domain_size=domain_size)
         if not isinstance(consistency, bool):
@@ -106,7 +106,8 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
         self.height = h
         self.padded = self.fanout**h
         _check_levels(self.epsilon, base, self.fanout, h)
-        self.levels = [make_oracle(base, epsilon=self.epsilon, domain_size=self.fanout**lv)
+        self.levels = [make_frequency_oracle(base, epsilon=self.epsilon,
+                                             domain_size=self.fanout**lv)
                        for lv in range(1, h + 1)]
         sizes = [math.prod(o.state_shape) for o in self.levels]
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)

@@ -293,8 +293,10 @@ def test_queries_the_mechanism_cannot_answer_say_which_mechanisms_can(
         msg = error_of(client.get(f"/v1/collections/os/{route}"), 409)
         assert "hh" in msg and "haar" in msg and "'grr'" in msg, msg
     msg = error_of(client.get("/v1/collections/os/mean"), 409)
-    from query_api.estimates import capable
-    assert "'grr'" in msg and all(m in msg for m in capable("mean")), msg
+    from ldpcore.capabilities import MeanEstimates
+    from ldpcore.registry import mechanisms_with
+    assert "'grr'" in msg and all(m in msg for m in mechanisms_with(MeanEstimates)), msg
+    assert "this collection answers /frequencies" in msg, msg
 
 
 def test_metrics_are_prometheus_text_with_the_promised_series(client: TestClient) -> None:
@@ -307,6 +309,8 @@ def test_metrics_are_prometheus_text_with_the_promised_series(client: TestClient
                  "ldp_collection_staleness_seconds", "ldp_redis_up 1.0"):
         assert name in text, name
     assert 'route="/v1/collections/{cid}/frequencies"' in text
+    # read at scrape time: a collection nobody queried is there too, with its n
+    assert 'ldp_collection_reports{collection="latency"} 40000.0' in text
 
 
 def test_metrics_pass_promtool(client: TestClient, tmp_path: Any) -> None:

@@ -1,0 +1,44 @@
+"""Plain ASGI middleware of the query service."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .metrics import ApiMetrics
+
+__all__ = ["RequestMetrics"]
+
+_UNTIMED = {"/v1/collections/{cid}/stream"}  # long-lived SSE: its duration is not latency
+
+
+class RequestMetrics:
+    """Observes ``ldp_api_request_seconds{route,method,status}`` for every HTTP request.
+
+    A plain ASGI class (no per-request task as with ``BaseHTTPMiddleware``); the route
+    label is the matched route's template, so ids do not explode the label space.
+    """
+
+    def __init__(self, app: Any, metrics: ApiMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = [500]
+
+        async def send_wrapper(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        t0 = time.perf_counter()
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            path = getattr(scope.get("route"), "path", "unmatched")
+            if path not in _UNTIMED:
+                self.metrics.request_seconds.labels(path, scope["method"], str(status[0])
+                                                    ).observe(time.perf_counter() - t0)

@@ -10,7 +10,8 @@ import numpy as np
 from .._transforms import fwht, hadamard_sign, next_pow2
 from .._validate import check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, State
-from ..errors import ReportError, StateError
+from ..consistency.normalize import simplex_projection
+from ..errors import ReportError
 from .base import RangeMixin
 
 __all__ = ["HaarHRR"]
@@ -29,7 +30,9 @@ class HaarHRR(RangeMixin, FrequencyOracle):
     unbiased details :math:`\hat w_l` (left minus right mass), and the leaves
     follow from the inverse Haar transform
     :math:`\hat f(x) = 1/D + \sum_l \mathrm{sign}_l(x)\,\hat w_l[x \gg l] / 2^l`.
-    No post-processing is needed: the coefficients are not redundant.
+    No post-processing is needed for consistency: the coefficients are not redundant.
+    ``method="consistent"`` in the queries (:class:`~ldpcore.range.base.RangeMixin`)
+    adds non-negativity and total 1 by a leaf projection (:meth:`_fit_consistent`).
 
     With :math:`V_F = ((e^\varepsilon+1)/(e^\varepsilon-1))^2/n` (HRR), each
     :math:`\hat w_l` has variance at most :math:`h V_F`, so a range answer has
@@ -120,12 +123,29 @@ class HaarHRR(RangeMixin, FrequencyOracle):
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:
         return self._leaves(counts)[:self.domain_size]
 
-    def cdf(self, state: State) -> FloatArray:
-        self.check_state(state)
-        if state.n <= 0:
-            raise StateError("cannot estimate from an empty state (n = 0)")
+    def _unbiased_cdf(self, state: State) -> FloatArray:
+        self._check_range_state(state)
         out: FloatArray = np.cumsum(self._leaves(state.counts))[:self.domain_size]
         return out
+
+    def _unbiased_leaves(self, state: State) -> FloatArray:
+        return self.estimate(state)
+
+    def _fit_consistent(self, state: State) -> FloatArray:
+        r"""Euclidean projection of the real leaves onto the probability simplex.
+
+        The Haar reconstruction is already tree-consistent (every node is the sum of its
+        leaves, the padded total is 1), so only non-negativity, zero padding and total 1
+        are missing.  Every leaf estimate has the same variance
+        :math:`V = h V_F \sum_l 4^{-l}` (each leaf has one ancestor per level), so the
+        variance-weighted least-squares fit of the leaves,
+        :math:`\min_f \sum_x (f_x - \hat f_x)^2 / V` over
+        :math:`\{f \ge 0, \sum_{x<D} f_x = 1\}`, is the plain simplex projection
+        :math:`f_x = \max(\hat f_x - \theta, 0)` (Wang et al. 2020's Norm-Sub), exact
+        in :math:`O(D \log D)`.  It weighs leaves only: it ignores the covariance of
+        leaves sharing ancestors (the full generalised least squares in the Haar
+        coefficients' metric is not what is computed)."""
+        return simplex_projection(self._leaves(state.counts)[:self.domain_size])
 
     def _vf(self, n: int) -> float:
         return 1.0 / (n * (2 * self.p - 1) ** 2)

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import check_int
+from .._state_sampling import check_distribution, sample_counts
+from .._validate import as_rng, check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, Reports, State
 from ..consistency.hierarchy import tree_nonneg_wls
 from ..consistency.normalize import simplex_projection
@@ -136,6 +137,39 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
                 else:
                     cols[name][rows] = arr
         return cols
+
+    def sample_state(self, distribution: FloatArray, n: int,
+                     rng: np.random.Generator | int | None = None) -> State:
+        r"""A state distributed exactly as ``aggregate(perturb(values))`` for n values i.i.d.
+        from ``distribution`` (over [0, D)).
+
+        The level counts are :math:`\mathrm{Multinomial}(n, 1/h, \dots, 1/h)`; given
+        :math:`n_l`, level l's reports are :math:`n_l` i.i.d. values of the node
+        distribution :math:`\pi_l` (block sums of π over :math:`B^{h-l}` leaves) through
+        the base oracle, sampled by :func:`ldpcore._state_sampling.sample_counts`: one
+        multinomial (HRR, GRR) or binomials (OUE) per level, O(state) whatever n.
+        Base ``"olh"`` uses the base oracle's own ``sample_state`` when it has one and
+        otherwise really perturbs the level's values in chunks (O(n)).
+
+        >>> import numpy as np, ldpcore
+        >>> o = ldpcore.make_oracle("hh", epsilon=1.0, domain_size=1000)
+        >>> st = o.sample_state(np.full(1000, 1e-3), 10**9, rng=1)
+        >>> st.n == int(st.counts[-o.height:].sum()) == 10**9
+        True
+        """
+        dist = check_distribution(distribution, self.domain_size)
+        n = check_int("n", n, low=0)
+        gen = as_rng(rng)
+        pad = np.zeros(self.padded)
+        pad[:self.domain_size] = dist
+        out = np.zeros(self.state_shape, dtype=np.int64)
+        n_level = gen.multinomial(n, np.full(self.height, 1.0 / self.height))
+        for lv, oracle in enumerate(self.levels, start=1):
+            nodes = pad.reshape(self.fanout**lv, -1).sum(axis=1)
+            block = sample_counts(oracle, nodes / nodes.sum(), int(n_level[lv - 1]), gen)
+            out[self._offsets[lv - 1]:self._offsets[lv]] = block.reshape(-1)
+        out[self._offsets[-1]:] = n_level
+        return State(self.fingerprint, n, out)
 
     # ---- server side ------------------------------------------------------------------
     def _level_reports(self, columns: dict[str, np.ndarray], lv: int) -> dict[str, np.ndarray]:

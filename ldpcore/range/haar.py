@@ -86,6 +86,17 @@ class HaarHRR(RangeMixin, FrequencyOracle):
         cols = self.report_columns
         return {"level": level.astype(np.uint8), "j": j.astype(cols[1].dtype), "b": b}
 
+    def _cell_probs(self, dist: FloatArray) -> FloatArray:
+        """Probability of each (level, j, b) cell of one report, flat like the state."""
+        pad = np.zeros(self.padded)
+        pad[:self.domain_size] = dist
+        probs = np.empty(int(self._offsets[-1]))
+        for lv in range(1, self.height + 1):
+            halves = pad.reshape(self.padded >> lv, 2, -1).sum(axis=2)
+            cells = hrr_cell_probs(halves[:, 0] - halves[:, 1], self.p)
+            probs[self._offsets[lv - 1]:self._offsets[lv]] = cells.reshape(-1) / self.height
+        return probs
+
     def sample_state(self, distribution: FloatArray, n: int,
                      rng: np.random.Generator | int | None = None) -> State:
         r"""A state distributed exactly as ``aggregate(perturb(values))`` for n values i.i.d.
@@ -106,16 +117,9 @@ class HaarHRR(RangeMixin, FrequencyOracle):
         dist = check_distribution(distribution, self.domain_size)
         n = check_int("n", n, low=0)
         gen = as_rng(rng)
-        pad = np.zeros(self.padded)
-        pad[:self.domain_size] = dist
-        probs = np.empty(int(self._offsets[-1]))
-        for lv in range(1, self.height + 1):
-            halves = pad.reshape(self.padded >> lv, 2, -1).sum(axis=2)
-            cells = hrr_cell_probs(halves[:, 0] - halves[:, 1], self.p)
-            probs[self._offsets[lv - 1]:self._offsets[lv]] = cells.reshape(-1) / self.height
         out = np.zeros(self.state_shape, dtype=np.int64)
         if n:
-            out[:self._offsets[-1]] = multinomial_cells(n, probs, gen)
+            out[:self._offsets[-1]] = multinomial_cells(n, self._cell_probs(dist), gen)
             out[self._offsets[-1]:] = [out[self._offsets[lv - 1]:self._offsets[lv]].sum()
                                        for lv in range(1, self.height + 1)]
         return State(self.fingerprint, n, out)

@@ -48,9 +48,10 @@ def _merge(m: FloatArray, ds: FloatArray, rows: int, width: int) -> tuple[FloatA
         m = np.concatenate([m.reshape(-1), np.full(need - have, np.inf)])
         ds = np.concatenate([ds.reshape(-1), np.zeros(need - have)])
     m = m.reshape(rows, width)
-    ds = ds.reshape(rows, width)
     order = np.argsort(m, axis=1, kind="stable")  # B sorted runs per row: a merge
-    return np.take_along_axis(m, order, axis=1), np.take_along_axis(ds, order, axis=1)
+    order += (np.arange(rows) * width)[:, None]
+    flat = order.reshape(-1)
+    return m.reshape(-1)[flat].reshape(rows, width), ds.reshape(-1)[flat].reshape(rows, width)
 
 
 def _values_at_breakpoints(m: FloatArray, slope: FloatArray) -> FloatArray:

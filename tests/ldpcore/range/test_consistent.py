@@ -242,3 +242,16 @@ def test_consistent_is_more_accurate_for_cdf_ranges_and_histogram(mech: str, par
     # room for the run-to-run spread of 12 runs (relative s.d. of an MSE ~ sqrt(2/12)).
     assert ratio["hist"] < 0.3 and ratio[1] < 0.3
     assert ratio["cdf"] < 1.0 and ratio[16] < 0.6 and ratio[128] < 0.8 and ratio[512] < 1.1
+
+
+@pytest.mark.parametrize(("mech", "params"), [("hh", {}), ("hh", {"base": "grr"}), ("haar", {})])
+def test_consistent_answers_hold_with_a_handful_of_reports(mech: str, params: dict) -> None:
+    # Most levels are empty (weight 0, or a tiny leaf weight): still a coherent answer.
+    o = ldpcore.make_oracle(mech, epsilon=1.0, domain_size=100, **params)
+    for n in (1, 2, 3):
+        for seed in range(4):
+            values = np.random.default_rng(seed).integers(0, 100, n)
+            st = o.aggregate(o.perturb(values, rng=seed))
+            leaves, cdf = o.leaves(st, "consistent"), o.cdf(st, "consistent")
+            assert leaves.min() >= 0 and leaves.sum() == pytest.approx(1.0, abs=1e-12)
+            assert np.all(np.diff(cdf) >= 0) and cdf[-1] == 1.0

@@ -36,8 +36,10 @@ class RangeMixin:
       Biased (it is a projection), usually more accurate.
 
     Subclasses provide :meth:`_unbiased_cdf`, :meth:`_unbiased_leaves` and
-    :meth:`_consistent_leaves`, and may override :meth:`range_query` with a cheaper
-    decomposition for the unbiased method.
+    :meth:`_fit_consistent` (cached per state by :meth:`_consistent_leaves`), and may
+    override :meth:`range_query` with a cheaper decomposition for the unbiased method.
+    ``method`` is a query-time choice: it is not a constructor parameter, so it never
+    enters the spec or the fingerprint.
     """
 
     domain_size: int

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import check_float, check_int
+from .._state_sampling import check_distribution, multinomial_cells
+from .._validate import as_rng, check_float, check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, State
 from ..capabilities import DistributionEstimates
 from ..errors import ParameterError
@@ -141,6 +142,23 @@ class SquareWave(NumericOracle, FrequencyOracle, DistributionEstimates):
 
     def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"y": self.perturb_unit(self._unit_values(values, rng), rng).astype(np.uint16)}
+
+    def sample_state(self, distribution: FloatArray, n: int,
+                     rng: np.random.Generator | int | None = None) -> State:
+        r"""A state distributed as ``aggregate(perturb(values))`` for n bin indices i.i.d.
+        from ``distribution`` (over the ``bins`` input bins), in O(bins · out_bins).
+
+        Reports are i.i.d. buckets with :math:`P(j) = (M\pi)_j`, M = :meth:`matrix`
+        (a value is uniform in its bin, as on the device), so the bucket histogram is
+        :math:`\mathrm{Multinomial}(n, M\pi)`.  Exact up to M's quadrature (the midpoint
+        rule over sub-points of each bin; the same M the estimators assume).
+        """
+        dist = check_distribution(distribution, self.domain_size)
+        n = check_int("n", n, low=0)
+        gen = as_rng(rng)
+        if n == 0:
+            return self.new_state()
+        return State(self.fingerprint, n, multinomial_cells(n, self.matrix() @ dist, gen))
 
     # ---- server ------------------------------------------------------------------------
     def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:

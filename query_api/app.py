@@ -30,7 +30,7 @@ from . import routes
 from .config import ApiSettings
 from .errors import install_error_handlers
 from .metrics import ApiMetrics
-from .middleware import RequestMetrics
+from .middleware import HeadAsGet, RequestMetrics
 from .routes.operations import STATIC
 from .service import Service
 from .store import Store
@@ -66,6 +66,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
                   lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.metrics = metrics
     install_error_handlers(app)
+    app.add_middleware(HeadAsGet)
     app.add_middleware(RequestMetrics, metrics=metrics)
     for router in (routes.operations, routes.collections, routes.estimates, routes.stream):
         app.include_router(router)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import time
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -11,7 +12,7 @@ from fastapi.responses import Response
 
 from ldpcore.collection import CollectionSpec
 
-from .domain import parse_time
+from .domain import TIME_PATTERN, check_window, parse_time
 from .errors import Forbidden, Unauthorized
 from .service import Service
 
@@ -45,11 +46,18 @@ class Window:
 
 
 def get_window(
+        spec: SpecDep,
         since: Annotated[str | None, Query(
-            description="start: epoch seconds or ISO 8601 (windows overlapping)")] = None,
+            pattern=TIME_PATTERN,
+            description="start: epoch seconds, ISO 8601, 'now' or relative (-1h, -7d); "
+                        "windows overlapping [since, until) count")] = None,
         until: Annotated[str | None, Query(
-            description="end (exclusive): epoch seconds or ISO 8601")] = None) -> Window:
-    return Window(parse_time(since, "since"), parse_time(until, "until"))
+            pattern=TIME_PATTERN,
+            description="end (exclusive): same forms as since")] = None) -> Window:
+    now = time.time()
+    window = Window(parse_time(since, "since", now), parse_time(until, "until", now))
+    check_window(spec, window.since, window.until, now)
+    return window
 
 
 WindowDep = Annotated[Window, Depends(get_window)]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,20 +13,40 @@ from ldpcore.collection import CollectionSpec
 
 from .errors import QueryError
 
-__all__ = ["labels_of", "to_index", "index_value", "index_offset", "parse_time"]
+__all__ = ["labels_of", "to_index", "index_value", "index_offset", "parse_time",
+           "check_window", "TIME_PATTERN"]
 
 
-def parse_time(raw: str | None, name: str) -> float | None:
-    """Epoch seconds or ISO 8601 (``2026-11-22T10:00:00Z``); None when absent."""
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_RELATIVE = re.compile(r"^-(\d+(?:\.\d+)?)([smhdw])$")
+TIME_PATTERN = (r"^(now|-\d+(\.\d+)?[smhdw]|-?\d+(\.\d+)?|"
+                r"\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?)$")
+"""What ``since``/``until`` accept (the OpenAPI pattern of both)."""
+
+
+def parse_time(raw: str | None, name: str, now: float | None = None) -> float | None:
+    """Epoch seconds, ISO 8601 (``2026-11-22T10:00:00Z``), ``now`` or a time relative to
+    now (``-90s``, ``-15m``, ``-1h``, ``-7d``, ``-2w``); None when absent.
+
+    >>> parse_time("-1h", "since", now=7200.0), parse_time("now", "until", now=5.0)
+    (3600.0, 5.0)
+    """
     if raw is None or raw == "":
         return None
+    now = time.time() if now is None else now
+    if raw == "now":
+        return now
+    rel = _RELATIVE.match(raw)
+    if rel:
+        return now - float(rel.group(1)) * _UNITS[rel.group(2)]
     try:
         value = float(raw)
     except ValueError:
         try:
             dt = datetime.fromisoformat(raw.replace("Z", "+00:00"))
         except ValueError:
-            raise QueryError(f"{name} must be epoch seconds or an ISO 8601 time, got {raw!r}",
+            raise QueryError(f"{name} must be epoch seconds, an ISO 8601 time, 'now' or "
+                             f"a relative time such as -1h, got {raw!r}",
                              parameter=name) from None
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
@@ -77,3 +99,21 @@ def index_value(spec: CollectionSpec, idx: int) -> Any:
     if dom.kind == "integers":
         return int(dom.low) + idx
     return dom.low + idx * (dom.high - dom.low) / dom.bins
+
+
+def check_window(spec: CollectionSpec, since: float | None, until: float | None,
+                 now: float | None = None) -> None:
+    """Refuse a window that is empty by construction (400), rather than answering 409 "not
+    enough reports yet": since after until, or wholly outside [now − retention, now]."""
+    now = time.time() if now is None else now
+    if since is not None and until is not None and since >= until:
+        raise QueryError(f"since must be before until (since={since:g}, until={until:g})",
+                         parameter="since")
+    oldest = now - spec.retention_seconds - spec.window_seconds
+    if until is not None and until <= oldest:
+        raise QueryError(f"until is older than the collection's retention "
+                         f"({spec.retention_seconds} s): no window can hold data",
+                         parameter="until")
+    if since is not None and since > now + 60:
+        raise QueryError("since is in the future: no window can hold data yet",
+                         parameter="since")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -79,6 +81,18 @@ def error_response(status: int, message: str, parameter: str | None = None,
     return JSONResponse({"error": body}, status_code=status)
 
 
+def _allowed_methods(request: Request) -> list[str]:
+    """Methods the OpenAPI document declares for the request's path (any template)."""
+    methods: set[str] = set()
+    for template, ops in request.app.openapi().get("paths", {}).items():
+        pattern = "^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)) + "$"
+        if re.match(pattern, request.url.path):
+            methods |= {m.upper() for m in ops if m.isalpha()}
+    if "GET" in methods:
+        methods.add("HEAD")  # answered by the HeadAsGet middleware
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Map typed errors, validation failures and routing errors to JSON 4xx answers."""
 
@@ -102,4 +116,9 @@ def install_error_handlers(app: FastAPI) -> None:
             msg = f"no route {request.url.path!r}; see /openapi.json"
         elif exc.status_code == 405:
             msg = f"method {request.method} is not allowed on {request.url.path!r}"
-        return error_response(exc.status_code, msg)
+        resp = error_response(exc.status_code, msg)
+        for k, v in (exc.headers or {}).items():
+            resp.headers[k] = v
+        if exc.status_code == 405:  # every method of every route on this path
+            resp.headers["Allow"] = ", ".join(_allowed_methods(request))
+        return resp

@@ -7,7 +7,7 @@ from typing import Any
 
 from .metrics import ApiMetrics
 
-__all__ = ["RequestMetrics"]
+__all__ = ["RequestMetrics", "HeadAsGet"]
 
 _UNTIMED = {"/v1/collections/{cid}/stream"}  # long-lived SSE: its duration is not latency
 
@@ -42,3 +42,29 @@ class RequestMetrics:
             if path not in _UNTIMED:
                 self.metrics.request_seconds.labels(path, scope["method"], str(status[0])
                                                     ).observe(time.perf_counter() - t0)
+
+
+class HeadAsGet:
+    """Answers ``HEAD`` as the ``GET`` of the same URL, without the body (RFC 9110 §9.3.2)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_headers_only(message: Any) -> None:
+            if message["type"] == "http.response.body":
+                if not message.get("more_body", False):
+                    await send({"type": "http.response.body", "body": b""})
+                return
+            await send(message)
+
+        if scope["path"].endswith("/stream"):  # an endless body: answer the headers only
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/event-stream")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await self.app(dict(scope, method="GET"), receive, send_headers_only)

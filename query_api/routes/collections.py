@@ -18,14 +18,20 @@ from ..store import CollectionConflict
 
 router = APIRouter(prefix="/v1/collections", tags=["collections"])
 
+LIST_LABELS = 50
+"""Labels shown per collection in the list (the list says when it cut them)."""
+
 
 def summary(spec: CollectionSpec) -> dict[str, Any]:
     """What a client needs to know of a collection to query it."""
     o = spec.oracle_spec
+    domain = spec.domain.to_dict()
+    if spec.domain.kind == "categories" and len(spec.domain.labels) > LIST_LABELS:
+        # The list stays light; GET /v1/collections/{id} has them all.
+        domain = domain | {"labels": list(spec.domain.labels)[:LIST_LABELS],
+                           "labels_truncated": True, "label_count": len(spec.domain.labels)}
     return {"id": spec.id, "description": spec.description, "mechanism": o["mechanism"],
-            "epsilon": o["epsilon"], "domain": spec.domain.to_dict() | (
-                {"labels": list(spec.domain.labels)[:50]} if spec.domain.kind == "categories"
-                else {}),
+            "epsilon": o["epsilon"], "domain": domain,
             "domain_size": spec.domain.size, "fingerprint": spec.fingerprint,
             "queries": queries_of(spec)}
 
@@ -59,7 +65,8 @@ async def create_collection(request: Request, svc: ServiceDep) -> Any:
 @router.get("/{cid}")
 async def get_collection(spec: SpecDep) -> dict[str, Any]:
     """The full spec with its fingerprint (what devices need to report)."""
-    return {"spec": json.loads(spec.to_json()), **summary(spec)}
+    return {"spec": json.loads(spec.to_json()), **summary(spec),
+            "domain": spec.domain.to_dict()}
 
 
 @router.delete("/{cid}", dependencies=[Depends(require_admin)])

@@ -45,11 +45,13 @@ async def frequencies(svc: ServiceDep, spec: SpecDep, window: WindowDep, method:
 
 @router.get("/collections/{cid}/subset")
 async def subset(svc: ServiceDep, spec: SpecDep, window: WindowDep,
-                 labels: Annotated[str, Query(description="comma-separated domain values")],
+                 labels: Annotated[list[str], Query(
+                     description="domain values: repeat the parameter and/or separate them "
+                                 "with commas")],
                  method: Method = None, confidence: Confidence = 0.95) -> Response:
     """Frequency of a set of values (set-value query)."""
     m = _method(method, "set")
-    items = [x for x in labels.split(",") if x != ""]
+    items = list(dict.fromkeys(x for raw in labels for x in raw.split(",") if x != ""))
     if not items:
         raise QueryError("labels must name at least one domain value", parameter="labels")
     idx = sorted({to_index(spec, x, "labels") for x in items})

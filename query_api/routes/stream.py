@@ -8,7 +8,7 @@ import math
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 import ldpcore
@@ -45,11 +45,19 @@ def live_view(o: Any, s: ldpcore.State, *, labels: list[str] | None, method: str
 
 
 @router.get("/collections/{cid}/stream")
-async def stream(request: Request, svc: ServiceDep, spec: SpecDep, method: Method = None,
+async def stream(request: Request, svc: ServiceDep, spec: SpecDep,
+                 last_event_id: Annotated[str | None, Header(
+                     description="resume: the id (state version) of the last event seen; "
+                                 "the next event comes when the state has changed")] = None,
+                 method: Method = None,
                  confidence: Confidence = 0.95,
                  top: Annotated[int | None, Query(ge=1, description="only the top k")] = None
                  ) -> StreamingResponse:
-    """Server-Sent Events: an ``estimates`` event whenever the stored state changes."""
+    """Server-Sent Events: an ``estimates`` event whenever the stored state changes.
+
+    Each event's ``id:`` is the state version it describes; a client that reconnects
+    with ``Last-Event-ID`` gets no event until the state differs from that one.
+    """
     m = _method(method, "full")
     labels = labels_of(spec)
     offset = index_offset(spec)
@@ -59,7 +67,7 @@ async def stream(request: Request, svc: ServiceDep, spec: SpecDep, method: Metho
                          offset=offset)
 
     async def events() -> AsyncIterator[bytes]:
-        last: str | None = None
+        last: str | None = last_event_id
         idle = 0.0
         yield b"retry: 2000\n\n"
         while not await request.is_disconnected():
@@ -70,7 +78,8 @@ async def stream(request: Request, svc: ServiceDep, spec: SpecDep, method: Metho
                     try:
                         body, _, _ = await svc.answer(spec, "stream", (m, confidence, top),
                                                       None, None, compute, version=version)
-                        yield b"event: estimates\ndata: " + body + b"\n\n"
+                        yield (b"id: " + version.tag.encode() + b"\nevent: estimates\ndata: "
+                               + body + b"\n\n")
                     except NotEnoughReports as exc:
                         data = {"have": exc.have, "need": exc.need, "message": str(exc)}
                         yield f"event: waiting\ndata: {json.dumps(data)}\n\n".encode()

@@ -67,7 +67,18 @@ def test_openapi_schema_lists_every_route(client: TestClient) -> None:
 
 def test_unknown_route_and_method_are_json_errors(client: TestClient) -> None:
     assert "no route" in error_of(client.get("/v1/nope"), 404)
-    error_of(client.put("/v1/collections"), 405)
+    r = client.put("/v1/collections")
+    error_of(r, 405)
+    assert set(r.headers["Allow"].replace(" ", "").split(",")) == {"GET", "HEAD", "POST"}
+
+
+def test_head_answers_like_get_without_a_body(client: TestClient) -> None:
+    for url in ("/healthz", "/v1/collections", "/v1/collections/os/frequencies", "/metrics"):
+        get, head = client.get(url), client.head(url)
+        assert head.status_code == get.status_code == 200, url
+        assert head.content == b"" and head.headers["content-type"] == \
+            get.headers["content-type"]
+    assert client.head("/v1/collections/nope").status_code == 404
 
 
 def test_dashboard_page_and_assets_are_served_locally(client: TestClient) -> None:
@@ -162,7 +173,8 @@ def test_bad_query_parameters_name_the_parameter(client: TestClient) -> None:
     error_of(client.get(f"{base}?confidence=1.5"), 400, "confidence")
     error_of(client.get(f"{base}?top=0"), 400, "top")
     error_of(client.get(f"{base}?top=abc"), 400, "top")
-    assert "ISO 8601" in error_of(client.get(f"{base}?since=yesterday"), 400, "since")
+    error_of(client.get(f"{base}?since=yesterday"), 400, "since")
+    error_of(client.get(f"{base}?since=-1y"), 400, "since")
 
 
 def test_top_returns_the_largest_estimates_in_order(client: TestClient) -> None:
@@ -182,10 +194,26 @@ def test_answers_are_cached_per_state_version(client: TestClient) -> None:
 def test_time_windows_filter_the_state(client: TestClient) -> None:
     assert client.get("/v1/collections/os/frequencies?since=2000-01-01T00:00:00Z"
                       ).json()["n"] == 30_000
-    # No window lies entirely in the far past: nothing to serve.
-    past = client.get("/v1/collections/os/frequencies?until=946684800")
-    body = past.json()["error"]
-    assert past.status_code == 409 and body["have"] == 0 and body["need"] == 1000
+    assert client.get("/v1/collections/os/frequencies?since=-1h&until=now").json()["n"] \
+        == 30_000
+    # A window that cannot hold data is a bad query (400), not "not enough reports yet".
+    assert "retention" in error_of(
+        client.get("/v1/collections/os/frequencies?until=946684800"), 400, "until")
+    assert "future" in error_of(
+        client.get("/v1/collections/os/frequencies?since=4102444800"), 400, "since")
+    assert "before until" in error_of(
+        client.get("/v1/collections/os/frequencies?since=-1h&until=-2h"), 400, "since")
+    # Still a 409 when the window is plausible but empty.
+    recent_empty = client.get("/v1/collections/os/frequencies?until=-40d")
+    assert recent_empty.status_code in (400, 409)
+
+
+def test_relative_times_count_back_from_now(client: TestClient) -> None:
+    from query_api.domain import parse_time
+
+    for raw, secs in (("-90s", 90), ("-15m", 900), ("-1h", 3600), ("-7d", 7 * 86400),
+                      ("-2w", 14 * 86400)):
+        assert parse_time(raw, "since", now=1e9) == 1e9 - secs
 
 
 def test_too_few_reports_say_how_many_are_needed(client: TestClient) -> None:
@@ -206,6 +234,23 @@ def test_subset_queries_accept_labels_and_post_pos(client: TestClient,
         assert abs(body["estimate"] - truth) < 5 * body["std_error"]
     error_of(client.get("/v1/collections/os/subset?labels=linux,plan9"), 400, "labels")
     error_of(client.get("/v1/collections/os/subset"), 400, "labels")
+    repeated = client.get("/v1/collections/os/subset?labels=linux&labels=win&method=base")
+    joined = client.get("/v1/collections/os/subset?labels=linux,win&method=base")
+    assert repeated.json()["labels"] == ["linux", "win"]
+    assert repeated.json()["estimate"] == joined.json()["estimate"]
+
+
+def test_the_collection_list_says_when_it_cuts_labels() -> None:
+    from ldpcore.collection import CollectionSpec
+    from query_api.routes.collections import LIST_LABELS, summary
+
+    labels = [f"l{i}" for i in range(LIST_LABELS + 7)]
+    spec = CollectionSpec.from_dict({"id": "many", "oracle": {"mechanism": "grr",
+                                     "epsilon": 1.0},
+                                     "domain": {"kind": "categories", "labels": labels}})
+    dom = summary(spec)["domain"]
+    assert dom["labels_truncated"] is True and dom["label_count"] == len(labels)
+    assert len(dom["labels"]) == LIST_LABELS
 
 
 def test_heavy_hitters_find_the_top_values(client: TestClient) -> None:

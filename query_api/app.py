@@ -23,6 +23,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse
 from prometheus_client import CollectorRegistry
 from starlette.staticfiles import StaticFiles
 
@@ -71,4 +74,36 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
     for router in (routes.operations, routes.collections, routes.estimates, routes.stream):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    _serve_docs(app)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The generated document, minus FastAPI's 422: this API answers bad input with 400."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version,
+                             description=app.description, routes=app.routes)
+        for ops in schema.get("paths", {}).values():
+            for op in ops.values():
+                if isinstance(op, dict):
+                    op.get("responses", {}).pop("422", None)
+        for name in ("HTTPValidationError", "ValidationError"):
+            schema.get("components", {}).get("schemas", {}).pop(name, None)
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+def _serve_docs(app: FastAPI) -> None:
+    """``/docs``: Swagger UI from the swagger-ui-bundle package's files (no CDN)."""
+    import swagger_ui_bundle
+
+    app.mount("/docs-assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path),
+              name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{app.title} — docs",
+                                   swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+                                   swagger_css_url="/docs-assets/swagger-ui.css",
+                                   swagger_favicon_url="/docs-assets/favicon-32x32.png")

@@ -54,6 +54,11 @@ def _methods() -> tuple[str, ...]:
     return tuple(ldpcore.POSTPROCESS_METHODS)
 
 
+def method_names() -> tuple[str, ...]:
+    """Every value the ``method`` parameter accepts."""
+    return _methods()
+
+
 def default_method(task: str = "full") -> str:
     """The paper's guideline (Wang et al. 2020) for a task, via ldpcore."""
     return str(ldpcore.guideline(task))

@@ -14,6 +14,7 @@ from ldpcore.collection import CollectionSpec
 from ..capabilities import queries_of
 from ..deps import ServiceDep, SpecDep, require_admin
 from ..errors import Conflict, NotFound, QueryError
+from ..schemas import CollectionCreated, CollectionDetail, CollectionList, Deleted, errors
 from ..store import CollectionConflict
 
 router = APIRouter(prefix="/v1/collections", tags=["collections"])
@@ -36,14 +37,19 @@ def summary(spec: CollectionSpec) -> dict[str, Any]:
             "queries": queries_of(spec)}
 
 
-@router.get("")
+@router.get("", response_model=None, responses={200: {"model": CollectionList}, **errors(503)})
 async def list_collections(svc: ServiceDep) -> dict[str, Any]:
     """Every registered collection, with its mechanism, ε and the queries it answers."""
     specs = await svc.call(svc.store.all())
     return {"collections": [summary(s) for s in specs]}
 
 
-@router.post("", status_code=201, dependencies=[Depends(require_admin)])
+@router.post("", status_code=201, dependencies=[Depends(require_admin)], response_model=None,
+             responses={201: {"model": CollectionCreated, "description": "registered"},
+                        200: {"model": CollectionCreated, "description": "already there"},
+                        **errors(400, 401, 403, 409, 503)},
+             openapi_extra={"requestBody": {"required": True, "content": {
+                 "application/json": {"schema": {"type": "object"}}}}})
 async def create_collection(request: Request, svc: ServiceDep) -> Any:
     """Register a collection spec (admin). 201 created, 200 if the same spec exists."""
     try:
@@ -62,14 +68,16 @@ async def create_collection(request: Request, svc: ServiceDep) -> Any:
     return JSONResponse(body, status_code=201 if created else 200)
 
 
-@router.get("/{cid}")
+@router.get("/{cid}", response_model=None,
+            responses={200: {"model": CollectionDetail}, **errors(404, 503)})
 async def get_collection(spec: SpecDep) -> dict[str, Any]:
     """The full spec with its fingerprint (what devices need to report)."""
     return {"spec": json.loads(spec.to_json()), **summary(spec),
             "domain": spec.domain.to_dict()}
 
 
-@router.delete("/{cid}", dependencies=[Depends(require_admin)])
+@router.delete("/{cid}", dependencies=[Depends(require_admin)], response_model=None,
+               responses={200: {"model": Deleted}, **errors(401, 403, 404, 503)})
 async def delete_collection(cid: str, svc: ServiceDep) -> dict[str, Any]:
     """Remove a collection and its stored states (admin)."""
     if not await svc.call(svc.store.delete(cid)):

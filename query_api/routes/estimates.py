@@ -17,19 +17,32 @@ from .. import estimates as E
 from ..deps import Confidence, ServiceDep, SpecDep, WindowDep, answer_response
 from ..domain import index_offset, index_value, labels_of, to_index
 from ..errors import QueryError
+from ..schemas import (
+    ERRORS,
+    CdfAnswer,
+    FrequenciesAnswer,
+    HeavyHittersAnswer,
+    HistogramAnswer,
+    MeanAnswer,
+    Methods,
+    QuantilesAnswer,
+    RangeAnswer,
+    SubsetAnswer,
+)
 
 router = APIRouter(prefix="/v1", tags=["estimates"])
 
 Method = Annotated[str | None, Query(
     description="post-processing method (GET /v1/methods); default: the guideline for the "
-                "query")]
+                "query", json_schema_extra={"enum": list(E.method_names())})]
 
 
 def _method(method: str | None, task: str) -> str:
     return E._check_method(method if method is not None else E.default_method(task))
 
 
-@router.get("/collections/{cid}/frequencies")
+@router.get("/collections/{cid}/frequencies", response_model=None,
+            responses={200: {"model": FrequenciesAnswer}, **ERRORS})
 async def frequencies(svc: ServiceDep, spec: SpecDep, window: WindowDep, method: Method = None,
                       confidence: Confidence = 0.95,
                       top: Annotated[int | None, Query(ge=1, description="only the top k")]
@@ -43,7 +56,8 @@ async def frequencies(svc: ServiceDep, spec: SpecDep, window: WindowDep, method:
                                    top=top)))
 
 
-@router.get("/collections/{cid}/subset")
+@router.get("/collections/{cid}/subset", response_model=None,
+            responses={200: {"model": SubsetAnswer}, **ERRORS})
 async def subset(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                  labels: Annotated[list[str], Query(
                      description="domain values: repeat the parameter and/or separate them "
@@ -61,7 +75,8 @@ async def subset(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                                                   confidence=confidence)}))
 
 
-@router.get("/collections/{cid}/heavy-hitters")
+@router.get("/collections/{cid}/heavy-hitters", response_model=None,
+            responses={200: {"model": HeavyHittersAnswer}, **ERRORS})
 async def heavy_hitters(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                         k: Annotated[int, Query(ge=1, le=10_000, description="how many")] = 10
                         ) -> Response:
@@ -72,7 +87,8 @@ async def heavy_hitters(svc: ServiceDep, spec: SpecDep, window: WindowDep,
         lambda o, s: E.heavy_hitters(o, s, k, labels=labels, offset=index_offset(spec))))
 
 
-@router.get("/collections/{cid}/range")
+@router.get("/collections/{cid}/range", response_model=None,
+            responses={200: {"model": RangeAnswer}, **ERRORS})
 async def range_(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                  low: Annotated[str, Query(description="lowest domain value (inclusive)")],
                  high: Annotated[str, Query(description="highest domain value (inclusive)")],
@@ -87,7 +103,8 @@ async def range_(svc: ServiceDep, spec: SpecDep, window: WindowDep,
         | {"low": low, "high": high}))
 
 
-@router.get("/collections/{cid}/quantiles")
+@router.get("/collections/{cid}/quantiles", response_model=None,
+            responses={200: {"model": QuantilesAnswer}, **ERRORS})
 async def quantiles(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                     q: Annotated[list[float], Query(description="levels in [0, 1]")] = [0.5]  # noqa: B006
                     ) -> Response:
@@ -105,7 +122,8 @@ async def quantiles(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                                              window.until, compute))
 
 
-@router.get("/collections/{cid}/cdf")
+@router.get("/collections/{cid}/cdf", response_model=None,
+            responses={200: {"model": CdfAnswer}, **ERRORS})
 async def cdf(svc: ServiceDep, spec: SpecDep, window: WindowDep) -> Response:
     """Cumulative distribution over the ordered domain."""
     labels = labels_of(spec)
@@ -114,7 +132,8 @@ async def cdf(svc: ServiceDep, spec: SpecDep, window: WindowDep) -> Response:
         lambda o, s: E.cdf(o, s) | {"labels": labels}))
 
 
-@router.get("/collections/{cid}/mean")
+@router.get("/collections/{cid}/mean", response_model=None,
+            responses={200: {"model": MeanAnswer}, **ERRORS})
 async def mean(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                confidence: Confidence = 0.95) -> Response:
     """Mean of a numeric collection."""
@@ -123,7 +142,8 @@ async def mean(svc: ServiceDep, spec: SpecDep, window: WindowDep,
         lambda o, s: E.mean(o, s, confidence=confidence)))
 
 
-@router.get("/collections/{cid}/histogram")
+@router.get("/collections/{cid}/histogram", response_model=None,
+            responses={200: {"model": HistogramAnswer}, **ERRORS})
 async def histogram(svc: ServiceDep, spec: SpecDep, window: WindowDep) -> Response:
     """Distribution over the domain's bins (range and numeric mechanisms)."""
     labels = labels_of(spec)
@@ -132,7 +152,7 @@ async def histogram(svc: ServiceDep, spec: SpecDep, window: WindowDep) -> Respon
         lambda o, s: E.histogram(o, s) | {"labels": labels}))
 
 
-@router.get("/methods")
+@router.get("/methods", response_model=None, responses={200: {"model": Methods}})
 async def methods() -> dict[str, Any]:
     """Post-processing methods and the paper's guideline per task."""
     return {"methods": list(ldpcore.POSTPROCESS_METHODS),

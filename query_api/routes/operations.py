@@ -14,19 +14,21 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from ..deps import ServiceDep
 from ..errors import Unavailable
 from ..metrics import CollectionSample
+from ..schemas import Status, errors
 
 router = APIRouter(tags=["operations"])
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 
 
-@router.get("/healthz")
+@router.get("/healthz", response_model=None, responses={200: {"model": Status}})
 async def healthz() -> dict[str, str]:
     """Liveness: the process answers."""
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get("/readyz", response_model=None,
+            responses={200: {"model": Status}, **errors(503)})
 async def readyz(svc: ServiceDep) -> Any:
     """Readiness: Redis answers a PING."""
     try:
@@ -44,12 +46,17 @@ async def _collection_samples(svc: Any) -> list[CollectionSample]:
             for s, v in zip(specs, versions, strict=True)]
 
 
-@router.get("/metrics")
-async def metrics(svc: ServiceDep) -> Response:
+class PrometheusResponse(Response):
+    media_type = CONTENT_TYPE_LATEST
+
+
+@router.get("/metrics", response_class=PrometheusResponse, responses={200: {"content": {
+    CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}, "description": "Prometheus text"}})
+async def metrics(svc: ServiceDep) -> PrometheusResponse:
     """Prometheus text exposition, with every collection's n, ε and staleness read now."""
     with contextlib.suppress(Unavailable, asyncio.TimeoutError):  # the gauge says so
         svc.metrics.collections.update(await asyncio.wait_for(_collection_samples(svc), 2.0))
-    return Response(generate_latest(svc.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return PrometheusResponse(generate_latest(svc.metrics.registry))
 
 
 @router.get("/", include_in_schema=False)

@@ -23,9 +23,14 @@ from .. import estimates as E
 from ..deps import Confidence, ServiceDep, SpecDep
 from ..domain import index_offset, labels_of
 from ..errors import NotEnoughReports, Unavailable
+from ..schemas import errors
 from .estimates import Method, _method
 
 router = APIRouter(prefix="/v1", tags=["estimates"])
+
+
+class EventStreamResponse(StreamingResponse):
+    media_type = "text/event-stream"
 
 
 def live_view(o: Any, s: ldpcore.State, *, labels: list[str] | None, method: str,
@@ -44,7 +49,10 @@ def live_view(o: Any, s: ldpcore.State, *, labels: list[str] | None, method: str
     return body
 
 
-@router.get("/collections/{cid}/stream")
+@router.get("/collections/{cid}/stream", response_class=EventStreamResponse,
+            responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}},
+                             "description": "events: estimates, waiting, error"},
+                       **errors(400, 404, 503)})
 async def stream(request: Request, svc: ServiceDep, spec: SpecDep,
                  last_event_id: Annotated[str | None, Header(
                      description="resume: the id (state version) of the last event seen; "
@@ -52,7 +60,7 @@ async def stream(request: Request, svc: ServiceDep, spec: SpecDep,
                  method: Method = None,
                  confidence: Confidence = 0.95,
                  top: Annotated[int | None, Query(ge=1, description="only the top k")] = None
-                 ) -> StreamingResponse:
+                 ) -> EventStreamResponse:
     """Server-Sent Events: an ``estimates`` event whenever the stored state changes.
 
     Each event's ``id:`` is the state version it describes; a client that reconnects
@@ -92,5 +100,5 @@ async def stream(request: Request, svc: ServiceDep, spec: SpecDep,
                 yield b": keep-alive\n\n"
             await asyncio.sleep(svc.settings.stream_interval_s)
 
-    return StreamingResponse(events(), media_type="text/event-stream",
+    return EventStreamResponse(events(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -20,7 +20,7 @@ from ldpcore.registry import mechanisms_with, oracle_class
 
 from .errors import Unsupported
 
-__all__ = ["queries_of", "require", "ROUTES"]
+__all__ = ["queries_of", "require", "routes_of", "ROUTES"]
 
 ROUTES: dict[type, tuple[str, ...]] = {
     FrequencyEstimates: ("frequencies", "subset", "heavy-hitters"),
@@ -32,14 +32,14 @@ ROUTES: dict[type, tuple[str, ...]] = {
 """Capability → the estimate routes it serves."""
 
 
-def _routes(cls: type) -> list[str]:
+def routes_of(cls: type) -> list[str]:
     return sorted({r for cap, routes in ROUTES.items() if issubclass(cls, cap) for r in routes})
 
 
 def queries_of(spec: CollectionSpec) -> list[str]:
     """The estimate routes this collection answers."""
     cls = oracle_class(spec.oracle_spec["mechanism"])
-    return _routes(cls) if isinstance(cls, type) else []
+    return routes_of(cls) if isinstance(cls, type) else []
 
 
 def require(oracle: Any, capability: type, what: str) -> None:
@@ -47,7 +47,7 @@ def require(oracle: Any, capability: type, what: str) -> None:
     if isinstance(oracle, capability):
         return
     names = ", ".join(sorted(mechanisms_with(capability))) or "none in this build"
-    instead = _routes(type(oracle))
+    instead = routes_of(type(oracle))
     hint = (f"; this collection answers /{', /'.join(instead)}" if instead else "")
     raise Unsupported(f"{what} queries need a collection whose mechanism supports them "
                       f"({names}); this one uses {oracle.mechanism!r}{hint}")

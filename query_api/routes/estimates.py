@@ -157,3 +157,25 @@ async def methods() -> dict[str, Any]:
     """Post-processing methods and the paper's guideline per task."""
     return {"methods": list(ldpcore.POSTPROCESS_METHODS),
             "guideline": {t: E.default_method(t) for t in ("full", "frequent", "set")}}
+
+
+@router.get("/mechanisms", response_model=None,
+            responses={200: {"description": "every mechanism: capabilities, parameter ranges"}})
+async def mechanisms() -> dict[str, Any]:
+    """What a collection spec may declare: each mechanism's capabilities, the routes they
+    answer and the allowed range of ε and of every other parameter."""
+    from ldpcore.capabilities import capabilities_of
+    from ldpcore.limits import param_ranges
+    from ldpcore.registry import available_mechanisms, oracle_class
+
+    from ..capabilities import routes_of
+
+    ranges = param_ranges()
+    out = {}
+    for name in available_mechanisms():
+        cls = oracle_class(name)
+        caps = capabilities_of(cls) if isinstance(cls, type) else ["frequencies"]
+        out[name] = {"capabilities": caps,
+                     "queries": routes_of(cls) if isinstance(cls, type) else [],
+                     "parameters": ranges.get(name, {})}
+    return {"mechanisms": out}

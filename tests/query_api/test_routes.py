@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from query_api.app import create_app
@@ -379,3 +381,28 @@ def test_json_answers_have_no_nan(client: TestClient) -> None:
         text = client.get(url).text
         assert "NaN" not in text
         json.loads(text)
+
+
+def test_mechanisms_list_capabilities_routes_and_parameter_ranges(client: TestClient) -> None:
+    mechs = client.get("/v1/mechanisms").json()["mechanisms"]
+    assert mechs["hh"]["capabilities"] == ["frequencies", "ranges"]
+    assert "range" in mechs["hh"]["queries"] and "mean" not in mechs["hh"]["queries"]
+    assert mechs["pem"]["capabilities"] == ["heavy_hitters"]
+    assert mechs["olh"]["parameters"]["epsilon_bounds"] == [0.001, 29.8]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(body=st.recursive(
+    st.none() | st.booleans() | st.integers(-2**80, 2**80) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["id", "oracle", "domain", "mechanism", "epsilon", "domain_size",
+                         "kind", "labels", "low", "high", "bins", "g", "fanout", "bits",
+                         "window_seconds", "memoization", "epsilon_1"]), inner, max_size=5),
+    max_leaves=15))
+def test_no_collection_body_crashes_or_stalls_the_api(client: TestClient, body: Any) -> None:
+    r = client.post("/v1/collections", content=json.dumps(body),  # NaN and ±Infinity too
+                    headers={"Authorization": f"Bearer {ADMIN}",
+                             "Content-Type": "application/json"})
+    assert r.status_code in (200, 201, 400, 409), (r.status_code, r.text)
+    if r.status_code == 400:
+        assert r.json()["error"]["parameter"] == "body"

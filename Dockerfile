@@ -12,8 +12,9 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md ldpstream_cli.py ./
+COPY pyproject.toml README.md ./
 COPY ldpcore ./ldpcore
+COPY ldpstream ./ldpstream
 COPY producer ./producer
 COPY aggregator ./aggregator
 COPY query_api ./query_api

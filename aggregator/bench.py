@@ -96,10 +96,10 @@ def pipeline(reports: int, batch: int, single: int, mechanism: str, domain_size:
     import redis as redis_lib
 
     from ldpcore.collection import CollectionSpec
+    from ldpstream.dev.servers import start_kafka, start_redis
     from ldpstream.storage import CollectionCatalog
 
     from .config import WorkerSettings
-    from .servers import start_kafka, start_redis
     from .worker import ensure_topics
 
     spec = CollectionSpec.from_dict({"id": "bench", "oracle": {"mechanism": mechanism,

@@ -143,7 +143,7 @@ def _fill(redis_url: str) -> None:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    from aggregator.servers import _die_with_parent, free_port, start_redis, wait_port
+    from ldpstream.dev.servers import _die_with_parent, free_port, start_redis, wait_port
 
     work = Path(tempfile.mkdtemp(prefix="ldp-bench-api-"))
     redis_server = start_redis(work)
@@ -151,7 +151,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
     env.update({"LDP_REDIS_URL": redis_server.url, "LDP_API_PORT": str(port),
                 "PYTHONPATH": str(ROOT)})
-    api = subprocess.Popen([sys.executable, "-m", "ldpstream_cli", "serve"], cwd=ROOT, env=env,
+    api = subprocess.Popen([sys.executable, "-m", "ldpstream", "serve"], cwd=ROOT, env=env,
                            preexec_fn=_die_with_parent)
     try:
         _fill(redis_server.url)

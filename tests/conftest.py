@@ -1,6 +1,6 @@
 """Shared pytest configuration.
 
-Real servers for integration tests come from :mod:`aggregator.servers` (a tansu broker
+Real servers for integration tests come from :mod:`ldpstream.dev.servers` (a tansu broker
 and a Redis with AOF on free loopback ports, one of each per test session), unless
 ``LDP_TEST_KAFKA`` (host:port) / ``LDP_TEST_REDIS`` (redis:// URL) name external ones.
 """
@@ -32,7 +32,7 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if ext:
         yield ExternalServer(ext, f"kafka://{ext}")
         return
-    from aggregator.servers import start_kafka
+    from ldpstream.dev.servers import start_kafka
 
     server = start_kafka(tmp_path_factory.mktemp("kafka"))
     server.managed = True  # type: ignore[attr-defined]
@@ -48,7 +48,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if ext:
         yield ExternalServer("", ext)
         return
-    from aggregator.servers import start_redis
+    from ldpstream.dev.servers import start_redis
 
     server = start_redis(tmp_path_factory.mktemp("redis"))
     server.managed = True  # type: ignore[attr-defined]

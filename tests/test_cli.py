@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ldpstream_cli import EXPERIMENTS, build_parser
+from ldpstream.cli import EXPERIMENTS, build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 

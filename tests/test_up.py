@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aggregator.servers import _die_with_parent, free_port
+from ldpstream.dev.servers import _die_with_parent, free_port
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +35,7 @@ def _children(pid: int) -> set[int]:
 def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
         tmp_path: Path) -> None:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "ldpstream_cli", "up", "--port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "up", "--port", str(port),
                              "--rate", "3000", "--data-dir", str(tmp_path)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             preexec_fn=_die_with_parent)

@@ -106,7 +106,7 @@ def test_redis_password_and_tls_files_reach_from_url_arguments() -> None:
 
 
 def test_cli_reports_a_bad_variable_without_a_traceback() -> None:
-    proc = subprocess.run([sys.executable, "-m", "ldpstream_cli", "aggregate"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "ldpstream", "aggregate"], cwd=ROOT,
                           env={"LDP_KAFKA_SECURITY_PROTOCOL": "BOGUS", "PATH": "/usr/bin"},
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from ldpstream.cli import build_parser
 from ldpstream.collections_file import read_collections_file
-from ldpstream_cli import build_parser
 
 from .conftest import ROOT, run
 

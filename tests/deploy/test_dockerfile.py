@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ldpstream_cli import _health_url
+from ldpstream.cli import _health_url
 
 from .conftest import ROOT
 
@@ -102,7 +102,7 @@ def http_ok() -> Iterator[str]:
 
 
 def _health(url: str) -> int:
-    return subprocess.run([sys.executable, "-m", "ldpstream_cli", "health", "--url", url],
+    return subprocess.run([sys.executable, "-m", "ldpstream", "health", "--url", url],
                           cwd=ROOT, capture_output=True, timeout=30).returncode
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aggregator.servers import _die_with_parent
+from ldpstream.dev.servers import _die_with_parent
 
 __all__ = ["WorkerProcess", "wait_for", "worker_env"]
 

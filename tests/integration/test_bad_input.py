@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aggregator.servers import free_port
 from ldpcore import Reports, make_oracle, wire
 from ldpcore.collection import CollectionSpec, encode_message, message_prefix
+from ldpstream.dev.servers import free_port
 from ldpstream.storage import CollectionCatalog, load_state
 from producer.sdk import Client
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from aggregator.servers import start_kafka, start_redis
 from ldpcore.collection import CollectionSpec
+from ldpstream.dev.servers import start_kafka, start_redis
 from ldpstream.storage import CollectionCatalog, load_state
 from producer.sdk import Client
 from producer.simulate import simulate

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from aggregator.servers import _die_with_parent, free_port, wait_port
 from ldpcore.collection import CollectionSpec
+from ldpstream.dev.servers import _die_with_parent, free_port, wait_port
 from ldpstream.storage import load_state
 from producer.sdk import Client
 from producer.simulate import simulate
@@ -124,7 +124,7 @@ def api_server(pipeline: dict[str, Any]) -> Iterator[str]:
     """``ldpstream serve`` as a real HTTP server (uvicorn) on a free loopback port."""
     port = free_port()
     log = open(pipeline["tmp"] / "api.log", "ab")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, "-m", "ldpstream_cli",
+    proc = subprocess.Popen([sys.executable, "-m", "ldpstream",
                              "serve"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             env=api_env(pipeline, LDP_API_PORT=str(port)),
                             preexec_fn=_die_with_parent)

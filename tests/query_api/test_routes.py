@@ -49,7 +49,7 @@ def test_healthz_and_readyz_answer_when_redis_is_up(client: TestClient) -> None:
 
 
 def test_readyz_is_503_when_redis_is_unreachable() -> None:
-    from aggregator.servers import free_port
+    from ldpstream.dev.servers import free_port
     settings = ApiSettings(redis_url=f"redis://127.0.0.1:{free_port()}/0")
     with TestClient(create_app(settings, registry=CollectorRegistry())) as c:
         msg = error_of(c.get("/readyz"), 503)

@@ -32,7 +32,7 @@ def test_every_answer_keeps_the_openapi_contract(api_server: str, tmp_path: Path
            f"{api_server}/openapi.json", "--checks", "all", "--max-examples", "15",
            "--generation-deterministic", "--exclude-path-regex", "/stream$",
            "--request-timeout", "10"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
     assert "Missing test data" not in out, out[-3000:]

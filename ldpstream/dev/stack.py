@@ -25,7 +25,7 @@ from .servers import ManagedServer, _die_with_parent, free_port, start_kafka, st
 
 __all__ = ["add_up_parser", "run_stack"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def add_up_parser(sub: Any) -> None:
@@ -70,14 +70,20 @@ def _wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
 
 
-def run_stack(args: argparse.Namespace) -> int:
-    from producer.demo import demo_collections
+def _demo_collections() -> list[tuple[dict[str, Any], str]]:
+    """The producer's demo collections, asked of ``python -m producer.demo`` (the shared
+    layer runs services, it does not import them)."""
+    out = subprocess.run([sys.executable, "-m", "producer.demo"], cwd=ROOT, check=True,
+                         capture_output=True, text=True, timeout=60).stdout
+    return [(spec, dist) for spec, dist in json.loads(out)]
 
+
+def run_stack(args: argparse.Namespace) -> int:
     work = Path(args.data_dir or tempfile.mkdtemp(prefix="ldpstream-up-"))
     work.mkdir(parents=True, exist_ok=True)
     logs = work / "logs"
     logs.mkdir(exist_ok=True)
-    demos = demo_collections()
+    demos = _demo_collections()
     cfile = work / "collections.json"
     cfile.write_text(json.dumps({"collections": [spec for spec, _ in demos]}, indent=1))
     port = args.port if _port_free(args.port) else free_port()
@@ -108,7 +114,7 @@ def run_stack(args: argparse.Namespace) -> int:
         py = sys.executable
         worker = _spawn([py, "-m", "aggregator"], env, logs / "aggregator.log")
         children.append(("aggregator", worker))
-        api = _spawn([py, "-m", "ldpstream_cli", "serve"], env, logs / "api.log")
+        api = _spawn([py, "-m", "ldpstream", "serve"], env, logs / "api.log")
         children.append(("api", api))
         base = f"http://127.0.0.1:{port}"
         _wait_http(base + "/readyz", 60, api)
@@ -116,7 +122,7 @@ def run_stack(args: argparse.Namespace) -> int:
               flush=True)
         if not args.no_simulate:
             for spec, dist in demos:
-                sim = _spawn([py, "-m", "ldpstream_cli", "simulate", "--collection", spec["id"],
+                sim = _spawn([py, "-m", "ldpstream", "simulate", "--collection", spec["id"],
                               "--collections-file", str(cfile), "--dist", dist,
                               "--reports", str(10**12), "--devices", "50000",
                               "--rate", str(args.rate), "--batch-size", "1,16,64",

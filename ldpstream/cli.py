@@ -31,11 +31,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(f"{n} simulated devices, Zipf(1.5) over d={d}, epsilon={args.epsilon}")
     print(f"{'mechanism':<10}{'MSE (raw)':>14}{'MSE (norm-sub)':>16}{'top-5 estimates':>40}")
     from ldpcore.capabilities import FrequencyEstimates, MeanEstimates
-    from ldpcore.registry import mechanisms_with
+    from ldpcore.registry import make_frequency_oracle, mechanisms_with
 
     for mech in sorted(set(mechanisms_with(FrequencyEstimates))
                        - set(mechanisms_with(MeanEstimates))):
-        oracle = ldpcore.make_oracle(mech, epsilon=args.epsilon, domain_size=d)
+        oracle = make_frequency_oracle(mech, epsilon=args.epsilon, domain_size=d)
         state = oracle.aggregate(oracle.perturb(values, rng=rng))
         est = oracle.estimate(state)
         mse = float(np.mean((est - truth) ** 2))
@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reports", type=int, default=200_000)
     p.add_argument("--seed", type=int, default=None)
     p.set_defaults(func=_cmd_demo)
-    from aggregator.stack import add_up_parser
+    from ldpstream.dev.stack import add_up_parser
 
     add_up_parser(sub)
     from producer.cli import add_simulate_parser

@@ -1,0 +1,1 @@
+"""Developer tooling: the embedded servers (tansu broker, Redis) and ``ldpstream up``."""

@@ -130,9 +130,8 @@ def test_dashboard_shows_a_collection_and_its_numbers_change_in_chromium(
         api_server: str, pipeline: dict[str, Any]) -> None:
     found = _chrome()
     if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium and chromium-driver are required in CI")
-        pytest.skip("chromium / chromedriver not installed (Debian chromium-driver)")
+        pytest.fail("chromium and chromium-driver are missing: scripts/system-deps.sh "
+                    "installs them")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By

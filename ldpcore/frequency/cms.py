@@ -84,6 +84,14 @@ class ProjectiveSketch(FrequencyOracle):
         out: FloatArray = (t / n - self.kappa) / (1 - self.kappa)
         return out
 
+    def hashed_mass(self, distribution: FloatArray) -> FloatArray:
+        """:math:`G_j(t) = \\sum_v f(v)[h_j(v) = t]` for every row j, shape (k, m)."""
+        k, m = self.k, self.m
+        flat = (np.arange(k, dtype=np.int64)[:, None] * m + self._hash_table).reshape(-1)
+        weights = np.broadcast_to(distribution[None, :], self._hash_table.shape).reshape(-1)
+        out: FloatArray = np.bincount(flat, weights=weights, minlength=k * m).reshape(k, m)
+        return out
+
 
 class CMS(ProjectiveSketch):
     r"""Apple's private count mean sketch (Apple Differential Privacy Team, 2017).
@@ -159,6 +167,21 @@ class CMS(ProjectiveSketch):
             chunk = packed[bounds[row]:bounds[row + 1]]
             out[row, :self.m] = bit_counts(chunk, self.m)
         out[:, self.m] = np.diff(bounds)
+        return out
+
+    def _sample_counts(self, distribution: FloatArray, n: int, size: int,
+                       rng: np.random.Generator) -> IntArray:
+        # Rows are uniform; within row j the hot cell is h_j(x) ~ G_j; given the hot
+        # counts every bit is independent: 1 w.p. 1 - flip at the hot cell, flip elsewhere.
+        k, m = self.k, self.m
+        rows = rng.multinomial(n, np.full(k, 1.0 / k), size=size)  # (size, k)
+        mass = np.clip(self.hashed_mass(distribution), 0.0, None)
+        mass /= mass.sum(axis=1, keepdims=True)
+        hot = rng.multinomial(rows, mass)  # (size, k, m)
+        ones = rng.binomial(hot, 1.0 - self.flip) + rng.binomial(rows[..., None] - hot, self.flip)
+        out = np.empty((size, k, m + 1), dtype=np.int64)
+        out[..., :m] = ones
+        out[..., m] = rows
         return out
 
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:
@@ -241,6 +264,18 @@ class HCMS(ProjectiveSketch):
         flat = (columns["j"].astype(np.int64) * self.m + columns["l"]) * 2 + columns["b"]
         size = self.k * self.m * 2
         return np.bincount(flat, minlength=size).astype(np.int64).reshape(self.state_shape)
+
+    def _sample_counts(self, distribution: FloatArray, n: int, size: int,
+                       rng: np.random.Generator) -> IntArray:
+        # One report is one cell (j, l, b): P(j, l, +) = [(1 - keep) + (2 keep - 1)
+        # (1 + theta_jl)/2] / (k m) with theta_jl = sum_t G_j(t) H_m[l, t].
+        k, m = self.k, self.m
+        theta = fwht(self.hashed_mass(distribution))  # (k, m)
+        plus = ((1 - self.keep) + (2 * self.keep - 1) * (1.0 + theta) / 2.0) / (k * m)
+        probs = np.clip(np.stack([plus, 1.0 / (k * m) - plus], axis=-1).reshape(-1), 0.0, None)
+        out = rng.multinomial(n, probs / probs.sum(), size=size)
+        res: IntArray = out.reshape(size, k, m, 2).astype(np.int64)
+        return res
 
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:
         diff = (counts[..., 0] - counts[..., 1]).astype(np.float64)  # (k, m)

@@ -162,6 +162,36 @@ class LocalHashing(FrequencyOracle):
         res: FloatArray = total / g
         return res
 
+    def hashed_mass(self, distribution: FloatArray) -> FloatArray:
+        r""":math:`F_a(t) = \sum_v f(v)\,[h_a(v) = t]` for every hash a, shape (g^r, g).
+
+        By the g-ary DFT: :math:`\hat F_a(k) = \hat f(k a)`, so
+        :math:`F_a(t) = \frac1g\sum_k \omega^{kt} \hat f(k a)` in :math:`O(g^{r+1})`.
+        """
+        g, r = self.g, self.r
+        f = np.zeros(self.n_hashes, dtype=np.float64)
+        f[:self.domain_size] = distribution
+        # C order of (g,)*r puts digit j on axis r-1-j, for f and for the spectrum alike.
+        spec = np.fft.fftn(f.reshape((g,) * r)).reshape(-1)
+        a = np.arange(self.n_hashes, dtype=np.int64)
+        digits = np.stack([(a // g**j) % g for j in range(r)], axis=1)
+        w = g ** np.arange(r, dtype=np.int64)
+        t = np.arange(g)
+        out = np.zeros((self.n_hashes, g), dtype=np.float64)
+        for k in range(g):
+            idx = ((k * digits) % g) @ w
+            out += (spec[idx][:, None] * np.exp(2j * np.pi * k * t / g)[None, :]).real
+        res: FloatArray = np.clip(out / g, 0.0, None)
+        return res
+
+    def _sample_counts(self, distribution: FloatArray, n: int, size: int,
+                       rng: np.random.Generator) -> IntArray:
+        # One report is one cell (a, t): P(a, t) = (q + (p - q) F_a(t)) / g^r.
+        probs = (self.q + (self.p - self.q) * self.hashed_mass(distribution)).reshape(-1)
+        out = rng.multinomial(n, probs / probs.sum(), size=size)
+        res: IntArray = out.reshape(size, *self.state_shape).astype(np.int64)
+        return res
+
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:
         q = 1.0 / self.g
         return (self.support(counts) / n - q) / (self.p - q)

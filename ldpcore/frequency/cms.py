@@ -282,6 +282,12 @@ class HCMS(ProjectiveSketch):
         t = self.c * self._row_sums(fwht(diff))
         return self._from_sums(t, n)
 
+    def _estimate_batch(self, counts: IntArray, n: int) -> FloatArray:
+        spec = fwht((counts[..., 0] - counts[..., 1]).astype(np.float64))  # (R, k, m)
+        rows = np.arange(self.k)[:, None]
+        t = self.c * spec[:, rows, self._hash_table].sum(axis=1)
+        return self._from_sums(t, n)
+
     def variance(self, n: int, frequency: float = 0.0) -> float:
         n, f = self._check_variance_args(n, frequency)
         k2 = self.kappa**2

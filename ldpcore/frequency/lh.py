@@ -196,6 +196,27 @@ class LocalHashing(FrequencyOracle):
         q = 1.0 / self.g
         return (self.support(counts) / n - q) / (self.p - q)
 
+    def _estimate_batch(self, counts: IntArray, n: int) -> FloatArray:
+        g, r, d = self.g, self.r, self.domain_size
+        size = counts.shape[0]
+        if g == 2:
+            diff = (counts[..., 0] - counts[..., 1]).astype(np.float64)
+            support = (fwht(diff)[:, :d] + n) / 2.0
+        else:
+            axes = tuple(range(1, r + 2))
+            spec = np.fft.fftn(counts.astype(np.float64).reshape((size,) + (g,) * (r + 1)),
+                               axes=axes).reshape(size, -1)
+            v = np.arange(d, dtype=np.int64)
+            digits = np.stack([(v // g**j) % g for j in range(r)], axis=1)
+            strides = g ** np.arange(1, r + 1, dtype=np.int64)
+            support = np.zeros((size, d), dtype=np.float64)
+            for k in range(g):
+                support += spec[:, ((k * digits) % g) @ strides + ((-k) % g)].real
+            support /= g
+        q = 1.0 / g
+        out: FloatArray = (support / n - q) / (self.p - q)
+        return out
+
     def variance(self, n: int, frequency: float = 0.0) -> float:
         n, f = self._check_variance_args(n, frequency)
         return olh_variance(n, f, self.p, self.g)

@@ -483,6 +483,21 @@ class FrequencyOracle(ABC):
                 out[r] += self._aggregate(cols)
         return out
 
+    def sample_cost(self, n: int) -> int:
+        """Rough elementary operations of one :meth:`sample_counts` draw of n reports.
+
+        n per report (times the report's bytes) when every report is perturbed; the
+        state size plus d for the channel overrides (and for a subclass overriding
+        :meth:`sample_state`, presumed to simulate the state directly).
+        """
+        cls = type(self)
+        cells = math.prod(self.state_shape) + self.domain_size
+        if (cls._sample_counts is not FrequencyOracle._sample_counts
+                or cls.sample_state is not FrequencyOracle.sample_state):
+            return cells
+        width = sum(c.width or 1 for c in self.report_columns)
+        return cells + int(n) * width
+
     def estimate_counts(self, counts: IntArray, n: int) -> FloatArray:
         """Unbiased estimates of many states at once: counts (R, *state_shape) → (R, d).
 

@@ -66,7 +66,7 @@ from .consistency.batch import postprocess_rows, simplex_projection_rows
 from .errors import ParameterError, StateError
 
 __all__ = ["Answer", "BOUNDARY_SIGMAS", "DEFAULT_REPLICATES", "answer", "bootstrap_interval",
-           "choose_method", "fit_distribution", "fast_sampler", "method_answers", "state_seed"]
+           "can_simulate", "choose_method", "fit_distribution", "method_answers", "state_seed"]
 
 DEFAULT_REPLICATES = 200
 """Bootstrap replicates R per answer (the 2.5 % quantile is then the 5th smallest error)."""
@@ -82,8 +82,12 @@ POWER_BUDGET = 4_000_000
 """``auto`` simulates Power/PowerNS only while R·d·min(d, 512) stays within this many kernel
 evaluations (their posterior mean costs O(d·512) per vector); above it they are skipped."""
 
-SIMULATION_BUDGET = 50_000_000
-"""Reports that may be perturbed one by one (R·n) for a mechanism without a fast sampler."""
+SIMULATION_BUDGET = 20_000_000
+"""Elementary operations (R × :meth:`~ldpcore.FrequencyOracle.sample_cost`) a bootstrap may
+spend simulating states; above it the answer has no bootstrap (``auto`` keeps ``base``)."""
+
+SELECTION_REPLICATES = 100
+"""Replicates ``auto`` spends comparing candidates (fresh ones then give the interval)."""
 
 
 @dataclass(frozen=True)
@@ -143,11 +147,9 @@ def fit_distribution(oracle: FrequencyOracle, state: State) -> FloatArray:
     return out
 
 
-def fast_sampler(oracle: FrequencyOracle) -> bool:
-    """Whether ``oracle`` simulates states without perturbing every report."""
-    cls = type(oracle)
-    return (cls._sample_counts is not FrequencyOracle._sample_counts
-            or cls.sample_state is not FrequencyOracle.sample_state)
+def can_simulate(oracle: FrequencyOracle, n: int, replicates: int) -> bool:
+    """Whether ``replicates`` states of n reports fit :data:`SIMULATION_BUDGET`."""
+    return replicates * oracle.sample_cost(n) <= SIMULATION_BUDGET
 
 
 def _check_indices(indices: Sequence[int] | np.ndarray | None, d: int) -> np.ndarray | None:
@@ -253,9 +255,9 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
 
     if method == "base":
         return analytic(None)
-    if not fast_sampler(oracle) and replicates * n > SIMULATION_BUDGET:
-        why = (f"{oracle.mechanism!r} has no fast state sampler and n={n} is too many reports "
-               f"to simulate {replicates} times")
+    if not can_simulate(oracle, n, replicates):
+        why = (f"simulating {replicates} states of {oracle.mechanism!r} (n={n}, d={d}) costs "
+               f"more than the budget of {SIMULATION_BUDGET} operations")
         if method == "auto":
             return analytic(f"auto kept base: {why}")
         point = method_answers(raw[None, :], method, idx, variance=var0,
@@ -268,20 +270,33 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
     gen = as_rng(state_seed(state) if rng is None else rng)
     truth = method_answers(f_fit[None, :], "base", idx, variance=var0)[0]
 
-    def simulate() -> FloatArray:
-        counts = oracle.sample_counts(f_fit, n, size=replicates, rng=gen)
+    def simulate(size: int) -> FloatArray:
+        counts = oracle.sample_counts(f_fit, n, size=size, rng=gen)
         return oracle.estimate_counts(counts, n)
 
-    sims = simulate()
+    sims = simulate(min(replicates, SELECTION_REPLICATES) if method == "auto" else replicates)
+
+    power_of: dict[str, FloatArray] = {}
 
     def errors(m: str) -> FloatArray:
-        out: FloatArray = method_answers(sims, m, idx, variance=var0, variance_slope=slope) - truth
-        return out
+        if m not in ("power", "power-ns"):
+            out: FloatArray = method_answers(sims, m, idx, variance=var0,
+                                             variance_slope=slope) - truth
+            return out
+        # PowerNS is Norm-Sub of Power: simulate the costly posterior means once.
+        if "power" not in power_of:  # cleared when the simulations are redrawn
+            power_of["power"] = postprocess_rows(sims, "power", variance=var0)
+        vec = power_of["power"]
+        if m == "power-ns":
+            vec = simplex_projection_rows(vec)
+        ans = vec if idx is None else vec[:, idx].sum(axis=1, keepdims=True)
+        res: FloatArray = ans - truth
+        return res
 
     mse: dict[str, float] = {}
     note = None
     if method == "auto":
-        names, note = _candidates(d, replicates)
+        names, note = _candidates(d, sims.shape[0])
         base_sse = (errors("base") ** 2).sum(axis=1)
         mse["base"] = float(base_sse.mean())
         chosen, best = "base", mse["base"]
@@ -293,14 +308,15 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
             sse = (err_by[m] ** 2).sum(axis=1)
             mse[m] = float(sse.mean())
             diff = sse - base_sse
-            margin = 2.0 * float(diff.std(ddof=1)) / math.sqrt(replicates)
+            margin = 2.0 * float(diff.std(ddof=1)) / math.sqrt(diff.size)
             if float(diff.mean()) + margin < 0 and mse[m] < best:
                 chosen, best = m, mse[m]
         method = chosen
         if method == "base":
             return analytic(note, mse)
         # Fresh simulations for the interval: the ones that chose the method flatter it.
-        sims = simulate()
+        sims = simulate(replicates)
+        power_of.clear()
     err = errors(method)
     point = method_answers(raw[None, :], method, idx, variance=var0, variance_slope=slope)[0]
     alpha = 1.0 - confidence

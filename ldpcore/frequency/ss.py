@@ -130,6 +130,10 @@ class SS(FrequencyOracle):
 
     _estimate_batch = _estimate
 
+    def sample_cost(self, n: int) -> int:
+        """O(d·k) binomial draws per simulated state, whatever n."""
+        return 4 * self.domain_size * (self.k + 1)
+
     def _sample_counts(self, distribution: FloatArray, n: int, size: int,
                        rng: np.random.Generator) -> IntArray:
         r"""Exact counts in O(d·k) binomial draws (vectorised over the draws), whatever n.

@@ -320,7 +320,9 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
     err = errors(method)
     point = method_answers(raw[None, :], method, idx, variance=var0, variance_slope=slope)[0]
     alpha = 1.0 - confidence
-    q_lo, q_hi = np.quantile(err, [alpha / 2, 1 - alpha / 2], axis=0)
+    # Order statistics rounded outwards: a finite R must not narrow the interval.
+    q_lo = np.quantile(err, alpha / 2, axis=0, method="lower")
+    q_hi = np.quantile(err, 1 - alpha / 2, axis=0, method="higher")
     bias, spread = err.mean(axis=0), err.std(axis=0, ddof=1)
     # The bias is estimated at the fit, not at the truth: allow any bias between 0 and it.
     low = point - q_hi + np.minimum(bias, 0.0)

@@ -89,7 +89,8 @@ class ProjectiveSketch(FrequencyOracle):
         k, m = self.k, self.m
         flat = (np.arange(k, dtype=np.int64)[:, None] * m + self._hash_table).reshape(-1)
         weights = np.broadcast_to(distribution[None, :], self._hash_table.shape).reshape(-1)
-        out: FloatArray = np.bincount(flat, weights=weights, minlength=k * m).reshape(k, m)
+        out: FloatArray = np.bincount(flat, weights=weights,
+                                      minlength=k * m).astype(np.float64).reshape(k, m)
         return out
 
 

@@ -73,7 +73,7 @@ import numpy as np
 from ._validate import as_rng, check_float, check_int
 from .base import FloatArray, FrequencyOracle, State
 from .consistency import METHODS
-from .consistency.batch import postprocess_rows, simplex_projection_rows
+from .consistency.batch import _norm_mul_rows, postprocess_rows, simplex_projection_rows
 from .errors import ParameterError, StateError
 
 __all__ = ["Answer", "BOUNDARY_SIGMAS", "DEFAULT_REPLICATES", "answer", "bootstrap_interval",
@@ -100,8 +100,13 @@ spend simulating states; above it the answer has no bootstrap (``auto`` keeps ``
 SELECTION_Z = 3.0
 """Standard errors by which a candidate must beat ``base`` (≈ 1 % family-wise over ten)."""
 
-SELECTION_REPLICATES = 100
-"""Replicates ``auto`` spends comparing candidates (fresh ones then give the interval)."""
+SELECTION_REPLICATES = 50
+"""Replicates per synthetic world ``auto`` spends comparing candidates (fresh ones then give
+the interval)."""
+
+RESIMULATED_WORLDS = 3
+"""Synthetic worlds beyond the Norm-Sub and Norm-Mul fits: Norm-Sub fits of states simulated
+from the Norm-Sub fit (they differ from it as it differs from the truth)."""
 
 
 @dataclass(frozen=True)
@@ -221,7 +226,7 @@ def _candidates(d: int, replicates: int) -> tuple[list[str], str | None]:
     return names, None
 
 
-def _select(oracle: FrequencyOracle, f_fit: FloatArray, truth: FloatArray,
+def _select(oracle: FrequencyOracle, raw: FloatArray, f_fit: FloatArray, truth: FloatArray,
             idx: np.ndarray | None, simulate: Callable[[FloatArray, int], FloatArray],
             errors: Callable[..., FloatArray], size: int,
             ) -> tuple[str, dict[str, float], str | None]:
@@ -235,12 +240,12 @@ def _select(oracle: FrequencyOracle, f_fit: FloatArray, truth: FloatArray,
     the qualifying candidate with the least mean MSE over the worlds wins, else ``base``.
     """
     d = oracle.domain_size
-    n_est = simulate(f_fit, 1)
-    f_two = simplex_projection_rows(n_est)[0]
-    truth_two = method_answers(f_two[None, :], "base", idx, variance=1.0)[0]
-    worlds = [(simulate(f_fit, size), truth), (simulate(f_two, size), truth_two)]
+    fits = [f_fit, _norm_mul_rows(raw[None, :])[0]]
+    fits += list(simplex_projection_rows(simulate(f_fit, RESIMULATED_WORLDS)))
+    worlds = [(simulate(f, size), method_answers(f[None, :], "base", idx, variance=1.0)[0])
+              for f in fits]
     names, note = _candidates(d, size)
-    caches: list[dict[str, FloatArray]] = [{}, {}]
+    caches: list[dict[str, FloatArray]] = [{} for _ in worlds]
     base_sse = [(errors("base", s, t, c) ** 2).sum(axis=1)
                 for (s, t), c in zip(worlds, caches, strict=True)]
     mse = {"base": float(np.mean([b.mean() for b in base_sse]))}
@@ -303,14 +308,18 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
     slope = oracle.variance(n, 1.0) - var0
     raw_ans = method_answers(raw[None, :], "base", idx, variance=var0)[0]
     raw_se = _analytic_se(oracle, n, raw, idx)
+    kind = "analytic"
 
     def analytic(reason: str | None, mse: dict[str, float] | None = None) -> Answer:
         return Answer("base", raw_ans, raw_ans - z * raw_se, raw_ans + z * raw_se, raw_se,
-                      "analytic", reason, n, confidence, 0, mse or {})
+                      kind, reason, n, confidence, 0, mse or {})
 
-    if method == "base":
+    if method == "base" and idx is None:
         return analytic(None)
     if not can_simulate(oracle, n, replicates):
+        if method == "base":
+            return analytic("the sum's standard error treats the estimates as uncorrelated "
+                            "(no simulation within the budget to check it)")
         why = (f"simulating {replicates} states of {oracle.mechanism!r} (n={n}, d={d}) costs "
                f"more than the budget of {SIMULATION_BUDGET} operations")
         if method == "auto":
@@ -345,15 +354,27 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
         res: FloatArray = ans - want
         return res
 
+    # The interval's simulations, drawn before (and apart from) any selection.
+    iv_sims = simulate(f_fit, replicates)
+    if idx is not None:
+        # A subset sum's variance includes the estimates' covariances (positive for OLH's
+        # collinear values): take the simulated one where it exceeds the sum of variances.
+        # The simulated populations vary too (by f_S(1 - f_S)/n): take that part out.
+        sim_var = float(method_answers(iv_sims, "base", idx, variance=var0).var(ddof=1))
+        sim_sd = math.sqrt(max(sim_var - float(truth[0] * (1 - truth[0])) / n, 0.0))
+        if sim_sd > raw_se[0]:
+            raw_se = np.array([sim_sd])
+            kind = "normal (simulated standard error)"
+    if method == "base":
+        return analytic(None)
     mse: dict[str, float] = {}
     note = None
     if method == "auto":
-        method, mse, note = _select(oracle, f_fit, truth, idx, simulate, errors,
+        method, mse, note = _select(oracle, raw, f_fit, truth, idx, simulate, errors,
                                     min(replicates, SELECTION_REPLICATES))
         if method == "base":
             return analytic(note, mse)
-    # Fresh simulations for the interval (those that chose the method would flatter it).
-    err = errors(method, simulate(f_fit, replicates), truth, {})
+    err = errors(method, iv_sims, truth, {})
     point = method_answers(raw[None, :], method, idx, variance=var0, variance_slope=slope)[0]
     alpha = 1.0 - confidence
     # Order statistics rounded outwards: a finite R must not narrow the interval.

@@ -226,43 +226,45 @@ def _candidates(d: int, replicates: int) -> tuple[list[str], str | None]:
     return names, None
 
 
-def _select(oracle: FrequencyOracle, raw: FloatArray, f_fit: FloatArray, truth: FloatArray,
+def _select(oracle: FrequencyOracle, raw: FloatArray, f_fit: FloatArray,
             idx: np.ndarray | None, simulate: Callable[[FloatArray, int], FloatArray],
             errors: Callable[..., FloatArray], size: int,
             ) -> tuple[str, dict[str, float], str | None]:
     """``auto``: the candidate with the least simulated MSE that beats base for sure.
 
-    Two synthetic worlds: the Norm-Sub fit :math:`\\tilde f`, and the Norm-Sub fit
-    :math:`\\tilde f_2` of one state simulated from it (it differs from
-    :math:`\\tilde f` as :math:`\\tilde f` differs from the truth).  A candidate
-    qualifies only if, in both, its paired squared-error difference to ``base`` is below
-    0 by :data:`SELECTION_Z` standard errors (a family-wise guard over the candidates);
-    the qualifying candidate with the least mean MSE over the worlds wins, else ``base``.
+    Synthetic worlds: the Norm-Sub fit :math:`\\tilde f` (sparser than the truth), the
+    Norm-Mul fit (denser), and :data:`RESIMULATED_WORLDS` Norm-Sub fits of states
+    simulated from :math:`\\tilde f` (they differ from it as it differs from the truth).
+    A candidate qualifies only if, in every world, its paired squared-error difference to
+    ``base`` is below 0 by :data:`SELECTION_Z` standard errors; the qualifying candidate
+    with the least mean MSE over the worlds wins, else ``base``.
     """
     d = oracle.domain_size
-    fits = [f_fit, _norm_mul_rows(raw[None, :])[0]]
-    fits += list(simplex_projection_rows(simulate(f_fit, RESIMULATED_WORLDS)))
-    worlds = [(simulate(f, size), method_answers(f[None, :], "base", idx, variance=1.0)[0])
-              for f in fits]
+    fits = np.vstack([f_fit[None, :], _norm_mul_rows(raw[None, :]),
+                      simplex_projection_rows(simulate(f_fit, RESIMULATED_WORLDS))])
+    worlds = fits.shape[0]
+    # All worlds in one matrix: each method runs once over worlds × size rows.
+    sims = np.vstack([simulate(f, size) for f in fits])
+    truths = np.repeat(method_answers(fits, "base", idx, variance=1.0), size, axis=0)
     names, note = _candidates(d, size)
-    caches: list[dict[str, FloatArray]] = [{} for _ in worlds]
-    base_sse = [(errors("base", s, t, c) ** 2).sum(axis=1)
-                for (s, t), c in zip(worlds, caches, strict=True)]
-    mse = {"base": float(np.mean([b.mean() for b in base_sse]))}
+    cache: dict[str, FloatArray] = {}
+
+    def sse(m: str) -> FloatArray:
+        out: FloatArray = (errors(m, sims, truths, cache) ** 2).sum(axis=1).reshape(worlds, size)
+        return out
+
+    base_sse = sse("base")
+    mse = {"base": float(base_sse.mean())}
     chosen, best = "base", mse["base"]
     for m in names:
         if m == "base":
             continue
-        sure, total = True, 0.0
-        for (s, t), c, b in zip(worlds, caches, base_sse, strict=True):
-            sse = (errors(m, s, t, c) ** 2).sum(axis=1)
-            diff = sse - b
-            total += float(sse.mean()) / len(worlds)
-            margin = SELECTION_Z * float(diff.std(ddof=1)) / math.sqrt(diff.size)
-            sure &= float(diff.mean()) + margin < 0
-        mse[m] = total
-        if sure and total < best:
-            chosen, best = m, total
+        cand = sse(m)
+        mse[m] = float(cand.mean())
+        diff = cand - base_sse
+        margin = SELECTION_Z * diff.std(axis=1, ddof=1) / math.sqrt(size)
+        if bool(np.all(diff.mean(axis=1) + margin < 0)) and mse[m] < best:
+            chosen, best = m, mse[m]
     return chosen, mse, note
 
 
@@ -309,16 +311,20 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
     raw_ans = method_answers(raw[None, :], "base", idx, variance=var0)[0]
     raw_se = _analytic_se(oracle, n, raw, idx)
     kind = "analytic"
+    exact = getattr(oracle, "subset_variance", None)
+    if idx is not None and exact is not None:  # the covariances in closed form
+        raw_se = np.array([math.sqrt(exact(n, idx, fit_distribution(oracle, state)))])
 
     def analytic(reason: str | None, mse: dict[str, float] | None = None) -> Answer:
         return Answer("base", raw_ans, raw_ans - z * raw_se, raw_ans + z * raw_se, raw_se,
                       kind, reason, n, confidence, 0, mse or {})
 
-    if method == "base" and idx is None:
+    if method == "base" and (idx is None or exact is not None):
         return analytic(None)
     if not can_simulate(oracle, n, replicates):
         if method == "base":
-            return analytic("the sum's standard error treats the estimates as uncorrelated "
+            return analytic(None if exact is not None or idx is None else
+                            "the sum's standard error treats the estimates as uncorrelated "
                             "(no simulation within the budget to check it)")
         why = (f"simulating {replicates} states of {oracle.mechanism!r} (n={n}, d={d}) costs "
                f"more than the budget of {SIMULATION_BUDGET} operations")
@@ -356,7 +362,7 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
 
     # The interval's simulations, drawn before (and apart from) any selection.
     iv_sims = simulate(f_fit, replicates)
-    if idx is not None:
+    if idx is not None and exact is None:
         # A subset sum's variance includes the estimates' covariances (positive for OLH's
         # collinear values): take the simulated one where it exceeds the sum of variances.
         # The simulated populations vary too (by f_S(1 - f_S)/n): take that part out.
@@ -370,7 +376,7 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
     mse: dict[str, float] = {}
     note = None
     if method == "auto":
-        method, mse, note = _select(oracle, raw, f_fit, truth, idx, simulate, errors,
+        method, mse, note = _select(oracle, raw, f_fit, idx, simulate, errors,
                                     min(replicates, SELECTION_REPLICATES))
         if method == "base":
             return analytic(note, mse)

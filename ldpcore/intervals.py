@@ -54,9 +54,11 @@ is given, so the same state always gets the same answer (cache-friendly).
 >>> from ldpcore.intervals import answer
 >>> o = ldpcore.make_oracle("grr", epsilon=2.0, domain_size=8)
 >>> s = o.sample_state([0.4, 0.3, 0.2, 0.1, 0, 0, 0, 0], 20_000, rng=3)
->>> a = answer(o, s, indices=[0, 1])
->>> a.method in ldpcore.POSTPROCESS_METHODS, a.interval, bool(a.low[0] <= 0.7 <= a.high[0])
-(True, 'bootstrap', True)
+>>> a = answer(o, s, method="norm-sub", indices=[0, 1])
+>>> a.interval, bool(a.low[0] <= 0.7 <= a.high[0])
+('bootstrap', True)
+>>> answer(o, s).method in ldpcore.POSTPROCESS_METHODS  # auto: named in the answer
+True
 """
 
 from __future__ import annotations

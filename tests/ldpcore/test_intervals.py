@@ -181,3 +181,21 @@ def test_default_intervals_cover_the_truth_at_their_level(mechanism: str) -> Non
             hits[name] += bool(a.low[0] <= truth[idx].sum() <= a.high[0])
     coverage = {k: v / COLLECTIONS for k, v in hits.items()}
     assert min(coverage.values()) >= 0.93, coverage
+
+
+@pytest.mark.parametrize("mechanism", ["olh", "blh", "hcms"])
+def test_subset_variance_includes_the_covariances_of_shared_hashes(mechanism: str) -> None:
+    o = ldpcore.make_oracle(mechanism, epsilon=1.0, domain_size=16)
+    n, size = 4_000, 4_000
+    sims = o.estimate_counts(o.sample_counts(ZIPF16, n, size=size, rng=8), n)
+    for idx in ([0, 1], [0, 1, 2, 3], [1, 8, 15]):
+        f_s = ZIPF16[idx].sum()
+        # Simulated populations vary by f_S(1 - f_S)/n on top of the fixed-population part.
+        simulated = sims[:, idx].sum(axis=1).var(ddof=1) - f_s * (1 - f_s) / n
+        exact = o.subset_variance(n, idx, ZIPF16)
+        assert abs(simulated / exact - 1) <= 4.5 * math.sqrt(2 / size) * 1.1, (idx, simulated)
+    summed = sum(o.variance(n, float(ZIPF16[i])) for i in (0, 1, 2, 3))
+    if mechanism == "blh":  # over GF(2) no two values are collinear: additive
+        assert o.subset_variance(n, [0, 1, 2, 3], ZIPF16) == pytest.approx(summed)
+    else:  # collinear values (OLH) or shared sketch cells (HCMS) correlate
+        assert o.subset_variance(n, [0, 1, 2, 3], ZIPF16) > 1.05 * summed

@@ -130,8 +130,10 @@ def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Seque
     """Frequency of a set of values (set-value query), any post-processing method.
 
     ``post-pos`` clips the unbiased sum at 0; the other methods sum the
-    post-processed vector.  Base's analytic standard error treats the estimates
-    as uncorrelated (their covariances are O(1/(n d))).
+    post-processed vector.  Base's standard error is the exact variance of the sum
+    where the mechanism gives it (``subset_variance``: OLH, BLH, HCMS, whose
+    estimates correlate through shared hashes), else the larger of the summed
+    variances and the simulated variance of the sum.
     """
     _need_frequencies(oracle, "subset")
     method = _check_method(method)

@@ -1,9 +1,13 @@
 """Pure estimation layer of the query service (no I/O): state in, JSON-able answer out.
 
-Every answer states n, ε, mechanism and method; confidence intervals come from
-the analytic variance of the unbiased estimator (for biased post-processing
-methods the same standard error is reported and the interval is centred on the
-post-processed value — the usual plug-in interval, labelled as such).
+Every answer states n, ε, mechanism and method.  Frequency and subset answers
+come from :func:`ldpcore.intervals.answer`: the default method is ``auto`` (the
+method with the least simulated error for the query at hand, on the Norm-Sub
+fitted synthetic dataset; the answer names the method used), the unbiased
+``base`` method has the analytic normal interval, and every post-processed
+method a parametric-bootstrap interval that includes its bias (``interval``
+says which; ``null`` intervals come with ``interval_reason``).  The bootstrap is
+seeded from the state, so a state always gets the same answer.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 import numpy as np
 
 import ldpcore
+from ldpcore import intervals as ldp_intervals
 from ldpcore.capabilities import (
     DistributionEstimates,
     FrequencyEstimates,
@@ -50,8 +55,11 @@ def z_value(confidence: float) -> float:
     return NormalDist().inv_cdf((1.0 + confidence) / 2.0)
 
 
+AUTO = "auto"
+
+
 def _methods() -> tuple[str, ...]:
-    return tuple(ldpcore.POSTPROCESS_METHODS)
+    return (AUTO, *ldpcore.POSTPROCESS_METHODS)
 
 
 def method_names() -> tuple[str, ...]:
@@ -60,8 +68,9 @@ def method_names() -> tuple[str, ...]:
 
 
 def default_method(task: str = "full") -> str:
-    """The paper's guideline (Wang et al. 2020) for a task, via ldpcore."""
-    return str(ldpcore.guideline(task))
+    """The default post-processing for every task: ``auto`` (chosen per query by simulated
+    error; Wang et al. 2020, "choosing the method on synthetic dataset")."""
+    return AUTO
 
 
 def _check_method(method: str) -> str:
@@ -72,58 +81,72 @@ def _check_method(method: str) -> str:
     return method
 
 
-def _postprocess(oracle: ldpcore.FrequencyOracle, raw: np.ndarray, n: int,
-                 method: str) -> np.ndarray:
-    if method == "base":
-        return raw
-    out: np.ndarray = ldpcore.postprocess(raw, method, n=n, variance=oracle.variance(n))
+def _need_frequencies(oracle: Any, what: str) -> None:
+    require(oracle, FrequencyEstimates, what)
+
+
+def _opt(values: np.ndarray | None, i: int) -> float | None:
+    return None if values is None else float(values[i])
+
+
+def _meta(ans: ldp_intervals.Answer, requested: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"method": ans.method, "method_requested": requested,
+                           "confidence": ans.confidence, "n": ans.n, "interval": ans.interval,
+                           "replicates": ans.replicates}
+    if ans.reason:
+        out["interval_reason" if ans.low is None else "note"] = ans.reason
+    if ans.mse:
+        out["simulated_mse"] = {k: float(v) for k, v in ans.mse.items()}
     return out
 
 
-def _need_frequencies(oracle: Any, what: str) -> None:
-    require(oracle, FrequencyEstimates, what)
+def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
+            confidence: float, indices: Sequence[int] | None) -> ldp_intervals.Answer:
+    z_value(confidence)  # the API's message for a bad level
+    try:
+        return ldp_intervals.answer(oracle, state, method=method, confidence=confidence,
+                                    indices=None if indices is None else list(indices))
+    except ldpcore.ParameterError as exc:
+        raise QueryError(str(exc), parameter="labels" if indices is not None else "method"
+                         ) from exc
 
 
 def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
                 labels: Sequence[str] | None, method: str, confidence: float,
                 top: int | None = None) -> dict[str, Any]:
-    """Per-label estimate, standard error and confidence interval."""
+    """Per-label estimate, standard error and confidence interval (see the module notes)."""
     _need_frequencies(oracle, "frequency")
     method = _check_method(method)
-    z = z_value(confidence)
-    n = state.n
-    raw = oracle.estimate(state)
-    est = _postprocess(oracle, raw, n, method)
-    clipped = np.clip(raw, 0.0, 1.0)
-    se = np.sqrt([oracle.variance(n, float(f)) for f in clipped])
+    if top is not None and top < 1:
+        raise QueryError(f"top must be an integer >= 1, got {top}", parameter="top")
+    ans = _answer(oracle, state, method, confidence, None)
+    est = ans.estimate
     order = np.argsort(-est, kind="stable") if top is not None else np.arange(est.size)
     if top is not None:
-        if top < 1:
-            raise QueryError(f"top must be an integer >= 1, got {top}", parameter="top")
         order = order[:top]
     names = list(labels) if labels is not None else [str(i) for i in range(est.size)]
     rows = [{"label": names[i], "index": int(i), "estimate": float(est[i]),
-             "std_error": float(se[i]), "ci_low": float(est[i] - z * se[i]),
-             "ci_high": float(est[i] + z * se[i])} for i in order]
-    return {"method": method, "confidence": confidence, "estimates": rows,
-            "sum": float(est.sum())}
+             "std_error": _opt(ans.std_error, i), "ci_low": _opt(ans.low, i),
+             "ci_high": _opt(ans.high, i)} for i in order]
+    return {**_meta(ans, method), "estimates": rows, "sum": float(est.sum())}
 
 
 def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Sequence[int], *,
            method: str, confidence: float) -> dict[str, Any]:
-    """Frequency of a set of values (set-value query), any post-processing method."""
+    """Frequency of a set of values (set-value query), any post-processing method.
+
+    ``post-pos`` clips the unbiased sum at 0; the other methods sum the
+    post-processed vector.  Base's standard error is the exact variance of the sum
+    where the mechanism gives it (``subset_variance``: OLH, BLH, HCMS, whose
+    estimates correlate through shared hashes), else the larger of the summed
+    variances and the simulated variance of the sum.
+    """
     _need_frequencies(oracle, "subset")
     method = _check_method(method)
-    z = z_value(confidence)
-    n = state.n
-    raw = oracle.estimate(state)
-    value = float(ldpcore.subset_query(raw, list(indices), method, n=n,
-                                       variance=oracle.variance(n)))
-    # Var of a sum of estimates ~ sum of variances (covariances of a frequency oracle's
-    # estimates are O(1/n·d) and ignored); exact for independent-bit encodings.
-    se = math.sqrt(sum(oracle.variance(n, float(np.clip(raw[i], 0, 1))) for i in indices))
-    return {"method": method, "confidence": confidence, "estimate": value, "std_error": se,
-            "ci_low": value - z * se, "ci_high": value + z * se}
+    ans = _answer(oracle, state, method, confidence, indices)
+    return {**_meta(ans, method), "estimate": float(ans.estimate[0]),
+            "std_error": _opt(ans.std_error, 0), "ci_low": _opt(ans.low, 0),
+            "ci_high": _opt(ans.high, 0)}
 
 
 def range_answer(oracle: Any, state: ldpcore.State, low: int, high: int, *,

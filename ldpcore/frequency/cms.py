@@ -104,6 +104,15 @@ class ProjectiveSketch(FrequencyOracle):
         out: FloatArray = (t / n - self.kappa) / (1 - self.kappa)
         return out
 
+    def hashed_mass(self, distribution: FloatArray) -> FloatArray:
+        """:math:`G_j(t) = \\sum_v f(v)[h_j(v) = t]` for every row j, shape (k, m)."""
+        k, m = self.k, self.m
+        flat = (np.arange(k, dtype=np.int64)[:, None] * m + self._hash_table).reshape(-1)
+        weights = np.broadcast_to(distribution[None, :], self._hash_table.shape).reshape(-1)
+        out: FloatArray = np.bincount(flat, weights=weights,
+                                      minlength=k * m).astype(np.float64).reshape(k, m)
+        return out
+
 
 class CMS(ProjectiveSketch):
     r"""Apple's private count mean sketch (Apple Differential Privacy Team, 2017).
@@ -180,6 +189,21 @@ class CMS(ProjectiveSketch):
             chunk = packed[bounds[row]:bounds[row + 1]]
             out[row, :self.m] = bit_counts(chunk, self.m)
         out[:, self.m] = np.diff(bounds)
+        return out
+
+    def _sample_counts(self, distribution: FloatArray, n: int, size: int,
+                       rng: np.random.Generator) -> IntArray:
+        # Rows are uniform; within row j the hot cell is h_j(x) ~ G_j; given the hot
+        # counts every bit is independent: 1 w.p. 1 - flip at the hot cell, flip elsewhere.
+        k, m = self.k, self.m
+        rows = rng.multinomial(n, np.full(k, 1.0 / k), size=size)  # (size, k)
+        mass = np.clip(self.hashed_mass(distribution), 0.0, None)
+        mass /= mass.sum(axis=1, keepdims=True)
+        hot = rng.multinomial(rows, mass)  # (size, k, m)
+        ones = rng.binomial(hot, 1.0 - self.flip) + rng.binomial(rows[..., None] - hot, self.flip)
+        out = np.empty((size, k, m + 1), dtype=np.int64)
+        out[..., :m] = ones
+        out[..., m] = rows
         return out
 
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:
@@ -263,9 +287,56 @@ class HCMS(ProjectiveSketch):
         size = self.k * self.m * 2
         return np.bincount(flat, minlength=size).astype(np.int64).reshape(self.state_shape)
 
+    def _cell_probs(self, distribution: FloatArray) -> FloatArray:
+        """P(j, l, b) of one report, shape (k, m, 2): P(j, l, +) = [(1 - keep) + (2 keep - 1)
+        (1 + theta_jl)/2] / (k m) with theta_jl = sum_t G_j(t) H_m[l, t]."""
+        k, m = self.k, self.m
+        theta = fwht(self.hashed_mass(distribution))  # (k, m)
+        plus = ((1 - self.keep) + (2 * self.keep - 1) * (1.0 + theta) / 2.0) / (k * m)
+        out: FloatArray = np.clip(np.stack([plus, 1.0 / (k * m) - plus], axis=-1), 0.0, None)
+        return out
+
+    def subset_variance(self, n: int, indices: Any, distribution: Any) -> float:
+        r"""Variance of :math:`\sum_{v\in S}\hat f(v)` for a population distributed as f.
+
+        Values that share sketch cells have correlated estimates.  A report in cell
+        (j, l, ±) adds :math:`Y_S = (\pm c\,\sum_{v\in S} H_m[l, h_j(v)] -
+        |S|\kappa)/(1-\kappa)`; over the cells' probabilities the variance for n i.i.d.
+        reports is :math:`\mathrm{Var}(Y_S)/n`, less the population's share
+        :math:`f_S(1-f_S)/n` (fixed population, as :meth:`variance`).
+        """
+        n = self._check_variance_args(n, 0.0)[0]
+        f = self.check_distribution(distribution)
+        idx = np.asarray(indices, dtype=np.int64)
+        k, m = self.k, self.m
+        rows = np.repeat(np.arange(k, dtype=np.int64), idx.size)
+        hits = np.bincount(rows * m + self._hash_table[:, idx].reshape(-1),
+                           minlength=k * m).reshape(k, m).astype(np.float64)
+        signed = self.c * fwht(hits)  # (k, m): c * sum_{v in S} H[l, h_j(v)]
+        y = (np.stack([signed, -signed], axis=-1) - idx.size * self.kappa) / (1 - self.kappa)
+        probs = self._cell_probs(f)
+        mean = float((probs * y).sum())
+        f_s = float(f[idx].sum())
+        return max(float((probs * y**2).sum()) - mean**2 - f_s * (1 - f_s), 0.0) / n
+
+    def _sample_counts(self, distribution: FloatArray, n: int, size: int,
+                       rng: np.random.Generator) -> IntArray:
+        # One report is one cell (j, l, b), with the probabilities of _cell_probs.
+        k, m = self.k, self.m
+        probs = self._cell_probs(distribution).reshape(-1)
+        out = rng.multinomial(n, probs / probs.sum(), size=size)
+        res: IntArray = out.reshape(size, k, m, 2).astype(np.int64)
+        return res
+
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:
         diff = (counts[..., 0] - counts[..., 1]).astype(np.float64)  # (k, m)
         t = self.c * self._row_sums(fwht(diff))
+        return self._from_sums(t, n)
+
+    def _estimate_batch(self, counts: IntArray, n: int) -> FloatArray:
+        spec = fwht((counts[..., 0] - counts[..., 1]).astype(np.float64))  # (R, k, m)
+        rows = np.arange(self.k)[:, None]
+        t = self.c * spec[:, rows, self._hash_table].sum(axis=1)
         return self._from_sums(t, n)
 
     def variance(self, n: int, frequency: float = 0.0) -> float:

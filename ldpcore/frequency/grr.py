@@ -79,6 +79,15 @@ class GRR(FrequencyOracle):
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:
         return (counts / n - self.q) / (self.p - self.q)
 
+    _estimate_batch = _estimate
+
+    def _sample_counts(self, distribution: FloatArray, n: int, size: int,
+                       rng: np.random.Generator) -> IntArray:
+        # One report is y with P(y) = q + (p - q) f(y): the state is Multinomial(n, P).
+        probs = self.q + (self.p - self.q) * distribution
+        out: IntArray = rng.multinomial(n, probs / probs.sum(), size=size).astype(np.int64)
+        return out
+
     def variance(self, n: int, frequency: float = 0.0) -> float:
         n, f = self._check_variance_args(n, frequency)
         p, q = self.p, self.q

@@ -83,6 +83,23 @@ class HR(FrequencyOracle):
         inside = (n + spectrum[1:self.domain_size + 1]) / 2.0
         return (inside / n - 0.5) / (self.p - 0.5)
 
+    def _sample_counts(self, distribution: FloatArray, n: int, size: int,
+                       rng: np.random.Generator) -> IntArray:
+        # P(y) = (2/K) [(1 - p) + (2p - 1) P(y in S_x)], P(y in S_x) = (1 + (H u)(y)) / 2
+        # with u(v + 1) = f(v).
+        u = np.zeros(self.K, dtype=np.float64)
+        u[1:self.domain_size + 1] = distribution
+        inside = (1.0 + fwht(u)) / 2.0
+        probs = np.clip(2.0 / self.K * ((1 - self.p) + (2 * self.p - 1) * inside), 0.0, None)
+        out: IntArray = rng.multinomial(n, probs / probs.sum(), size=size).astype(np.int64)
+        return out
+
+    def _estimate_batch(self, counts: IntArray, n: int) -> FloatArray:
+        spectrum = fwht(counts.astype(np.float64))
+        inside = (n + spectrum[:, 1:self.domain_size + 1]) / 2.0
+        out: FloatArray = (inside / n - 0.5) / (self.p - 0.5)
+        return out
+
     def variance(self, n: int, frequency: float = 0.0) -> float:
         n, f = self._check_variance_args(n, frequency)
         return 1.0 / (4 * n * (self.p - 0.5) ** 2) - f / n

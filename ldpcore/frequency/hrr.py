@@ -82,6 +82,23 @@ class HRR(FrequencyOracle):
         full: FloatArray = fwht(self.coefficients(counts, n)) / self.D
         return full[:self.domain_size]
 
+    def _sample_counts(self, distribution: FloatArray, n: int, size: int,
+                       rng: np.random.Generator) -> IntArray:
+        # P(j, +) = [(1 - p) + (2p - 1)(1 + theta_j)/2] / D with theta = H f.
+        f = np.zeros(self.D, dtype=np.float64)
+        f[:self.domain_size] = distribution
+        plus = ((1 - self.p) + (2 * self.p - 1) * (1.0 + fwht(f)) / 2.0) / self.D
+        probs = np.clip(np.stack([plus, 1.0 / self.D - plus], axis=1).reshape(-1), 0.0, None)
+        out = rng.multinomial(n, probs / probs.sum(), size=size)
+        res: IntArray = out.reshape(size, self.D, 2).astype(np.int64)
+        return res
+
+    def _estimate_batch(self, counts: IntArray, n: int) -> FloatArray:
+        diff = (counts[..., 0] - counts[..., 1]).astype(np.float64)
+        coef = self.D * diff / (n * (2 * self.p - 1))
+        out: FloatArray = fwht(coef)[:, :self.domain_size] / self.D
+        return out
+
     def variance(self, n: int, frequency: float = 0.0) -> float:
         n, f = self._check_variance_args(n, frequency)
         return (1.0 / (2 * self.p - 1) ** 2 - f) / n

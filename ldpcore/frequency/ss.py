@@ -135,6 +135,50 @@ class SS(FrequencyOracle):
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:
         return (counts / n - self.q) / (self.p - self.q)
 
+    _estimate_batch = _estimate
+
+    def sample_cost(self, n: int) -> int:
+        """O(d·k) binomial draws per simulated state, whatever n."""
+        return 4 * self.domain_size * (self.k + 1)
+
+    def _sample_counts(self, distribution: FloatArray, n: int, size: int,
+                       rng: np.random.Generator) -> IntArray:
+        r"""Exact counts in O(d·k) binomial draws (vectorised over the draws), whatever n.
+
+        A report under ``distribution`` is a mixture: with probability
+        :math:`\lambda = (p - k/d)/(1 - k/d)` a uniform k-subset that must contain
+        x ~ f, otherwise a uniform k-subset of [d] (both give the same set law as
+        SS).  The sets are then revealed value by value: a report that still needs
+        j members among the r values left takes the current value with probability
+        j/r, or (j-1)/(r-1) while its x lies ahead; x is the current value with
+        probability f(u)/F(≥u), independently of j.  Groups of reports by (j, x
+        ahead or not) move by binomial draws.
+        """
+        d, k = self.domain_size, self.k
+        lam = (self.p - k / d) / (1 - k / d)
+        tail = np.cumsum(distribution[::-1])[::-1]
+        incl = rng.binomial(n, min(max(lam, 0.0), 1.0), size=size)
+        ahead = np.zeros((size, k + 1), dtype=np.int64)  # must still take x (x ahead)
+        free = np.zeros((size, k + 1), dtype=np.int64)
+        ahead[:, k] = incl
+        free[:, k] = n - incl
+        j = np.arange(k + 1, dtype=np.float64)
+        out = np.zeros((size, d), dtype=np.int64)
+        for u in range(d):
+            r = d - u
+            here = distribution[u] / tail[u] if tail[u] > 0 else 0.0
+            conv = rng.binomial(ahead, min(here, 1.0))
+            rest = ahead - conv
+            p_ahead = np.clip((j - 1) / (r - 1), 0.0, 1.0) if r > 1 else np.zeros(k + 1)
+            take_a = rng.binomial(rest, p_ahead)
+            take_f = rng.binomial(free, np.clip(j / r, 0.0, 1.0))
+            out[:, u] = conv.sum(axis=1) + take_a.sum(axis=1) + take_f.sum(axis=1)
+            ahead = rest - take_a
+            ahead[:, :-1] += take_a[:, 1:]
+            free = free - take_f
+            free[:, :-1] += take_f[:, 1:] + conv[:, 1:]
+        return out
+
     def variance(self, n: int, frequency: float = 0.0) -> float:
         n, f = self._check_variance_args(n, frequency)
         p, q = self.p, self.q

@@ -73,6 +73,17 @@ class UnaryEncoding(FrequencyOracle):
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:
         return (counts / n - self.q) / (self.p - self.q)
 
+    _estimate_batch = _estimate
+
+    def _sample_counts(self, distribution: FloatArray, n: int, size: int,
+                       rng: np.random.Generator) -> IntArray:
+        # Bits are independent given the value: the c(v) holders of v set bit v w.p. p,
+        # the n - c(v) others w.p. q.
+        holders = rng.multinomial(n, distribution, size=size)
+        out: IntArray = (rng.binomial(holders, self.p)
+                         + rng.binomial(n - holders, self.q)).astype(np.int64)
+        return out
+
     def variance(self, n: int, frequency: float = 0.0) -> float:
         n, f = self._check_variance_args(n, frequency)
         p, q = self.p, self.q

@@ -155,14 +155,24 @@ def test_frequencies_match_the_truth_within_their_confidence_intervals(
         assert r["ci_low"] <= truth[i] <= r["ci_high"], (label, r, truth[i])
 
 
-def test_default_method_follows_the_guideline_and_every_method_is_selectable(
-        client: TestClient) -> None:
+def test_default_method_is_auto_names_the_method_used_and_every_method_is_selectable(
+        client: TestClient, pipeline: dict[str, Any]) -> None:
     import ldpcore
-    assert client.get("/v1/collections/os/frequencies").json()["method"] == \
-        ldpcore.guideline("full")
+    body = client.get("/v1/collections/os/frequencies?confidence=0.999").json()
+    assert body["method_requested"] == "auto"
+    assert body["method"] in ldpcore.POSTPROCESS_METHODS and body["n"] == 30_000
+    assert body["interval"] == ("analytic" if body["method"] == "base" else "bootstrap")
+    assert body["simulated_mse"]["base"] >= body["simulated_mse"][body["method"]]
+    truth = pipeline["truth"]["os"].truth / pipeline["truth"]["os"].reports
+    for i, r in enumerate(body["estimates"]):
+        assert 0.0 <= r["ci_low"] <= r["ci_high"] <= 1.0
+        # 5 values at 99.9%: a false failure has probability < 0.5 %.
+        assert r["ci_low"] <= truth[i] <= r["ci_high"], (r, truth[i])
     for method in ldpcore.POSTPROCESS_METHODS:
         r = client.get(f"/v1/collections/os/frequencies?method={method}")
         assert r.status_code == 200 and r.json()["method"] == method
+        want = "analytic" if method == "base" else "bootstrap"
+        assert r.json()["interval"] == want and r.json()["method_requested"] == method
     norm = client.get("/v1/collections/os/frequencies?method=norm-sub").json()
     est = np.array([r["estimate"] for r in norm["estimates"]])
     assert est.min() >= 0 and est.sum() == pytest.approx(1.0)

@@ -1,0 +1,445 @@
+r"""Honest intervals for any frequency answer, and the method chosen per query by simulated error.
+
+The consistency methods of Wang et al. (NDSS 2020) trade bias for variance: an
+interval built from the unbiased estimator's variance and centred on a
+post-processed value misses the truth by the bias.  This module gives every
+answer an interval that contains the bias, by a **parametric bootstrap through
+the mechanism's channel**:
+
+1. fit a distribution :math:`\tilde f` to the state — Norm-Sub of the unbiased
+   estimate (the paper's "synthetic dataset"), or one the caller passes;
+2. draw R states of n reports from :math:`\tilde f` with
+   :meth:`~ldpcore.FrequencyOracle.sample_counts` (O(state size) per draw for
+   the frequency oracles: the sufficient statistics are simulated, not the
+   reports) and estimate each;
+3. apply the answer (post-process with method m, take the entries or a subset
+   sum) to every simulated estimate; the errors
+   :math:`e_r = a(\text{sim}_r) - a^*(\tilde f)` against the answer's truth at
+   :math:`\tilde f` estimate the distribution of the error, bias included;
+4. the *basic* bootstrap interval :math:`[\hat a - q_{1-\alpha/2}(e),\ \hat a -
+   q_{\alpha/2}(e)]` (order statistics rounded outwards) covers the truth at level
+   :math:`1-\alpha` where the error distribution changes slowly with the truth.  The
+   bias :math:`\bar e` is itself estimated at the fit, not at the truth (a sparser
+   distribution), so the interval is widened by :math:`|\bar e|` on the side that
+   allows any bias between 0 and :math:`\bar e`.
+
+The pivot fails near the boundary: a clipped value whose fitted frequency is 0 has
+errors :math:`\ge 0` only, so its basic interval ends at the point (often 0) and
+misses every small positive truth.  Where the fitted answer lies within
+:data:`BOUNDARY_SIGMAS` standard errors of 0, or the bias exceeds
+:data:`BIAS_RATIO` bootstrap standard deviations (then it depends too much on the
+fit, e.g. Power's fitted law), the interval is joined with the unbiased
+estimator's analytic interval (which covers at its level by itself).  Every
+interval is clipped to [0, 1], where the truth lies.  The unbiased ``base``
+method keeps its analytic normal interval.  Where simulating would exceed
+:data:`SIMULATION_BUDGET`, a post-processed answer comes without an interval and
+says why (``auto`` then keeps ``base``).
+
+**Choosing the method** (``method="auto"``; Wang et al., Section VI, "choosing
+the method on synthetic dataset"): each candidate's squared error for the query
+at hand (all d frequencies, or one subset sum) is simulated in two synthetic
+worlds — the Norm-Sub fit :math:`\tilde f` and the Norm-Sub fit of one state
+simulated from it (which differs from :math:`\tilde f` as :math:`\tilde f`
+differs from the truth).  A method replaces ``base`` only if it beats base in
+both worlds by :data:`SELECTION_Z` standard errors of the paired difference, so
+neither selection noise nor one lucky fit can make the default worse than
+``base``; among those the least MSE wins.  Fresh simulations then give the
+interval.  Power and PowerNS are candidates while their cost fits
+:data:`POWER_BUDGET`.
+
+The randomness is derived from the state (:func:`state_seed`) unless an ``rng``
+is given, so the same state always gets the same answer (cache-friendly).
+
+>>> import ldpcore
+>>> from ldpcore.intervals import answer
+>>> o = ldpcore.make_oracle("grr", epsilon=2.0, domain_size=8)
+>>> s = o.sample_state([0.4, 0.3, 0.2, 0.1, 0, 0, 0, 0], 20_000, rng=3)
+>>> a = answer(o, s, method="norm-sub", indices=[0, 1])
+>>> a.interval, bool(a.low[0] <= 0.7 <= a.high[0])
+('bootstrap', True)
+>>> answer(o, s).method in ldpcore.POSTPROCESS_METHODS  # auto: named in the answer
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from ._validate import as_rng, check_float, check_int
+from .base import FloatArray, FrequencyOracle, State
+from .consistency import METHODS
+from .consistency.batch import _norm_mul_rows, postprocess_rows, simplex_projection_rows
+from .errors import ParameterError, StateError
+
+__all__ = ["Answer", "BOUNDARY_SIGMAS", "DEFAULT_REPLICATES", "answer", "bootstrap_interval",
+           "can_simulate", "choose_method", "fit_distribution", "method_answers", "state_seed"]
+
+DEFAULT_REPLICATES = 200
+"""Bootstrap replicates R per answer (the 2.5 % quantile is then the 5th smallest error)."""
+
+BOUNDARY_SIGMAS = 3.0
+"""Fitted answers below this many standard errors get the analytic interval joined in."""
+
+BIAS_RATIO = 0.5
+"""A bias above this many bootstrap standard deviations is too fit-dependent to trust alone:
+the analytic interval is joined in."""
+
+POWER_BUDGET = 4_000_000
+"""``auto`` simulates Power/PowerNS only while R·d·min(d, 512) stays within this many kernel
+evaluations (their posterior mean costs O(d·512) per vector); above it they are skipped."""
+
+SIMULATION_BUDGET = 20_000_000
+"""Elementary operations (R × :meth:`~ldpcore.FrequencyOracle.sample_cost`) a bootstrap may
+spend simulating states; above it the answer has no bootstrap (``auto`` keeps ``base``)."""
+
+SELECTION_Z = 3.0
+"""Standard errors by which a candidate must beat ``base`` (≈ 1 % family-wise over ten)."""
+
+SELECTION_REPLICATES = 50
+"""Replicates per synthetic world ``auto`` spends comparing candidates (fresh ones then give
+the interval)."""
+
+RESIMULATED_WORLDS = 3
+"""Synthetic worlds beyond the Norm-Sub and Norm-Mul fits: Norm-Sub fits of states simulated
+from the Norm-Sub fit (they differ from it as it differs from the truth)."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A frequency answer with its interval.
+
+    Attributes
+    ----------
+    method : str
+        The post-processing method used (``auto`` resolved).
+    estimate : array
+        The answer: d frequencies (full domain) or one subset sum, shape (1,).
+    low, high : array or None
+        The interval at ``confidence``; ``None`` with a ``reason`` when no
+        honest interval can be given.
+    std_error : array or None
+        Analytic standard error (``base``) or the bootstrap standard deviation of
+        the error (post-processed methods).
+    interval : str or None
+        ``"analytic"`` (normal, unbiased estimator) or ``"bootstrap"`` (basic
+        parametric bootstrap on the Norm-Sub fit, joined with the analytic
+        interval near 0).
+    reason : str or None
+        Why there is no interval, or why ``auto`` kept fewer candidates.
+    n, confidence, replicates
+        Reports behind the answer, the level, bootstrap replicates (0 if none).
+    mse : dict
+        Simulated mean squared error of each candidate (``auto``), else empty.
+    """
+
+    method: str
+    estimate: FloatArray
+    low: FloatArray | None
+    high: FloatArray | None
+    std_error: FloatArray | None
+    interval: str | None
+    reason: str | None
+    n: int
+    confidence: float
+    replicates: int
+    mse: dict[str, float] = field(default_factory=dict)
+
+
+def state_seed(state: State) -> int:
+    """A 64-bit seed derived from the state (fingerprint, n, counts): same state, same seed."""
+    h = hashlib.sha256()
+    h.update(state.fingerprint.encode("ascii"))
+    h.update(int(state.n).to_bytes(8, "little"))
+    h.update(np.ascontiguousarray(state.counts, dtype="<i8").tobytes())
+    return int.from_bytes(h.digest()[:8], "little")
+
+
+def fit_distribution(oracle: FrequencyOracle, state: State) -> FloatArray:
+    """The synthetic dataset of Wang et al.: Norm-Sub of the unbiased estimate."""
+    raw = oracle.estimate(state)
+    out: FloatArray = simplex_projection_rows(raw[None, :])[0]
+    return out
+
+
+def can_simulate(oracle: FrequencyOracle, n: int, replicates: int) -> bool:
+    """Whether ``replicates`` states of n reports fit :data:`SIMULATION_BUDGET`."""
+    return replicates * oracle.sample_cost(n) <= SIMULATION_BUDGET
+
+
+def _check_indices(indices: Sequence[int] | np.ndarray | None, d: int) -> np.ndarray | None:
+    if indices is None:
+        return None
+    idx = np.asarray(indices)
+    if idx.ndim != 1 or idx.size == 0 or idx.dtype.kind not in "iu":
+        raise ParameterError("indices must be a non-empty 1-D sequence of integers")
+    if idx.min() < 0 or idx.max() >= d:
+        raise ParameterError(f"indices must lie in [0, {d})")
+    if np.unique(idx).size != idx.size:
+        raise ParameterError("indices must be distinct")
+    return idx.astype(np.int64)
+
+
+def method_answers(est: FloatArray, method: str, indices: np.ndarray | None, *,
+                   variance: float, variance_slope: float = 0.0) -> FloatArray:
+    """Answers of ``method`` for every row of estimates (R, d): (R, d) or subset sums (R, 1).
+
+    ``post-pos`` clips each query answer at 0 (per value for the full domain,
+    the sum for a subset), as in :func:`ldpcore.subset_query`.
+    """
+    if method == "post-pos":
+        clipped: FloatArray = np.maximum(
+            est if indices is None else est[:, indices].sum(axis=1, keepdims=True), 0.0)
+        return clipped
+    vec = postprocess_rows(est, method, variance=variance, variance_slope=variance_slope)
+    if indices is None:
+        return vec
+    out: FloatArray = vec[:, indices].sum(axis=1, keepdims=True)
+    return out
+
+
+def _analytic_se(oracle: FrequencyOracle, n: int, freqs: FloatArray,
+                 indices: np.ndarray | None) -> FloatArray:
+    clipped = np.clip(freqs, 0.0, 1.0)
+    var = np.array([oracle.variance(n, float(f)) for f in clipped])
+    if indices is None:
+        se: FloatArray = np.sqrt(var)
+        return se
+    # Var of a sum ≈ sum of variances (the estimates' covariances are O(1/(n d))).
+    return np.array([math.sqrt(float(var[indices].sum()))])
+
+
+def _z(confidence: float) -> float:
+    return NormalDist().inv_cdf((1.0 + confidence) / 2.0)
+
+
+def _candidates(d: int, replicates: int) -> tuple[list[str], str | None]:
+    names = list(METHODS)
+    if replicates * d * min(d, 512) > POWER_BUDGET:
+        names = [m for m in names if m not in ("power", "power-ns")]
+        return names, (f"power and power-ns not simulated at d={d} (cost over "
+                       f"{POWER_BUDGET} kernel evaluations); still available by name")
+    return names, None
+
+
+def _select(oracle: FrequencyOracle, raw: FloatArray, f_fit: FloatArray,
+            idx: np.ndarray | None, simulate: Callable[[FloatArray, int], FloatArray],
+            errors: Callable[..., FloatArray], size: int,
+            ) -> tuple[str, dict[str, float], str | None]:
+    """``auto``: the candidate with the least simulated MSE that beats base for sure.
+
+    Synthetic worlds: the Norm-Sub fit :math:`\\tilde f` (sparser than the truth), the
+    Norm-Mul fit (denser), and :data:`RESIMULATED_WORLDS` Norm-Sub fits of states
+    simulated from :math:`\\tilde f` (they differ from it as it differs from the truth).
+    A candidate qualifies only if, in every world, its paired squared-error difference to
+    ``base`` is below 0 by :data:`SELECTION_Z` standard errors; the qualifying candidate
+    with the least mean MSE over the worlds wins, else ``base``.
+    """
+    d = oracle.domain_size
+    fits = np.vstack([f_fit[None, :], _norm_mul_rows(raw[None, :]),
+                      simplex_projection_rows(simulate(f_fit, RESIMULATED_WORLDS))])
+    worlds = fits.shape[0]
+    # All worlds in one matrix: each method runs once over worlds × size rows.
+    sims = np.vstack([simulate(f, size) for f in fits])
+    truths = np.repeat(method_answers(fits, "base", idx, variance=1.0), size, axis=0)
+    names, note = _candidates(d, size)
+    cache: dict[str, FloatArray] = {}
+
+    def sse(m: str) -> FloatArray:
+        out: FloatArray = (errors(m, sims, truths, cache) ** 2).sum(axis=1).reshape(worlds, size)
+        return out
+
+    base_sse = sse("base")
+    mse = {"base": float(base_sse.mean())}
+    chosen, best = "base", mse["base"]
+    for m in names:
+        if m == "base":
+            continue
+        cand = sse(m)
+        mse[m] = float(cand.mean())
+        diff = cand - base_sse
+        margin = SELECTION_Z * diff.std(axis=1, ddof=1) / math.sqrt(size)
+        if bool(np.all(diff.mean(axis=1) + margin < 0)) and mse[m] < best:
+            chosen, best = m, mse[m]
+    return chosen, mse, note
+
+
+def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
+           indices: Sequence[int] | np.ndarray | None = None, confidence: float = 0.95,
+           replicates: int = DEFAULT_REPLICATES, rng: np.random.Generator | int | None = None,
+           fitted: FloatArray | None = None) -> Answer:
+    """A full-domain (``indices=None``) or subset-sum answer with an honest interval.
+
+    Parameters
+    ----------
+    oracle, state
+        The collection's oracle and its state (n >= 1).
+    method : str
+        ``"auto"`` (the smallest simulated MSE, never worse than ``base`` beyond
+        Monte-Carlo noise) or one of :data:`ldpcore.POSTPROCESS_METHODS`.
+    indices : sequence of int, optional
+        A fixed set of values: the answer is the frequency of the set.
+    confidence : float
+        Level of the interval, in (0, 1).
+    replicates : int
+        Bootstrap replicates R (>= 20).
+    rng : Generator or int, optional
+        Default: seeded from the state (:func:`state_seed`), so answers are
+        reproducible per state.
+    fitted : array, optional
+        The distribution to simulate from (default :func:`fit_distribution`).
+    """
+    oracle.check_state(state)
+    if state.n <= 0:
+        raise StateError("cannot answer from an empty state (n = 0)")
+    if method != "auto" and method not in METHODS:
+        raise ParameterError(f"method must be 'auto' or one of {list(METHODS)}, got {method!r}")
+    confidence = check_float("confidence", confidence, low=0.0, high=1.0, low_open=True)
+    if confidence >= 1.0:
+        raise ParameterError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    replicates = check_int("replicates", replicates, low=20, high=100_000)
+    n, d = state.n, oracle.domain_size
+    idx = _check_indices(indices, d)
+    z = _z(confidence)
+    raw = oracle.estimate(state)
+    var0 = oracle.variance(n)
+    slope = oracle.variance(n, 1.0) - var0
+    raw_ans = method_answers(raw[None, :], "base", idx, variance=var0)[0]
+    raw_se = _analytic_se(oracle, n, raw, idx)
+    kind = "analytic"
+    exact = getattr(oracle, "subset_variance", None)
+    if idx is not None and exact is not None:  # the covariances in closed form
+        raw_se = np.array([math.sqrt(exact(n, idx, fit_distribution(oracle, state)))])
+
+    def analytic(reason: str | None, mse: dict[str, float] | None = None) -> Answer:
+        return Answer("base", raw_ans, raw_ans - z * raw_se, raw_ans + z * raw_se, raw_se,
+                      kind, reason, n, confidence, 0, mse or {})
+
+    if method == "base" and (idx is None or exact is not None):
+        return analytic(None)
+    if not can_simulate(oracle, n, replicates):
+        if method == "base":
+            return analytic(None if exact is not None or idx is None else
+                            "the sum's standard error treats the estimates as uncorrelated "
+                            "(no simulation within the budget to check it)")
+        why = (f"simulating {replicates} states of {oracle.mechanism!r} (n={n}, d={d}) costs "
+               f"more than the budget of {SIMULATION_BUDGET} operations")
+        if method == "auto":
+            return analytic(f"auto kept base: {why}")
+        point = method_answers(raw[None, :], method, idx, variance=var0,
+                               variance_slope=slope)[0]
+        return Answer(method, point, None, None, None, None,
+                      f"no interval: {why}; method=base has an analytic interval", n,
+                      confidence, 0)
+    f_fit = (fit_distribution(oracle, state) if fitted is None
+             else oracle.check_distribution(fitted))
+    gen = as_rng(state_seed(state) if rng is None else rng)
+    truth = method_answers(f_fit[None, :], "base", idx, variance=var0)[0]
+
+    def simulate(dist: FloatArray, size: int) -> FloatArray:
+        counts = oracle.sample_counts(dist, n, size=size, rng=gen)
+        return oracle.estimate_counts(counts, n)
+
+    def errors(m: str, sims: FloatArray, want: FloatArray,
+               power_of: dict[str, FloatArray]) -> FloatArray:
+        if m not in ("power", "power-ns"):
+            out: FloatArray = method_answers(sims, m, idx, variance=var0,
+                                             variance_slope=slope) - want
+            return out
+        # PowerNS is Norm-Sub of Power: compute the costly posterior means once per set.
+        if "power" not in power_of:
+            power_of["power"] = postprocess_rows(sims, "power", variance=var0)
+        vec = power_of["power"]
+        if m == "power-ns":
+            vec = simplex_projection_rows(vec)
+        ans = vec if idx is None else vec[:, idx].sum(axis=1, keepdims=True)
+        res: FloatArray = ans - want
+        return res
+
+    # The interval's simulations, drawn before (and apart from) any selection.
+    iv_sims = simulate(f_fit, replicates)
+    if idx is not None and exact is None:
+        # A subset sum's variance includes the estimates' covariances (positive for OLH's
+        # collinear values): take the simulated one where it exceeds the sum of variances.
+        # The simulated populations vary too (by f_S(1 - f_S)/n): take that part out.
+        sim_var = float(method_answers(iv_sims, "base", idx, variance=var0).var(ddof=1))
+        sim_sd = math.sqrt(max(sim_var - float(truth[0] * (1 - truth[0])) / n, 0.0))
+        if sim_sd > raw_se[0]:
+            raw_se = np.array([sim_sd])
+            kind = "normal (simulated standard error)"
+    if method == "base":
+        return analytic(None)
+    mse: dict[str, float] = {}
+    note = None
+    if method == "auto":
+        method, mse, note = _select(oracle, raw, f_fit, idx, simulate, errors,
+                                    min(replicates, SELECTION_REPLICATES))
+        if method == "base":
+            return analytic(note, mse)
+    err = errors(method, iv_sims, truth, {})
+    point = method_answers(raw[None, :], method, idx, variance=var0, variance_slope=slope)[0]
+    alpha = 1.0 - confidence
+    # Order statistics rounded outwards: a finite R must not narrow the interval.
+    q_lo = np.quantile(err, alpha / 2, axis=0, method="lower")
+    q_hi = np.quantile(err, 1 - alpha / 2, axis=0, method="higher")
+    bias, spread = err.mean(axis=0), err.std(axis=0, ddof=1)
+    # The bias is estimated at the fit, not at the truth: allow any bias between 0 and it.
+    low = point - q_hi + np.minimum(bias, 0.0)
+    high = point - q_lo + np.maximum(bias, 0.0)
+    near = ((truth < BOUNDARY_SIGMAS * _analytic_se(oracle, n, f_fit, idx))
+            | (np.abs(bias) > BIAS_RATIO * spread))
+    low = np.where(near, np.minimum(low, raw_ans - z * raw_se), low)
+    high = np.where(near, np.maximum(high, raw_ans + z * raw_se), high)
+    return Answer(method, point, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0),
+                  err.std(axis=0, ddof=1), "bootstrap", note, n, confidence, replicates, mse)
+
+
+def choose_method(oracle: FrequencyOracle, state: State,
+                  indices: Sequence[int] | np.ndarray | None = None,
+                  rng: np.random.Generator | int | None = None, *,
+                  replicates: int = DEFAULT_REPLICATES) -> str:
+    """The method ``auto`` picks for this query (full domain, or the subset ``indices``)."""
+    return answer(oracle, state, indices=indices, rng=rng, replicates=replicates).method
+
+
+def bootstrap_interval(oracle: FrequencyOracle, state: State,
+                       answer_fn: Callable[[State], Any], truth_fn: Callable[[FloatArray], Any],
+                       *, fitted: FloatArray | None = None, confidence: float = 0.95,
+                       replicates: int = DEFAULT_REPLICATES,
+                       rng: np.random.Generator | int | None = None,
+                       bounds: tuple[float, float] | None = (0.0, 1.0),
+                       ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Basic parametric-bootstrap interval of any answer of a state: (point, low, high).
+
+    ``answer_fn(state)`` computes the answer (an array); ``truth_fn(f)`` its true
+    value under a distribution f.  States of n reports are drawn from ``fitted``
+    (default: Norm-Sub of the estimate) and the interval is
+    :math:`[\\hat a - q_{1-\\alpha/2}(e), \\hat a - q_{\\alpha/2}(e)]` with
+    :math:`e = a(\\text{sim}) - a^*(\\tilde f)`, clipped to ``bounds``.  Near a
+    boundary of the answer's range the pivot fails (see the module notes):
+    callers join an interval that is valid there, as :func:`answer` does.
+    """
+    oracle.check_state(state)
+    if state.n <= 0:
+        raise StateError("cannot answer from an empty state (n = 0)")
+    replicates = check_int("replicates", replicates, low=20, high=100_000)
+    f_fit = (fit_distribution(oracle, state) if fitted is None
+             else oracle.check_distribution(fitted))
+    gen = as_rng(state_seed(state) if rng is None else rng)
+    counts = oracle.sample_counts(f_fit, state.n, size=replicates, rng=gen)
+    truth = np.atleast_1d(np.asarray(truth_fn(f_fit), dtype=np.float64))
+    sims = np.stack([np.atleast_1d(np.asarray(answer_fn(State(state.fingerprint, state.n, c)),
+                                              dtype=np.float64)) for c in counts])
+    point = np.atleast_1d(np.asarray(answer_fn(state), dtype=np.float64))
+    alpha = 1.0 - confidence
+    q_lo, q_hi = np.quantile(sims - truth, [alpha / 2, 1 - alpha / 2], axis=0)
+    low, high = point - q_hi, point - q_lo
+    if bounds is not None:
+        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
+    return point, low, high

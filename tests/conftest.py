@@ -122,7 +122,7 @@ def redis_server(test_backend: TestBackend,
 
 
 @pytest.fixture
-def restartable(test_backend: TestBackend) -> None:
+def local_backend(test_backend: TestBackend) -> None:
     """Skip unless the test may start and restart servers of its own (local backend)."""
     if not test_backend.restartable:
         pytest.skip("restarts need servers started by the tests as local processes "

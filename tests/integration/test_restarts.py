@@ -48,7 +48,7 @@ def publish(bootstrap: str, topic: str, reports: int, seed: int) -> Any:
 
 
 @pytest.fixture
-def own_redis(restartable: None, tmp_path: Path) -> Any:
+def own_redis(local_backend: None, tmp_path: Path) -> Any:
     """A Redis of this test only (the test restarts it)."""
     r = start_redis(tmp_path)
     try:
@@ -58,7 +58,7 @@ def own_redis(restartable: None, tmp_path: Path) -> Any:
 
 
 @pytest.fixture
-def own_tansu(restartable: None, tmp_path: Path) -> Any:
+def own_tansu(local_backend: None, tmp_path: Path) -> Any:
     """A tansu broker of this test only (the test restarts it)."""
     k = start_broker("tansu", tmp_path)
     try:

@@ -247,10 +247,17 @@ def java_binary() -> str:
 def random_cluster_id() -> str:
     """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 characters).
 
-    >>> len(random_cluster_id())
-    22
+    Like Kafka's ``Uuid.randomUuid``, never one starting with ``-`` (the storage tool
+    would read it as an option).
+
+    >>> cid = random_cluster_id()
+    >>> len(cid), cid.startswith("-")
+    (22, False)
     """
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
 
 
 _LOG4J = """\

@@ -145,18 +145,30 @@ class ContainerServer:
             container.stop()
 
 
+def _docker_container(image: str) -> Any:
+    """A testcontainers ``DockerContainer`` (ServerError when the package or Docker is absent)."""
+    try:
+        from testcontainers.core.container import DockerContainer
+    except ImportError:
+        raise ServerError("LDP_TEST_BACKEND=containers needs the testcontainers package "
+                          "(pip install -e '.[dev]')") from None
+    try:
+        return DockerContainer(image)
+    except Exception as exc:  # docker.errors.DockerException: no engine to talk to
+        raise ServerError("LDP_TEST_BACKEND=containers needs a reachable Docker engine "
+                          f"(DOCKER_HOST or the local socket): {exc}") from None
+
+
 def start_kafka_container(image: str | None = None, timeout: float = 120.0) -> ContainerServer:
     """Start ``apache/kafka`` (single-node KRaft) in a container; returns once it answers.
 
     The broker advertises ``127.0.0.1:<host port>``, so the host port is chosen free
-    beforehand and bound explicitly.
+    beforehand and bound explicitly (the Docker engine must run on this host).
     """
-    from testcontainers.core.container import DockerContainer
-
     image = image or compose_image("kafka")
     port = free_port()
     container = (
-        DockerContainer(image)
+        _docker_container(image)
         .with_bind_ports(9092, port)
         .with_env("KAFKA_NODE_ID", "1")
         .with_env("KAFKA_PROCESS_ROLES", "broker,controller")
@@ -188,11 +200,9 @@ def start_kafka_container(image: str | None = None, timeout: float = 120.0) -> C
 
 def start_redis_container(image: str | None = None, timeout: float = 60.0) -> ContainerServer:
     """Start Redis (the compose file's image, AOF on) in a container."""
-    from testcontainers.core.container import DockerContainer
-
     image = image or compose_image("redis")
     port = free_port()
-    container = (DockerContainer(image).with_bind_ports(6379, port)
+    container = (_docker_container(image).with_bind_ports(6379, port)
                  .with_command("redis-server --appendonly yes --appendfsync always --save ''"))
     container.start()
     server = ContainerServer(container, "", f"redis://{LOOPBACK}:{port}/0", None)

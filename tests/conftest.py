@@ -12,7 +12,8 @@ session by :func:`aggregator.testbackend.choose_backend` from the environment:
 * ``LDP_TEST_KAFKA`` (host:port) / ``LDP_TEST_REDIS`` (redis:// URL) name external ones.
 
 ``@pytest.mark.brokers("kafka")`` limits a test to the named brokers (it is skipped,
-saying why, when the session has none of them).
+saying why, when the session has none of them); ``@pytest.mark.any_broker`` runs a
+test that does not depend on the broker (the API tests) once, on the session's first.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     backend = session_backend()
     marker = metafunc.definition.get_closest_marker("brokers")
     wanted = tuple(marker.args) if marker else backend.brokers
+    if metafunc.definition.get_closest_marker("any_broker") is not None:
+        wanted = wanted[:1]
     params = [pytest.param(b, id=b) for b in backend.brokers if b in wanted]
     if not params:
         reason = (f"needs broker {' or '.join(wanted)}; this session has "

@@ -48,17 +48,24 @@ def counted(redis_client: Any, prefix: str) -> Any:
 
 
 def assert_exact(redis_client: Any, prefix: str, expected: Any, timeout: float = 90,
-                 *workers: WorkerProcess | None) -> None:
+                 *workers: WorkerProcess | None, where: tuple[str, str] | None = None) -> None:
+    """The Redis state equals ``expected``; on failure, say where the difference comes from.
+
+    ``where`` = (bootstrap, topic) adds the log's end offsets and the Redis watermarks.
+    """
     try:
         wait_for(lambda: counted(redis_client, prefix).n >= expected.n, timeout,
                  f"{expected.n} reports counted")
         time.sleep(0.5)  # anything counted twice would show up now
         assert counted(redis_client, prefix) == expected
     except AssertionError as exc:
-        logs = "".join(f"\n--- worker {i} ---\n{w.output()[-4000:]}"
+        about = f"counted {counted(redis_client, prefix).n} of {expected.n}"
+        if where is not None:
+            about += (f"; log end offsets {log_offsets(*where)[1]}, Redis watermarks "
+                      f"{read_watermarks(redis_client, where[1], prefix)}")
+        logs = "".join(f"\n--- worker {i} ---\n{w.output()[-6000:]}"
                        for i, w in enumerate(workers) if w is not None)
-        raise AssertionError(f"{exc} (counted {counted(redis_client, prefix).n} of "
-                             f"{expected.n}){logs}") from None
+        raise AssertionError(f"{exc} ({about}){logs}") from None
 
 
 @pytest.fixture
@@ -86,7 +93,7 @@ def test_kafka_restart_keeps_the_log_and_the_count_stays_exact_across_it(
         time.sleep(1.0)
         k.start()                # same ports, same log directory
         result = pub.finish()
-        assert_exact(redis_client, prefix, result.state, 90, worker)
+        assert_exact(redis_client, prefix, result.state, 90, worker, where=(k.bootstrap, topic))
         first, end = log_offsets(k.bootstrap, topic)
         assert first == [0, 0, 0, 0]                      # the log from before is still there
         assert sum(end) == result.messages                # ... each message once
@@ -128,7 +135,10 @@ def test_a_worker_joining_and_leaving_mid_stream_rebalances_through_kafkas_coord
         assert b.stop() == 0, b.output()                      # leaves the group gracefully
         wait_for(lambda: group_assignment(kafka.bootstrap, group, topic) == [every], 30,
                  "worker a owning every partition again")
-        assert_exact(redis_client, prefix, pub.finish().state, 90, a, b)
+        result = pub.finish()
+        assert_exact(redis_client, prefix, result.state, 90, a, b,
+                     where=(kafka.bootstrap, topic))
+        assert sum(log_offsets(kafka.bootstrap, topic)[1]) == result.messages
         assert a.alive(), a.output()
     finally:
         if pub.ident is not None:

@@ -30,16 +30,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     truth = np.bincount(values, minlength=d) / n
     print(f"{n} simulated devices, Zipf(1.5) over d={d}, epsilon={args.epsilon}")
     print(f"{'mechanism':<10}{'MSE (raw)':>14}{'MSE (norm-sub)':>16}{'top-5 estimates':>40}")
-    from ldpcore.registry import FREQUENCY_ORACLES
+    from ldpcore.capabilities import FrequencyEstimates, MeanEstimates
+    from ldpcore.registry import mechanisms_with
 
-    for mech in [m for m in FREQUENCY_ORACLES if m in ldpcore.available_mechanisms()]:
+    for mech in sorted(set(mechanisms_with(FrequencyEstimates))
+                       - set(mechanisms_with(MeanEstimates))):
         oracle = ldpcore.make_oracle(mech, epsilon=args.epsilon, domain_size=d)
         state = oracle.aggregate(oracle.perturb(values, rng=rng))
         est = oracle.estimate(state)
         mse = float(np.mean((est - truth) ** 2))
-        post = getattr(ldpcore, "postprocess", None)
-        mse_ns = (float(np.mean((post(est, "norm-sub") - truth) ** 2))
-                  if post is not None else float("nan"))
+        mse_ns = float(np.mean((ldpcore.postprocess(est, "norm-sub") - truth) ** 2))
         top = " ".join(f"{x:.3f}" for x in est[:5])
         print(f"{mech:<10}{mse:>14.2e}{mse_ns:>16.2e}{top:>40}")
     print(f"{'truth':<10}{'':>30}{' '.join(f'{x:.3f}' for x in truth[:5]):>40}")
@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from aggregator.envvars import ConfigError
+    from ldpstream.settings import ConfigError
 
     args = build_parser().parse_args(argv)
     try:

@@ -7,34 +7,17 @@ import contextlib
 import logging
 import signal
 from collections.abc import AsyncIterator
-from typing import Any
+
+from ldpstream.collections_file import read_collections_file
+from ldpstream.storage import CollectionCatalog
 
 from .config import WorkerSettings
 from .metrics import AggregatorMetrics
-from .registry import CollectionRegistry
 from .worker import Aggregator
 
-__all__ = ["lifespan", "serve", "main", "read_collections_file"]
+__all__ = ["lifespan", "serve", "main"]
 
 log = logging.getLogger("ldpstream.aggregator")
-
-
-def read_collections_file(path: str) -> list[Any]:
-    """Parse a YAML or JSON collections declaration into specs."""
-    import json
-    from pathlib import Path
-
-    from ldpcore.collection import CollectionSpec, load_collections
-
-    text = Path(path).read_text()
-    if path.endswith((".yaml", ".yml")):
-        import yaml
-        raw = yaml.safe_load(text)
-    else:
-        raw = json.loads(text)
-    if isinstance(raw, dict) and "id" in raw:
-        return [CollectionSpec.from_dict(raw)]
-    return load_collections(raw)
 
 
 @contextlib.asynccontextmanager
@@ -53,7 +36,7 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Aggregator]:
     try:
         if settings.collections_file:
             specs = read_collections_file(settings.collections_file)
-            CollectionRegistry(client, settings.redis_prefix).register_all(specs)
+            CollectionCatalog(client, settings.redis_prefix).register_all(specs)
             log.info("registered %d collection(s) from %s", len(specs),
                      settings.collections_file)
         agg = Aggregator(settings, client, AggregatorMetrics(registry))

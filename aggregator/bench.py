@@ -14,13 +14,16 @@ from typing import Any
 
 import numpy as np
 
+from ldpstream.storage import DEFAULT_PREFIX
+
 __all__ = ["run_from_args", "pipeline"]
 
 
 def _produce(bootstrap: str, topic: str, spec: Any, reports: int, batch: int,
              partitions: int = 4) -> int:
+    from kafka import KafkaProducer
+
     from ldpcore.collection import encode_message
-    from producer.sdk import Client
 
     oracle = spec.oracle()
     rng = np.random.default_rng(1)
@@ -28,9 +31,15 @@ def _produce(bootstrap: str, topic: str, spec: Any, reports: int, batch: int,
     pool = [encode_message(spec, oracle.perturb(rng.integers(0, spec.domain.size, batch),
                                                 rng=rng)) for _ in range(16)]
     msgs = reports // batch
-    with Client(bootstrap, topic, linger_ms=50) as client:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=50,
+                             batch_size=1 << 20, max_request_size=16 << 20)
+    try:
         for i in range(msgs):
-            client.send_raw(spec.id.encode(), pool[i % len(pool)], partition=i % partitions)
+            producer.send(topic, key=spec.id.encode(), value=pool[i % len(pool)],
+                          partition=i % partitions)
+        producer.flush(120)
+    finally:
+        producer.close(10)
     return msgs
 
 
@@ -87,9 +96,9 @@ def pipeline(reports: int, batch: int, single: int, mechanism: str, domain_size:
     import redis as redis_lib
 
     from ldpcore.collection import CollectionSpec
+    from ldpstream.storage import CollectionCatalog
 
     from .config import WorkerSettings
-    from .registry import CollectionRegistry
     from .servers import start_broker, start_redis
     from .worker import ensure_topics
 
@@ -103,7 +112,7 @@ def pipeline(reports: int, batch: int, single: int, mechanism: str, domain_size:
         out(f"broker: {broker} at {k.bootstrap}")
         rc = redis_lib.Redis.from_url(r.url)
         try:
-            CollectionRegistry(rc).register(spec)
+            CollectionCatalog(rc).register(spec)
             s = WorkerSettings(kafka_bootstrap=k.bootstrap, redis_url=r.url,
                                reports_topic="bench-big", dlq_topic="bench-dlq",
                                consumer_group="bench-big", flush_interval_ms=200)
@@ -119,7 +128,7 @@ def pipeline(reports: int, batch: int, single: int, mechanism: str, domain_size:
             out(f"aggregator end-to-end:       {agg:>14,.0f} reports/s  "
                 f"({st.flushes} flushes, counted {st.counted:,})")
             out(f"ratio aggregator / raw:      {agg / raw:>14.2f}")
-            mem_big = _memory(rc, "ldp:", spec.id)
+            mem_big = _memory(rc, DEFAULT_PREFIX, spec.id)
             res.update(raw=raw, aggregator=agg, ratio=agg / raw)
             if single:
                 _produce(k.bootstrap, "bench-small", spec, single, 1)
@@ -127,7 +136,7 @@ def pipeline(reports: int, batch: int, single: int, mechanism: str, domain_size:
                                     reports_topic="bench-small", dlq_topic="bench-dlq",
                                     consumer_group="bench-small", flush_interval_ms=200)
                 res["single"], _ = asyncio.run(_aggregate(s1, rc, single))
-            mem_after = _memory(rc, "ldp:", spec.id)
+            mem_after = _memory(rc, DEFAULT_PREFIX, spec.id)
             if single:
                 out(f"single-report messages:      {res['single']:>14,.0f} messages/s")
             out(f"Redis memory of '{spec.id}': {mem_big:,} B after {n:,} reports, "

@@ -22,7 +22,7 @@ LDP_SESSION_TIMEOUT_MS    6000                        consumer session timeout (
 LDP_HEARTBEAT_MS          1000                        consumer heartbeat interval
 ========================  ==========================  ==============================================
 
-Kafka SASL/TLS and Redis TLS/credentials: see :mod:`aggregator.connections`.
+Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,19 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .connections import KafkaSecurity, RedisOptions
-from .envvars import ConfigError, env_file, env_int, env_name
+from ldpstream.connections import KafkaSecurity, RedisOptions
+from ldpstream.settings import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_REDIS_URL,
+    ConfigError,
+    env_bootstrap,
+    env_file,
+    env_int,
+    env_name,
+    env_redis_prefix,
+    env_redis_url,
+)
+from ldpstream.storage import DEFAULT_PREFIX
 
 __all__ = ["ConfigError", "WorkerSettings"]
 
@@ -41,9 +52,9 @@ __all__ = ["ConfigError", "WorkerSettings"]
 class WorkerSettings:
     """Aggregator settings (see the module docstring for the variables)."""
 
-    kafka_bootstrap: str = "127.0.0.1:9092"
-    redis_url: str = "redis://127.0.0.1:6379/0"
-    redis_prefix: str = "ldp:"
+    kafka_bootstrap: str = DEFAULT_BOOTSTRAP
+    redis_url: str = DEFAULT_REDIS_URL
+    redis_prefix: str = DEFAULT_PREFIX
     reports_topic: str = "ldp-reports"
     dlq_topic: str = "ldp-reports-dlq"
     topic_partitions: int = 4
@@ -63,19 +74,9 @@ class WorkerSettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> WorkerSettings:
         """Read and validate every variable from ``env`` (default ``os.environ``)."""
         env = os.environ if env is None else env
-        boot = env.get("LDP_KAFKA_BOOTSTRAP") or cls.kafka_bootstrap
-        for hp in boot.split(","):
-            host, _, port = hp.strip().rpartition(":")
-            if not host or not port.isdigit():
-                raise ConfigError(f"LDP_KAFKA_BOOTSTRAP must be host:port[,host:port…], "
-                                  f"got {boot!r}")
-        url = env.get("LDP_REDIS_URL") or cls.redis_url
-        if not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ConfigError(f"LDP_REDIS_URL must start with redis://, rediss:// or unix://, "
-                              f"got {url!r}")
-        prefix = env.get("LDP_REDIS_PREFIX", cls.redis_prefix)
-        if not prefix or any(c.isspace() for c in prefix):
-            raise ConfigError(f"LDP_REDIS_PREFIX must be non-empty without spaces, got {prefix!r}")
+        boot = env_bootstrap(env)
+        url = env_redis_url(env)
+        prefix = env_redis_prefix(env)
         cfile = env_file(env, "LDP_COLLECTIONS_FILE")
         session = env_int(env, "LDP_SESSION_TIMEOUT_MS", cls.session_timeout_ms, 1000, 300_000)
         heartbeat = env_int(env, "LDP_HEARTBEAT_MS", cls.heartbeat_ms, 100, 60_000)

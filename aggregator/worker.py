@@ -7,14 +7,22 @@ Exactly-once counting over at-least-once delivery:
    committed offsets are not used.
 2. Every accepted message advances the partition's position; a message below the
    position (a replay) is skipped.
-3. A flush runs :data:`aggregator.registry.FLUSH_SCRIPT`: if every touched
+3. A flush runs :data:`ldpstream.storage.FLUSH_SCRIPT`: if every touched
    partition's watermark is still what this worker last saw, it adds the delta and
    advances the watermarks, atomically; otherwise (a rebalance handed the partition
    to another worker who flushed) nothing is written, the delta is dropped and the
    worker re-seeks to the Redis watermarks.  A lost reply is the same case: on retry
    the watermark check fails and the worker re-seeks.
-4. Bad messages go to the dead-letter topic (awaited before the flush that moves
-   the watermark past them) with headers ``ldp-reason``, ``ldp-error``, ``ldp-source``.
+4. Bad messages go to the dead-letter topic with headers ``ldp-reason``,
+   ``ldp-error``, ``ldp-source``.  A flush first waits for the broker to acknowledge
+   every pending dead letter; if one is refused, the flush is not committed (the
+   watermark stays below that message) and the dead letters are sent again.  A dead
+   letter too large for the broker goes out as a bounded record with reason
+   ``oversize``, its first bytes and its original coordinates.
+5. No message can stop the worker: decoding raises only ``ReportError`` (with a
+   machine-readable reason), and any other exception while handling one message
+   dead-letters that message with reason ``internal``.  Infrastructure failures
+   (Redis, Kafka) are not the message's fault: they are retried.
 
 A kill at any moment loses only the un-flushed delta, whose messages lie above the
 watermark and are consumed again.
@@ -39,86 +47,59 @@ from typing import Any
 
 import numpy as np
 
-from ldpcore import ReportError, Reports
-from ldpcore.base import FrequencyOracle
-from ldpcore.collection import CollectionSpec, decode_message, peek_message, window_start
-from ldpcore.wire import encode as wire_encode
-
-from .config import WorkerSettings
-from .metrics import AggregatorMetrics
-from .registry import (
+from ldpcore import ReportError, State
+from ldpcore.collection import window_start
+from ldpcore.message import MessageDecoder, message_report_count, peek_message
+from ldpstream.storage import (
     FLUSH_SCRIPT,
-    CollectionRegistry,
+    CollectionCatalog,
     Keys,
     flush_args,
     read_flush_times,
     read_watermarks,
 )
 
-__all__ = ["Aggregator", "WorkerStats", "classify", "ensure_topics"]
+from .config import WorkerSettings
+from .metrics import AggregatorMetrics
+
+__all__ = ["Aggregator", "DeadLetterError", "WorkerStats", "ensure_topics", "MAX_MESSAGE_BYTES"]
 
 log = logging.getLogger("ldpstream.aggregator")
 
 _UNKNOWN_TTL_S = 5.0
 
 
-def classify(error: str) -> str:
-    """Short reason label of a ReportError message (for metrics and DLQ headers)."""
-    e = error.lower()
-    for needle, reason in (("bad magic", "garbage"), ("not valid json", "garbage"),
-                           ("truncated", "truncated"), ("trailing", "truncated"),
-                           ("fingerprint", "fingerprint"), ("mechanism", "mechanism"),
-                           ("outside", "out_of_range"), ("must be an integer in", "out_of_range"),
-                           ("distinct bit", "out_of_range"), ("padding", "out_of_range"),
-                           ("collection", "wrong_collection")):
-        if needle in e:
-            return reason
-    return "shape"
+MAX_MESSAGE_BYTES = 16 << 20
+"""Largest message a worker fetches per partition, and so the largest dead letter."""
+_DLQ_REQUEST_BYTES = MAX_MESSAGE_BYTES + (1 << 20)  # headroom for headers and framing
+_OVERSIZE_KEEP = 64 << 10  # bytes of an oversized message kept in its bounded dead letter
+
+
+class DeadLetterError(RuntimeError):
+    """The broker did not acknowledge a dead letter: the flush must not commit."""
 
 
 @dataclass
-class _Codec:
-    """Per-collection decoding with a vectorised fast path over many messages."""
+class _DeadLetter:
+    """One message on its way to the dead-letter topic."""
 
-    spec: CollectionSpec
-    oracle: FrequencyOracle
-    prefix: bytes = b""
-    table: bytes = b""
-    row_bytes: tuple[int, ...] = ()
+    value: bytes
+    key: bytes | None
+    headers: list[tuple[str, bytes]]
+    future: Any = None
+    oversize: bool = False
 
-    def __post_init__(self) -> None:
-        # Encode an empty batch to learn the fixed bytes: envelope + wire header up to the
-        # fingerprint, then (after the u32 count) the column table.
-        from ldpcore.collection import encode_message
-        empty = self.oracle.perturb(np.zeros(0, dtype=np.int64), rng=0)
-        raw = encode_message(self.spec, empty)
-        head = len(raw) - len(wire_encode(empty))
-        mech = len(self.oracle.mechanism)
-        p = head + 4 + 1 + 1 + mech + 16
-        self.prefix, self.table = raw[:p], raw[p + 4:]
-        self.row_bytes = tuple(np.dtype(c.dtype).itemsize * (c.width if c.bits else 1)
-                               for c in self.oracle.report_columns)
-
-    def fast(self, values: list[bytes]) -> Reports | None:
-        """Concatenate well-framed binary messages; None if any is not (then go slow)."""
-        p, t = len(self.prefix), len(self.table)
-        parts: list[list[bytes]] = [[] for _ in self.row_bytes]
-        rb = sum(self.row_bytes)
-        for v in values:
-            if not v.startswith(self.prefix) or not v.startswith(self.table, p + 4):
-                return None
-            n = int.from_bytes(v[p:p + 4], "little")
-            off = p + 4 + t
-            if len(v) != off + n * rb:
-                return None
-            for i, w in enumerate(self.row_bytes):
-                parts[i].append(v[off:off + n * w])
-                off += n * w
-        cols: dict[str, np.ndarray] = {}
-        for c, chunks in zip(self.oracle.report_columns, parts, strict=True):
-            arr = np.frombuffer(b"".join(chunks), dtype=np.dtype(c.dtype).newbyteorder("<"))
-            cols[c.name] = arr.reshape(-1, c.width) if c.bits else arr
-        return Reports(self.oracle.mechanism, self.oracle.fingerprint, cols)
+    def shrink(self) -> None:
+        """Replace the record by a bounded one: reason ``oversize``, original coordinates."""
+        h = dict(self.headers)
+        self.headers = [("ldp-reason", b"oversize"),
+                        ("ldp-original-reason", h.get("ldp-reason", b"")),
+                        ("ldp-error", h.get("ldp-error", b"")),
+                        ("ldp-source", h.get("ldp-source", b"")),
+                        ("ldp-original-bytes", str(len(self.value)).encode())]
+        self.value = self.value[:_OVERSIZE_KEEP]
+        self.oversize = True
+        self.future = None
 
 
 @dataclass
@@ -158,17 +139,17 @@ class Aggregator:
         self.metrics = metrics
         self.clock = clock
         self.keys = Keys(settings.redis_prefix)
-        self.registry = CollectionRegistry(redis, settings.redis_prefix)
+        self.registry = CollectionCatalog(redis, settings.redis_prefix)
         self.flush_script = redis.register_script(FLUSH_SCRIPT)
         self.stats = WorkerStats()
-        self._codecs: dict[str, _Codec] = {}
+        self._codecs: dict[str, MessageDecoder] = {}
         self._unknown: dict[str, float] = {}
         self._pos: dict[int, int] = {}        # partition -> next offset to accept
         self._flushed: dict[int, int] = {}    # partition -> watermark in Redis as we know it
         self._delta: dict[tuple[str, int], tuple[int, np.ndarray]] = {}
         self._pending_reports = 0
         self._ingested: dict[str, int] = defaultdict(int)
-        self._dlq_futures: list[Any] = []
+        self._dead: list[_DeadLetter] = []
         self._rejected: list[tuple[str, str, int]] = []
         self._consumer: Any = None
         self._producer: Any = None
@@ -176,7 +157,7 @@ class Aggregator:
         self._suspect: dict[int, tuple[int, int]] = {}
 
     # ---- collections ------------------------------------------------------------------
-    def codec(self, cid: str) -> _Codec | None:
+    def codec(self, cid: str) -> MessageDecoder | None:
         c = self._codecs.get(cid)
         if c is not None:
             return c
@@ -187,7 +168,7 @@ class Aggregator:
         if spec is None:
             self._unknown[cid] = now
             return None
-        c = self._codecs[cid] = _Codec(spec, spec.oracle())
+        c = self._codecs[cid] = MessageDecoder(spec)
         return c
 
     # ---- consuming ----------------------------------------------------------------------
@@ -196,47 +177,69 @@ class Aggregator:
         self.metrics.rejected.labels(cid, reason).inc(max(n, 1))
         self.metrics.dlq.labels(reason).inc()
         self._rejected.append((cid, reason, n))
-        headers = [("ldp-reason", reason.encode()), ("ldp-error", error[:500].encode()),
+        headers = [("ldp-reason", reason.encode()),
+                   ("ldp-error", error[:500].encode("utf-8", "replace")),
                    ("ldp-source", f"{msg.topic}:{msg.partition}:{msg.offset}".encode())]
         value = msg.value if msg.value is not None else b""
-        fut = self._producer.send(self.s.dlq_topic, value=value, key=msg.key, headers=headers)
-        self._dlq_futures.append(fut)
+        self._dead.append(_DeadLetter(bytes(value), msg.key, headers))
         log.warning("dead-lettered %s:%d:%d (%s): %s", msg.topic, msg.partition, msg.offset,
-                    reason, error)
+                    reason, error[:200])
 
-    def _add(self, codec: _Codec, start: int, reports: Reports) -> None:
-        counts = codec.oracle._aggregate(reports.columns)
-        key = (codec.spec.id, start)
-        n = len(reports)
+    def _add(self, dec: MessageDecoder, start: int, state: State) -> None:
+        """Add a decoded batch's state to the local delta of its (collection, window)."""
+        if not state.n:
+            return
+        key = (dec.spec.id, start)
         old = self._delta.get(key)
         if old is None:
-            self._delta[key] = (n, counts)
+            self._delta[key] = (state.n, state.counts)
         else:
-            old[1].__iadd__(counts)
-            self._delta[key] = (old[0] + n, old[1])
-        self._pending_reports += n
-        self._ingested[codec.spec.id] += n
+            old[1].__iadd__(state.counts)
+            self._delta[key] = (old[0] + state.n, old[1])
+        self._pending_reports += state.n
+        self._ingested[dec.spec.id] += state.n
 
-    def _slow(self, codec: _Codec | None, cid: str, msg: Any, start: int) -> None:
+    def _one(self, dec: MessageDecoder | None, cid: str, msg: Any, start: int) -> None:
+        """Validate and count one message, or dead-letter it; never raises on data."""
         value = msg.value
         try:
-            mid, fp = peek_message(value if value is not None else b"")
-        except ReportError as exc:
-            self._reject(msg, cid, classify(str(exc)), str(exc), 1)
-            return
-        if msg.key is not None and mid != cid:
-            self._reject(msg, cid, "key_mismatch",
-                         f"message key {cid!r} but envelope collection {mid!r}", 1)
-            return
-        if codec is None:
-            self._reject(msg, cid, "unknown_collection", f"no collection {cid!r} registered", 1)
-            return
-        try:
-            _, reports = decode_message(codec.spec, codec.oracle, value)
-        except ReportError as exc:
-            self._reject(msg, cid, classify(str(exc)), str(exc), _peek_n(value))
-            return
-        self._add(codec, start, reports)
+            try:
+                mid, _ = peek_message(value if value is not None else b"")
+            except ReportError as exc:
+                self._reject(msg, cid, exc.reason, str(exc), 1)
+                return
+            if msg.key is not None and mid != cid:
+                self._reject(msg, cid, "key_mismatch",
+                             f"message key {cid!r} but envelope collection {mid!r}", 1)
+                return
+            if dec is None:
+                self._reject(msg, cid, "unknown_collection",
+                             f"no collection {cid!r} registered", 1)
+                return
+            try:
+                state = dec.aggregate(value)
+            except ReportError as exc:
+                self._reject(msg, cid, exc.reason, str(exc), message_report_count(value))
+                return
+            self._add(dec, start, state)
+        except Exception as exc:  # a poison message: isolate it, keep the worker running
+            log.exception("unexpected error on %s:%d:%d", msg.topic, msg.partition, msg.offset)
+            self._reject(msg, cid, "internal", f"{type(exc).__name__}: {exc}", 1)
+
+    def _group(self, dec: MessageDecoder | None, cid: str, start: int, group: list[Any]) -> None:
+        """One (collection, window)'s messages: the batch decoder, then the bad ones singly."""
+        if dec is not None:
+            try:
+                state, bad = dec.aggregate_many([m.value for m in group])
+                self._add(dec, start, state)
+            except Exception:  # a poison message: find it by handling each one alone
+                log.exception("batch of %d messages of %r failed; isolating", len(group), cid)
+            else:
+                for i, _ in bad:  # re-decoded alone for the full reason (key mismatch …)
+                    self._one(dec, cid, group[i], start)
+                return
+        for m in group:
+            self._one(dec, cid, m, start)
 
     def process(self, partition: int, msgs: list[Any]) -> None:
         """Validate and accumulate one partition's messages (never raises on data)."""
@@ -251,26 +254,12 @@ class Aggregator:
             pos = m.offset + 1
             self.stats.messages += 1
             cid = _key(m)
-            codec = self.codec(cid)
-            w = codec.spec.window_seconds if codec else 3600
-            groups[(cid, window_start(max(m.timestamp, 0), w))].append(m)
+            dec = self.codec(cid)  # Redis I/O: an outage propagates and is retried
+            w = dec.spec.window_seconds if dec else 3600
+            groups[(cid, window_start(max(int(m.timestamp or 0), 0), w))].append(m)
         self._pos[partition] = pos
         for (cid, start), group in groups.items():
-            codec = self.codec(cid)
-            reports = None
-            if codec is not None:
-                reports = codec.fast([m.value for m in group if m.value is not None]) \
-                    if all(m.value is not None for m in group) else None
-                if reports is not None:
-                    try:
-                        reports = codec.oracle.validate(reports)
-                    except ReportError:
-                        reports = None  # some message is bad: find it one by one
-            if reports is not None and codec is not None:
-                self._add(codec, start, reports)
-            else:
-                for m in group:
-                    self._slow(codec, cid, m, start)
+            self._group(self.codec(cid), cid, start, group)
 
     # ---- flushing -----------------------------------------------------------------------
     async def flush(self) -> bool:
@@ -283,9 +272,8 @@ class Aggregator:
                  if pos - 1 != self._flushed.get(p, -1)}
         if not parts and not self._delta:
             return False
-        if self._dlq_futures:
-            futs, self._dlq_futures = self._dlq_futures, []
-            await asyncio.gather(*futs)
+        if self._dead:
+            await self._send_dead_letters()
         deltas = {}
         for (cid, start), (n, counts) in self._delta.items():
             codec = self._codecs[cid]
@@ -319,6 +307,50 @@ class Aggregator:
         await self._commit_canary(parts)
         return True
 
+    async def _send_dead_letters(self) -> None:
+        """Have the broker acknowledge every pending dead letter, or raise.
+
+        A record the producer or the broker finds too large is replaced by its bounded
+        ``oversize`` form and sent again at once; any other failure leaves the letters
+        pending and raises :class:`DeadLetterError`, so the flush does not commit and
+        the next one sends them again.
+        """
+        from aiokafka.errors import MessageSizeTooLargeError
+
+        for _ in range(2):
+            for dl in self._dead:
+                if dl.future is not None:
+                    continue
+                try:
+                    dl.future = await self._producer.send(
+                        self.s.dlq_topic, value=dl.value, key=dl.key, headers=dl.headers)
+                except MessageSizeTooLargeError:
+                    if dl.oversize:
+                        raise
+                    dl.shrink()
+                    dl.future = await self._producer.send(
+                        self.s.dlq_topic, value=dl.value, key=dl.key, headers=dl.headers)
+            results = await asyncio.gather(*(dl.future for dl in self._dead),
+                                           return_exceptions=True)
+            failed: list[_DeadLetter] = []
+            errors: list[BaseException] = []
+            for dl, res in zip(self._dead, results, strict=True):
+                if not isinstance(res, BaseException):
+                    continue
+                if isinstance(res, MessageSizeTooLargeError) and not dl.oversize:
+                    dl.shrink()
+                else:
+                    dl.future = None
+                    errors.append(res)
+                failed.append(dl)
+            self._dead = failed
+            if not failed:
+                return
+            if errors:
+                break
+        raise DeadLetterError(f"{len(self._dead)} dead letter(s) not acknowledged: "
+                              f"{self._dead and errors[:1]}")
+
     async def _commit_canary(self, parts: dict[int, tuple[int, int]]) -> None:
         # Kafka-committed offsets are never read back as positions (Redis is the source of
         # truth); they tell a broker that lost its log: then the group's offsets are gone.
@@ -340,7 +372,7 @@ class Aggregator:
     async def _reset_to_redis(self, partitions: list[int] | None = None) -> None:
         """Drop the delta and restart every (given) partition from its Redis watermark."""
         self._clear()
-        self._dlq_futures.clear()
+        self._dead.clear()
         wms = await asyncio.to_thread(read_watermarks, self.redis, self.s.reports_topic,
                                       self.s.redis_prefix)
         times = await asyncio.to_thread(read_flush_times, self.redis, self.s.reports_topic,
@@ -372,7 +404,7 @@ class Aggregator:
         except Exception:  # Redis down: the next owner re-reads from the watermark
             log.exception("flush on revoke failed; dropping the delta")
             self._clear()
-            self._dlq_futures.clear()
+            self._dead.clear()
         for tp in revoked:
             self._pos.pop(tp.partition, None)
             self._flushed.pop(tp.partition, None)
@@ -434,13 +466,14 @@ class Aggregator:
                             [self.s.reports_topic, self.s.dlq_topic], self.s.topic_partitions,
                             replication=self.s.topic_replication, **security)
         self._producer = AIOKafkaProducer(bootstrap_servers=self.s.kafka_bootstrap, acks="all",
-                                          linger_ms=5, **security)
+                                          linger_ms=5, max_request_size=_DLQ_REQUEST_BYTES,
+                                          **security)
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=self.s.kafka_bootstrap, group_id=self.s.consumer_group, **security,
             enable_auto_commit=False, auto_offset_reset="earliest",
             session_timeout_ms=self.s.session_timeout_ms,
             heartbeat_interval_ms=self.s.heartbeat_ms, max_poll_interval_ms=60_000,
-            fetch_max_bytes=64 << 20, max_partition_fetch_bytes=16 << 20)
+            fetch_max_bytes=64 << 20, max_partition_fetch_bytes=MAX_MESSAGE_BYTES)
         await self._producer.start()
         try:
             await self._consumer.start()
@@ -467,6 +500,9 @@ class Aggregator:
                         or time.monotonic() - last_flush >= interval):
                     try:
                         await self.flush()
+                    except DeadLetterError:
+                        log.exception("dead letters not acknowledged; keeping the delta and "
+                                      "retrying")
                     except Exception:  # Redis unavailable: keep the delta, retry later
                         self.metrics.redis_up.set(0)
                         log.exception("flush failed; keeping the delta and retrying")
@@ -504,16 +540,6 @@ def _key(msg: Any) -> str:
         return "?"
 
 
-def _peek_n(value: bytes) -> int:
-    from ldpcore.wire import peek
-    try:
-        cid, _ = peek_message(value)
-        head = 6 + len(cid) + 16
-        return peek(value[head:]).n if value[:4] == b"LDPM" else 1
-    except ReportError:
-        return 1
-
-
 async def ensure_topics(bootstrap: str, topics: list[str], partitions: int, *,
                         replication: int = 1, **client_config: Any) -> None:
     """Create the topics if missing (idempotent; bounded retries while the broker starts).
@@ -529,7 +555,11 @@ async def ensure_topics(bootstrap: str, topics: list[str], partitions: int, *,
         try:
             await admin.start()
             existing = set(await admin.list_topics())
-            new = [NewTopic(t, partitions, replication) for t in topics if t not in existing]
+            # Room for the largest message a worker fetches, on the reports topic and on
+            # the dead-letter topic that receives it back (Kafka's default is 1 MB).
+            configs = {"max.message.bytes": str(_DLQ_REQUEST_BYTES)}
+            new = [NewTopic(t, partitions, replication, topic_configs=configs)
+                   for t in topics if t not in existing]
             if new:
                 try:
                     await admin.create_topics(new)

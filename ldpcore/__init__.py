@@ -5,8 +5,8 @@ Pure numpy; no I/O.  Start with :func:`make_oracle`.
 
 from __future__ import annotations
 
-from . import wire
-from .base import Column, FrequencyOracle, Reports, State
+from . import capabilities, message, wire
+from .base import Column, FrequencyOracle, Mechanism, Reports, State
 from .consistency import METHODS as POSTPROCESS_METHODS
 from .consistency import guideline, postprocess, subset_query
 from .errors import LDPError, ParameterError, ReportError, StateError, UnknownMechanismError
@@ -18,6 +18,7 @@ __all__ = [
     "FrequencyOracle",
     "LDPError",
     "MECHANISMS",
+    "Mechanism",
     "POSTPROCESS_METHODS",
     "ParameterError",
     "ReportError",
@@ -26,8 +27,10 @@ __all__ = [
     "StateError",
     "UnknownMechanismError",
     "available_mechanisms",
+    "capabilities",
     "guideline",
     "make_oracle",
+    "message",
     "postprocess",
     "recommend",
     "subset_query",

@@ -14,13 +14,40 @@ from .errors import ParameterError, ReportError
 __all__ = ["check_epsilon", "check_int", "check_float", "check_values", "as_rng"]
 
 
-def check_epsilon(epsilon: Any) -> float:
-    """Return ``epsilon`` as a float, or raise if it is not finite and > 0."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
-        raise ParameterError(f"epsilon must be a finite real number > 0, got {epsilon!r}")
-    value = float(epsilon)
-    if not math.isfinite(value) or value <= 0.0:
-        raise ParameterError(f"epsilon must be a finite real number > 0, got {epsilon!r}")
+def _as_float(value: Any) -> float | None:
+    """``float(value)`` for a real number (not bool), None for anything else or an overflow."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        return float(value)
+    except (OverflowError, ValueError, TypeError):
+        return None
+
+
+def check_epsilon(epsilon: Any, *, low: float = 0.0, high: float = math.inf,
+                  context: str = "") -> float:
+    """Return ``epsilon`` as a float in ``[low, high]`` (``(0, inf)`` by default), or raise.
+
+    ``context`` (e.g. ``"for mechanism 'olh'"``) is added to the message.
+
+    >>> check_epsilon(1, low=0.001, high=29.8)
+    1.0
+    >>> check_epsilon(30.0, low=0.001, high=29.8, context="for mechanism 'grr'")
+    Traceback (most recent call last):
+    ...
+    ldpcore.errors.ParameterError: epsilon must be a finite real number in [0.001, 29.8] \
+for mechanism 'grr', got 30.0
+    """
+    if low > 0.0 or high < math.inf:
+        allowed = f"a finite real number in [{low}, {high}]"
+    else:
+        allowed = "a finite real number > 0"
+    if context:
+        allowed += " " + context
+    value = _as_float(epsilon)
+    if (value is None or not math.isfinite(value) or value <= 0.0 or value < low
+            or value > high):
+        raise ParameterError(f"epsilon must be {allowed}, got {epsilon!r}")
     return value
 
 
@@ -41,10 +68,9 @@ def check_float(
     """Return ``value`` as a finite float in ``[low, high]`` (``(low, high]`` if low_open)."""
     bracket = "(" if low_open else "["
     allowed = f"a finite real number in {bracket}{low}, {high}]"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError(f"{name} must be {allowed}, got {value!r}")
-    out = float(value)
-    if not math.isfinite(out) or out > high or out < low or (low_open and out == low):
+    out = _as_float(value)
+    if (out is None or not math.isfinite(out) or out > high or out < low
+            or (low_open and out == low)):
         raise ParameterError(f"{name} must be {allowed}, got {value!r}")
     return out
 

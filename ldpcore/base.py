@@ -1,12 +1,12 @@
 """Base classes: report batches, additive sufficient-statistics states, and oracles.
 
-Every mechanism is a :class:`FrequencyOracle` subclass that declares
+Every mechanism is a :class:`Mechanism` subclass that declares
 
 * its report layout as a tuple of :class:`Column` (a report batch is columnar:
   one numpy array per column, first axis = report),
 * the shape of its integer state (independent of the number of reports), and
-* four vectorised kernels: ``_perturb``, ``_aggregate``, ``_estimate`` and
-  ``variance``.
+* vectorised kernels: ``_perturb`` and ``_aggregate`` (and, for a
+  :class:`FrequencyOracle`, ``_estimate`` and ``variance``).
 
 The base class does the rest once: validation, spec and fingerprint, state
 arithmetic and serialisation.
@@ -26,9 +26,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ._validate import as_rng, check_epsilon, check_float, check_int, check_values
+from .capabilities import FrequencyEstimates
 from .errors import ReportError, StateError
+from .limits import domain_range, epsilon_range
 
-__all__ = ["Column", "Reports", "State", "FrequencyOracle", "canonical_json", "spec_fingerprint"]
+__all__ = ["Column", "Reports", "State", "Mechanism", "FrequencyOracle", "canonical_json",
+           "spec_fingerprint"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -230,19 +233,24 @@ class State:
         return cls(fp.decode("ascii"), n, counts)
 
 
-class FrequencyOracle(ABC):
-    """An ε-LDP frequency oracle over the domain ``[0, domain_size)``.
+class Mechanism(ABC):
+    """An ε-LDP mechanism over the domain ``[0, domain_size)``: perturb, validate, aggregate.
 
     Subclasses set ``mechanism`` and implement ``_perturb``, ``_aggregate``,
-    ``_estimate``, ``variance``, ``report_columns``, ``state_shape`` and
-    ``params``.
+    ``report_columns``, ``state_shape`` and ``params``.  What a mechanism can
+    estimate from its state is declared by the capabilities it inherits
+    (:mod:`ldpcore.capabilities`), e.g. :class:`FrequencyOracle`.
     """
 
     mechanism: ClassVar[str] = ""
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        self.domain_size = check_int("domain_size", domain_size, low=2, high=2**31 - 1)
+        # The allowed ranges, and why, are in ldpcore.limits.
+        lo, hi = epsilon_range(self.mechanism)
+        self.epsilon = check_epsilon(epsilon, low=lo, high=hi,
+                                     context=f"for mechanism {self.mechanism!r}")
+        dlo, dhi = domain_range(self.mechanism)
+        self.domain_size = check_int("domain_size", domain_size, low=dlo, high=dhi)
 
     # ---- description -------------------------------------------------------------------
     @property
@@ -262,7 +270,7 @@ class FrequencyOracle(ABC):
         return spec_fingerprint(self.spec)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FrequencyOracle):
+        if not isinstance(other, Mechanism):
             return NotImplemented
         return self.spec == other.spec
 
@@ -318,37 +326,43 @@ class FrequencyOracle(ABC):
         :class:`ReportError` naming what is wrong.
         """
         if not isinstance(reports, Reports):
-            raise ReportError(f"expected a Reports batch, got {type(reports).__name__}")
+            raise ReportError(f"expected a Reports batch, got {type(reports).__name__}",
+                              reason="schema")
         if reports.mechanism != self.mechanism:
             raise ReportError(f"reports are for mechanism {reports.mechanism!r}, "
-                              f"this oracle is {self.mechanism!r}")
+                              f"this oracle is {self.mechanism!r}", reason="mechanism")
         if reports.fingerprint != self.fingerprint:
             raise ReportError(f"reports carry fingerprint {reports.fingerprint!r}, "
-                              f"this oracle's is {self.fingerprint!r}")
+                              f"this oracle's is {self.fingerprint!r}", reason="fingerprint")
         expected = [c.name for c in self.report_columns]
         if sorted(reports.columns) != sorted(expected):
-            raise ReportError(f"report columns {sorted(reports.columns)} != expected {expected}")
+            raise ReportError(f"report columns {sorted(reports.columns)} != expected {expected}",
+                              reason="shape")
         n = len(reports)
         out: dict[str, np.ndarray] = {}
         for c in self.report_columns:
             arr = np.asarray(reports.columns[c.name])
             want_shape = (n, c.width) if c.bits else (n,)
             if arr.shape != want_shape:
-                raise ReportError(f"column {c.name!r} has shape {arr.shape}, expected {want_shape}")
+                raise ReportError(f"column {c.name!r} has shape {arr.shape}, expected {want_shape}",
+                                  reason="shape")
             if arr.dtype.kind not in "iub":
-                raise ReportError(f"column {c.name!r} must hold integers, got dtype {arr.dtype}")
+                raise ReportError(f"column {c.name!r} must hold integers, got dtype {arr.dtype}",
+                                  reason="shape")
             if c.bits:
                 if arr.dtype != np.uint8:
-                    raise ReportError(f"column {c.name!r} must be uint8 bytes, got {arr.dtype}")
+                    raise ReportError(f"column {c.name!r} must be uint8 bytes, got {arr.dtype}",
+                                      reason="shape")
                 pad = c.width * 8 - c.bits
                 if pad and n and np.any(arr[:, -1] >> np.uint8(8 - pad)):
                     raise ReportError(f"column {c.name!r} has nonzero padding bits "
-                                      f"beyond bit {c.bits}")
+                                      f"beyond bit {c.bits}", reason="out_of_range")
             elif n:
                 lo, hi = int(arr.min()), int(arr.max())
                 if lo < c.low or hi > c.high:
                     bad = lo if lo < c.low else hi
-                    raise ReportError(f"column {c.name!r} value {bad} outside [{c.low}, {c.high}]")
+                    raise ReportError(f"column {c.name!r} value {bad} outside [{c.low}, {c.high}]",
+                                      reason="out_of_range")
             out[c.name] = arr.astype(c.dtype, copy=False)
         self._validate_columns(out)
         return Reports(self.mechanism, self.fingerprint, out)
@@ -376,6 +390,23 @@ class FrequencyOracle(ABC):
         if state.counts.shape != self.state_shape:
             raise StateError(f"state has shape {state.counts.shape}, expected {self.state_shape}")
 
+    def _check_variance_args(self, n: int, frequency: float) -> tuple[int, float]:
+        return (check_int("n", n, low=1),
+                check_float("frequency", frequency, low=0.0, high=1.0))
+
+    @classmethod
+    def _unit_test_params(cls) -> list[dict[str, Any]]:
+        """Small parameter sets (besides ``epsilon``) that :mod:`ldpcore.checks` runs this
+        mechanism with; each one builds a cheap oracle (river's ``_unit_test_params``)."""
+        return [{"domain_size": 6}, {"domain_size": 37}, {"domain_size": 64}]
+
+
+class FrequencyOracle(Mechanism, FrequencyEstimates):
+    """An ε-LDP frequency oracle: a mechanism that estimates every value's frequency.
+
+    Subclasses also implement ``_estimate`` and ``variance``.
+    """
+
     def estimate(self, state: State) -> FloatArray:
         """Unbiased frequency estimates (fractions summing to 1 in expectation), shape (d,)."""
         self.check_state(state)
@@ -395,10 +426,6 @@ class FrequencyOracle(ABC):
         n users of whom a fraction ``frequency`` hold the value (the convention of
         Wang et al. 2017).
         """
-
-    def _check_variance_args(self, n: int, frequency: float) -> tuple[int, float]:
-        return (check_int("n", n, low=1),
-                check_float("frequency", frequency, low=0.0, high=1.0))
 
     def std_error(self, n: int, frequency: float = 0.0) -> float:
         """Standard error, ``sqrt(variance(n, frequency))``."""

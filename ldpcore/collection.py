@@ -3,16 +3,17 @@
 A collection is an id plus an oracle spec (mechanism, ε, parameters), a domain
 (category labels, an integer range or a numeric interval cut into bins), a
 tumbling time-window length, a retention and the minimum number of reports before
-estimates are served.  Its :attr:`CollectionSpec.fingerprint` (SHA-256 prefix of
-the canonical spec) travels in every message, so a device holding a stale or
-different spec is rejected instead of silently mixing incompatible reports.
+estimates are served, plus its longitudinal policy (:mod:`ldpcore.longitudinal`):
+``reports_per_window`` (the cadence: at most that many reports per device per
+window, default 1), ``memoization`` (``"none"``, ``"permanent"`` — the default —
+or ``"two-level"``) and, for two-level, ``epsilon_1`` (the instantaneous
+channel's ε; the oracle's ε is the permanent ε∞).  Defaults are left out of the
+canonical form, so older specs keep their fingerprint.  Its
+:attr:`CollectionSpec.fingerprint` (SHA-256 prefix of the canonical spec) travels
+in every message, so a device holding a stale or different spec is rejected
+instead of silently mixing incompatible reports.
 
-Message format (the value of one Kafka message; key = collection id):
-
-* binary: ``b"LDPM"``, u8 version (= 1), u8 id length + ASCII id, 16 ASCII hex
-  digits of the collection fingerprint, then one :mod:`ldpcore.wire` batch;
-* JSON (interop): ``{"collection": id, "fingerprint": fp, "reports": [record...]}``
-  with records as in :func:`ldpcore.wire.to_records`.
+The Kafka message format lives in :mod:`ldpcore.message` (re-exported here).
 
 Pure: no I/O.
 
@@ -30,20 +31,26 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from . import wire
-from .base import FrequencyOracle, Reports, canonical_json, spec_fingerprint
-from .errors import ParameterError, ReportError
+from . import longitudinal
+from .base import Mechanism, canonical_json, spec_fingerprint
+from .errors import ParameterError
+from .longitudinal import DEFAULT_POLICY, POLICIES, TwoLevel
+from .message import (
+    MESSAGE_MAGIC,
+    decode_message,
+    encode_message,
+    message_prefix,
+    peek_message,
+)
 from .registry import make_oracle
 
 __all__ = [
@@ -58,10 +65,21 @@ __all__ = [
     "load_collections",
 ]
 
-MESSAGE_MAGIC = b"LDPM"
-_MESSAGE_VERSION = 1
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _KINDS = ("categories", "integers", "interval")
+MAX_REPORTS_PER_WINDOW = 1_000_000
+_MAX_INT = 2**53 - 1  # exact in every JSON reader
+
+
+def _finite(x: Any) -> float | None:
+    """``float(x)`` for a finite int or float (not bool), else None (huge ints included)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    try:
+        out = float(x)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
 
 
 @dataclass(frozen=True)
@@ -110,9 +128,10 @@ class Domain:
                                      f"got [{low}, {high}]")
             return cls(kind, low=low, high=high)
         bins = raw.get("bins")
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-                   for x in (low, high)):
-            raise ParameterError("domain.low and domain.high must be finite numbers")
+        flo, fhi = _finite(low), _finite(high)
+        if flo is None or fhi is None or max(abs(flo), abs(fhi)) > 1e300:
+            raise ParameterError("domain.low and domain.high must be finite numbers in "
+                                 "[-1e300, 1e300]")
         assert isinstance(low, (int, float)) and isinstance(high, (int, float))
         if not high > low:
             raise ParameterError(f"domain needs low < high, got [{low}, {high}]")
@@ -174,15 +193,33 @@ class CollectionSpec:
     window_seconds: int = 3600
     retention_seconds: int = 30 * 86400
     min_reports: int = 100
+    memoization: str = DEFAULT_POLICY
+    epsilon_1: float | None = None
+    reports_per_window: int = 1
     _fingerprint: str = field(default="", compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> CollectionSpec:
-        """Validate and build a spec from its JSON/YAML form (raises ParameterError)."""
+        """Validate and build a spec from its JSON/YAML form.
+
+        Any malformed input raises :class:`ParameterError` (naming the key and the
+        allowed values), never another exception.
+        """
+        try:
+            return cls._from_dict(raw)
+        except ParameterError:
+            raise
+        except (TypeError, ValueError, ArithmeticError, KeyError, AttributeError,
+                RecursionError) as exc:
+            raise ParameterError(f"invalid collection spec: {type(exc).__name__}: {exc}") from None
+
+    @classmethod
+    def _from_dict(cls, raw: Mapping[str, Any]) -> CollectionSpec:
         if not isinstance(raw, Mapping):
             raise ParameterError(f"a collection must be an object, got {type(raw).__name__}")
         known = {"id", "description", "version", "oracle", "domain", "window_seconds",
-                 "retention_seconds", "min_reports", "fingerprint"}
+                 "retention_seconds", "min_reports", "fingerprint", "memoization",
+                 "epsilon_1", "reports_per_window"}
         extra = sorted(set(raw) - known)
         if extra:
             raise ParameterError(f"unknown collection key(s) {extra}; allowed: {sorted(known)}")
@@ -197,21 +234,27 @@ class CollectionSpec:
         for key, default, low in (("version", 1, 1), ("window_seconds", 3600, 1),
                                   ("retention_seconds", 30 * 86400, 1), ("min_reports", 100, 0)):
             v = raw.get(key, default)
-            if not isinstance(v, int) or isinstance(v, bool) or v < low:
-                raise ParameterError(f"{key} must be an integer >= {low}, got {v!r}")
+            if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= _MAX_INT:
+                raise ParameterError(f"{key} must be an integer in [{low}, {_MAX_INT}], "
+                                     f"got {v!r}")
             ints[key] = v
         oracle_raw = raw.get("oracle")
         if not isinstance(oracle_raw, Mapping) or "mechanism" not in oracle_raw:
             raise ParameterError("oracle must be an object with a 'mechanism'")
         params = dict(oracle_raw)
+        bad_keys = [k for k in params if not isinstance(k, str)]
+        if bad_keys:
+            raise ParameterError(f"oracle parameter names must be strings, got {bad_keys!r}")
         _numeric_params(params, domain)
         if params.setdefault("domain_size", domain.size) != domain.size:
             raise ParameterError(f"oracle.domain_size {params['domain_size']} does not match the "
                                  f"domain's {domain.size} values")
         oracle = make_oracle(**params)
+        memo, eps1, per_window = _longitudinal(raw, oracle)
         spec = cls(cid, dict(oracle.spec), domain, desc, version=ints["version"],
                    window_seconds=ints["window_seconds"],
-                   retention_seconds=ints["retention_seconds"], min_reports=ints["min_reports"])
+                   retention_seconds=ints["retention_seconds"], min_reports=ints["min_reports"],
+                   memoization=memo, epsilon_1=eps1, reports_per_window=per_window)
         given = raw.get("fingerprint")
         if given is not None and given != spec.fingerprint:
             raise ParameterError(f"fingerprint {given!r} does not match the spec's "
@@ -219,11 +262,24 @@ class CollectionSpec:
         return spec
 
     def to_dict(self) -> dict[str, Any]:
-        """Canonical JSON-able form (the input of the fingerprint, without it)."""
-        return {"id": self.id, "description": self.description, "version": self.version,
-                "oracle": dict(self.oracle_spec), "domain": self.domain.to_dict(),
-                "window_seconds": self.window_seconds,
-                "retention_seconds": self.retention_seconds, "min_reports": self.min_reports}
+        """Canonical JSON-able form (the input of the fingerprint, without it).
+
+        The longitudinal keys appear only when they differ from their defaults
+        (memoization ``"permanent"``, one report per window), so specs declared
+        before they existed keep their fingerprint.
+        """
+        out: dict[str, Any] = {
+            "id": self.id, "description": self.description, "version": self.version,
+            "oracle": dict(self.oracle_spec), "domain": self.domain.to_dict(),
+            "window_seconds": self.window_seconds,
+            "retention_seconds": self.retention_seconds, "min_reports": self.min_reports}
+        if self.memoization != DEFAULT_POLICY:
+            out["memoization"] = self.memoization
+        if self.epsilon_1 is not None:
+            out["epsilon_1"] = self.epsilon_1
+        if self.reports_per_window != 1:
+            out["reports_per_window"] = self.reports_per_window
+        return out
 
     def to_json(self) -> str:
         """Canonical JSON text of :meth:`to_dict` plus the fingerprint."""
@@ -235,9 +291,75 @@ class CollectionSpec:
             object.__setattr__(self, "_fingerprint", spec_fingerprint(self.to_dict()))
         return self._fingerprint
 
-    def oracle(self) -> FrequencyOracle:
-        """A fresh oracle for this collection."""
+    def oracle(self) -> Mechanism:
+        """A fresh oracle for this collection (validates and aggregates its reports)."""
         return make_oracle(**self.oracle_spec)
+
+    def two_level(self) -> TwoLevel | None:
+        """The two-level scheme of a ``memoization: two-level`` collection, else None."""
+        if self.memoization != "two-level" or self.epsilon_1 is None:
+            return None
+        return TwoLevel(self.oracle(), epsilon_1=self.epsilon_1)
+
+    def estimation_oracle(self) -> Mechanism:
+        """The oracle whose ``estimate``/``variance`` fit this collection's reports.
+
+        For ``two-level`` the composed channel (:attr:`TwoLevel.composed`: same
+        fingerprint and state as :meth:`oracle`, composed probabilities); else
+        :meth:`oracle`.  Multi-window variances: :mod:`ldpcore.longitudinal`.
+        """
+        tl = self.two_level()
+        return tl.composed if tl is not None else self.oracle()
+
+    def effective_sample_size(self, window_counts: Sequence[int] | npt.NDArray[Any],
+                              frequency: float = 0.0) -> float:
+        """n_eff of a state summed over windows with these report counts (this collection's
+        memoization and cadence; see :func:`ldpcore.longitudinal.effective_sample_size`).
+
+        >>> spec = CollectionSpec.from_dict({"id": "os", "oracle": {"mechanism": "grr",
+        ...     "epsilon": 1.0}, "domain": {"kind": "categories", "labels": ["a", "b"]}})
+        >>> spec.effective_sample_size([300, 300, 300])
+        300.0
+        """
+        tl = self.two_level()
+        rho = tl.correlation(frequency) if tl is not None else None
+        return longitudinal.effective_sample_size(
+            window_counts, self.memoization, reports_per_window=self.reports_per_window,
+            correlation=rho)
+
+    def multiwindow_variance(self, window_counts: Sequence[int] | npt.NDArray[Any],
+                             frequency: float = 0.0) -> float:
+        """Variance of one frequency estimate from a state summed over windows with these
+        report counts (see :func:`ldpcore.longitudinal.multiwindow_variance`)."""
+        tl = self.two_level()
+        return longitudinal.multiwindow_variance(
+            tl if tl is not None else self.oracle(), window_counts, self.memoization,
+            frequency=frequency, reports_per_window=self.reports_per_window)
+
+
+def _longitudinal(raw: Mapping[str, Any], oracle: Mechanism
+                  ) -> tuple[str, float | None, int]:
+    """Validate memoization, epsilon_1 and reports_per_window (see ldpcore.longitudinal)."""
+    memo = raw.get("memoization", DEFAULT_POLICY)
+    if not isinstance(memo, str) or memo not in POLICIES:
+        raise ParameterError(f"memoization must be one of {list(POLICIES)}, got {memo!r}")
+    per_window = raw.get("reports_per_window", 1)
+    if (not isinstance(per_window, int) or isinstance(per_window, bool)
+            or not 1 <= per_window <= MAX_REPORTS_PER_WINDOW):
+        raise ParameterError(f"reports_per_window must be an integer in "
+                             f"[1, {MAX_REPORTS_PER_WINDOW}], got {per_window!r}")
+    eps1 = raw.get("epsilon_1")
+    if memo != "two-level":
+        if eps1 is not None:
+            raise ParameterError(f"epsilon_1 is only allowed with memoization 'two-level', "
+                                 f"got memoization {memo!r}")
+        return memo, None, per_window
+    if eps1 is None:
+        raise ParameterError("memoization 'two-level' needs epsilon_1 (the instantaneous "
+                             "channel's ε, a real number in (0, 100])")
+    # Validates epsilon_1 in (0, EPSILON_1_MAX] and refuses mechanisms that do not compose.
+    tl = TwoLevel(oracle, epsilon_1=eps1)
+    return memo, tl.epsilon_1, per_window
 
 
 def _numeric_params(params: dict[str, Any], domain: Domain) -> None:
@@ -252,7 +374,8 @@ def _numeric_params(params: dict[str, Any], domain: Domain) -> None:
         raise ParameterError(f"mechanism {params['mechanism']!r} needs an interval domain "
                              f"(kind: interval, low, high, bins), got kind {domain.kind!r}")
     for key, value in (("low", domain.low), ("high", domain.high)):
-        if float(params.setdefault(key, value)) != value:
+        given = params.setdefault(key, value)
+        if _finite(given) != value:
             raise ParameterError(f"oracle.{key} {params[key]!r} does not match the domain's "
                                  f"{value!r}")
 
@@ -278,70 +401,3 @@ def window_start(timestamp_ms: int, window_seconds: int) -> int:
     7200
     """
     return (int(timestamp_ms) // 1000 // window_seconds) * window_seconds
-
-
-def _envelope(spec: CollectionSpec) -> bytes:
-    cid = spec.id.encode("ascii")
-    return (MESSAGE_MAGIC + struct.pack("<BB", _MESSAGE_VERSION, len(cid)) + cid
-            + spec.fingerprint.encode("ascii"))
-
-
-def message_prefix(spec: CollectionSpec) -> bytes:
-    """The fixed bytes every binary message of ``spec`` starts with (envelope only)."""
-    return _envelope(spec)
-
-
-def encode_message(spec: CollectionSpec, reports: Reports, fmt: str = "binary") -> bytes:
-    """One Kafka message value carrying ``reports`` of collection ``spec``."""
-    if fmt == "binary":
-        return _envelope(spec) + wire.encode(reports)
-    if fmt == "json":
-        return json.dumps({"collection": spec.id, "fingerprint": spec.fingerprint,
-                           "reports": wire.to_records(reports)},
-                          separators=(",", ":")).encode()
-    raise ParameterError(f"fmt must be 'binary' or 'json', got {fmt!r}")
-
-
-def peek_message(data: bytes) -> tuple[str, str]:
-    """(collection id, collection fingerprint) of a message, without an oracle."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise ReportError(f"expected bytes, got {type(data).__name__}")
-    data = bytes(data)
-    if data[:4] == MESSAGE_MAGIC:
-        try:
-            version, ln = struct.unpack_from("<BB", data, 4)
-            cid = data[6:6 + ln].decode("ascii")
-            fp = data[6 + ln:22 + ln].decode("ascii")
-        except (struct.error, UnicodeDecodeError) as exc:
-            raise ReportError(f"message truncated or corrupt in envelope: {exc}") from None
-        if version != _MESSAGE_VERSION:
-            raise ReportError(f"unsupported message version {version}")
-        if len(cid) != ln or len(fp) != 16:
-            raise ReportError("message truncated in envelope")
-        return cid, fp
-    if data[:1] == b"{":
-        try:
-            obj = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ReportError(f"message is not valid JSON: {exc}") from None
-        if (not isinstance(obj, dict) or not isinstance(obj.get("collection"), str)
-                or not isinstance(obj.get("fingerprint"), str)):
-            raise ReportError("JSON message needs string 'collection' and 'fingerprint'")
-        return obj["collection"], obj["fingerprint"]
-    raise ReportError("not a ldpstream message (bad magic)")
-
-
-def decode_message(spec: CollectionSpec, oracle: FrequencyOracle,
-                   data: bytes) -> tuple[str, Reports]:
-    """Decode and fully validate a message of ``spec``; raises ReportError."""
-    cid, fp = peek_message(data)
-    if cid != spec.id:
-        raise ReportError(f"message is for collection {cid!r}, expected {spec.id!r}")
-    if fp != spec.fingerprint:
-        raise ReportError(f"message fingerprint {fp!r} does not match collection "
-                          f"{spec.id!r} ({spec.fingerprint!r})")
-    data = bytes(data)
-    if data[:4] == MESSAGE_MAGIC:
-        return cid, wire.decode(oracle, data[len(_envelope(spec)):])
-    records = json.loads(data)["reports"]
-    return cid, wire.from_records(oracle, records)

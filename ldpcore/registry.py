@@ -10,10 +10,12 @@ import importlib
 import inspect
 from typing import Any
 
-from .base import FrequencyOracle
+from .base import FrequencyOracle, Mechanism
+from .capabilities import FrequencyEstimates
 from .errors import ParameterError, UnknownMechanismError
 
-__all__ = ["FREQUENCY_ORACLES", "MECHANISMS", "make_oracle", "oracle_class", "available_mechanisms"]
+__all__ = ["MECHANISMS", "make_oracle", "make_frequency_oracle", "mechanisms_with", "oracle_class",
+           "available_mechanisms"]
 
 MECHANISMS: dict[str, str] = {
     "grr": "ldpcore.frequency.grr:GRR",
@@ -38,13 +40,6 @@ MECHANISMS: dict[str, str] = {
     "pem": "ldpcore.heavy.pem:PEM",
 }
 
-# Mechanisms that are FrequencyOracles over [0, domain_size) built from
-# (epsilon, domain_size) alone: the generic conformance suite runs over these.
-FREQUENCY_ORACLES: tuple[str, ...] = (
-    "grr", "sue", "oue", "blh", "olh", "hr", "hrr", "ss", "cms", "hcms", "hh", "haar",
-)
-
-
 def available_mechanisms() -> list[str]:
     """Names of the mechanisms whose module is importable."""
     out = []
@@ -66,7 +61,37 @@ def oracle_class(mechanism: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-def make_oracle(mechanism: str, **params: Any) -> FrequencyOracle:
+def make_frequency_oracle(mechanism: str, **params: Any) -> FrequencyOracle:
+    """:func:`make_oracle` for a mechanism that must estimate frequencies.
+
+    >>> make_frequency_oracle("pm", epsilon=1.0, bins=8)
+    Traceback (most recent call last):
+    ...
+    ldpcore.errors.ParameterError: mechanism 'pm' does not estimate frequencies; ...
+    """
+    oracle = make_oracle(mechanism, **params)
+    if not isinstance(oracle, FrequencyOracle):
+        raise ParameterError(f"mechanism {mechanism!r} does not estimate frequencies; "
+                             f"use one of {sorted(mechanisms_with(FrequencyEstimates))}")
+    return oracle
+
+
+def mechanisms_with(capability: type) -> list[str]:
+    """Registered (importable) mechanisms whose class has ``capability``.
+
+    >>> from ldpcore.capabilities import HeavyHitterSearch
+    >>> mechanisms_with(HeavyHitterSearch)
+    ['pem']
+    """
+    out = []
+    for name in available_mechanisms():
+        cls = oracle_class(name)
+        if isinstance(cls, type) and issubclass(cls, capability):
+            out.append(name)
+    return out
+
+
+def make_oracle(mechanism: str, **params: Any) -> Mechanism:
     """Build the oracle for ``mechanism`` from keyword parameters.
 
     ``make_oracle(**oracle.spec)`` rebuilds an oracle equal to ``oracle``.
@@ -89,5 +114,5 @@ def make_oracle(mechanism: str, **params: Any) -> FrequencyOracle:
                and n not in params]
     if missing:
         raise ParameterError(f"mechanism {mechanism!r} needs parameter(s) {missing}")
-    oracle: FrequencyOracle = factory(**params)
+    oracle: Mechanism = factory(**params)
     return oracle

@@ -18,6 +18,28 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+# Devices come and go: the population the `ldpstream up` demo devices follow.
+DEFAULT_CHURN = 0.05
+DEFAULT_PRESENCE = 0.9
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
+def _presence(text: str) -> float:
+    value = _fraction(text)
+    if value == 0.0:
+        raise argparse.ArgumentTypeError("presence must be in (0, 1], got 0")
+    return value
+
+
 def add_simulate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("simulate", help="simulated devices publish perturbed reports to Kafka")
     p.add_argument("--collection", help="collection id (required if the file declares several)")
@@ -27,7 +49,15 @@ def add_simulate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     p.add_argument("--kafka", default=os.environ.get("LDP_KAFKA_BOOTSTRAP", "127.0.0.1:9092"))
     p.add_argument("--topic", default=os.environ.get("LDP_REPORTS_TOPIC", "ldp-reports"))
     p.add_argument("--reports", type=int, default=100_000, help="reports to send")
-    p.add_argument("--devices", type=int, default=None, help="devices (default: one per report)")
+    p.add_argument("--devices", type=int, default=None,
+                   help="device population (default: one device per report); each device "
+                        "reports at most once per collection window")
+    p.add_argument("--churn", type=_fraction, default=DEFAULT_CHURN,
+                   help="fraction of the devices replaced by new ones (new value, new memo) "
+                        f"at every window (default {DEFAULT_CHURN})")
+    p.add_argument("--presence", type=_presence, default=DEFAULT_PRESENCE,
+                   help="probability that a device reports in a given window "
+                        f"(default {DEFAULT_PRESENCE})")
     p.add_argument("--dist", default="zipf:1.1",
                    help="zipf:s | uniform | geometric:p | cauchy:center,height | hist:PATH[:NAME]")
     p.add_argument("--batch-size", type=_sizes, default=[512],
@@ -52,14 +82,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         spec = load_spec(args.collections_file, args.collection)
     else:
         raise SystemExit("give --collections-file (or LDP_COLLECTIONS_FILE) or --api")
-    from aggregator.connections import KafkaSecurity
+    from ldpstream.connections import KafkaSecurity
 
     security = KafkaSecurity.from_env()  # LDP_KAFKA_SECURITY_PROTOCOL, SASL, TLS files
     with Client(args.kafka, args.topic, fmt=args.format, **security.kafka_python()) as client:
         result = simulate(spec, lambda batch: client.send(spec, batch), dist=args.dist,
                           reports=args.reports, devices=args.devices,
                           batch_sizes=args.batch_size, seed=args.seed, rate=args.rate,
-                          progress=not args.no_progress)
+                          progress=not args.no_progress, churn=args.churn,
+                          presence=args.presence)
         client.flush()
     print(f"collection {spec.id} ({spec.oracle_spec['mechanism']}, "
           f"epsilon={spec.oracle_spec['epsilon']}): {result.summary()}")

@@ -1,4 +1,16 @@
-"""The demo collections of ``ldpstream up``: what they hold and how devices are simulated."""
+"""The demo collections of ``ldpstream up``: what they hold and how devices are simulated.
+
+Each collection is fed by one ``ldpstream simulate --devices 50000 --rate 400`` process
+(started by ``aggregator/stack.py``), i.e. a population of 50,000 simulated devices
+with the simulator's default churn (5 % of the devices replaced by new ones every
+window) and presence (a device reports in a window with probability 0.9).  Every
+collection keeps the default cadence and memoization: a device sends at most one
+report per 5-minute window, always the same permanent answer for its value.  So a
+window holds about 45,000 reports however long the demo runs, and an answer over
+several windows must use the effective sample size of
+:func:`ldpcore.longitudinal.effective_sample_size` (about one window's worth), not
+the number of reports.
+"""
 
 from __future__ import annotations
 

@@ -1,20 +1,32 @@
-"""Device-side SDK: perturb with a collection spec, memoize, publish to Kafka.
+"""Device-side SDK: perturb with a collection spec, memoize, keep the cadence, publish to Kafka.
 
-Permanent randomized response (RAPPOR, Erlingsson et al. 2014): a :class:`Device`
-memoizes its randomized answer per (collection fingerprint, true value) and sends
-the same answer every time it reports that value again.
+A :class:`Device` follows its collection's longitudinal policy (see
+:mod:`ldpcore.longitudinal` and ``docs/longitudinal.md``):
 
-What it protects: averaging. Without memoization a device that reports the same
-value n times hands the server n independent noisy copies, and their majority
-reveals the value (the privacy loss grows to n·ε).  With memoization repeats carry
-no new information, so the guarantee for one value stays ε however often it is sent.
+* **cadence**: :meth:`Device.message` returns ``None`` when the device has already
+  sent ``spec.reports_per_window`` reports (default 1) to that collection in the
+  current window (the same tumbling windows the aggregator counts in);
+* **memoization** per (collection fingerprint, true value):
 
-What it does not protect: (1) *changes* — a new true value gets a fresh answer, so
-distinct values cost ε each (k values: up to k·ε) and a change of answer hints that
-the value changed; (2) *linkability* — a stable answer can act as a tracking
-identifier across reports (RAPPOR adds instantaneous randomization on top for that;
-we do not); (3) the memo lives in process memory: a restarted device draws anew
-unless the caller persists :attr:`Device.memo`.
+  - ``"permanent"`` (the default; RAPPOR's permanent randomized response): the
+    randomized answer is drawn once and sent verbatim every time.  Averaging
+    repeats gains nothing, so one value costs ε however often it is sent; but the
+    stable answer can link reports of one device, and a *change* of value draws a
+    new answer (k values cost up to k·ε and hint at the change);
+  - ``"two-level"`` (RAPPOR's PRR + IRR): a permanent answer at ε∞ is memoized and
+    every report re-randomizes it afresh at ε₁: one report costs less than ε∞,
+    any number at most ε∞ per value, and reports of one device differ;
+  - ``"none"``: a fresh answer per report (each report costs ε: only for values
+    reported once, e.g. one-off events).
+
+* **persistence**: with ``memo_path`` the memo and the cadence bookkeeping are
+  written to that file after every change (atomically, mode 0600) and reloaded by
+  the next :class:`Device` built with the same path, so a restarted app neither
+  draws a new answer nor reports twice in a window.  The file holds the value
+  indices the answers belong to: keep it in app-private storage.  Several
+  collections may share one file (entries are keyed by fingerprint).
+* **randomness**: OS entropy (a generator freshly seeded from the OS for every
+  draw) unless a ``rng`` is given (tests and simulations only).
 
 >>> from ldpcore.collection import CollectionSpec
 >>> spec = CollectionSpec.from_dict({"id": "os", "oracle": {"mechanism": "grr", "epsilon": 1.0},
@@ -23,42 +35,36 @@ unless the caller persists :attr:`Device.memo`.
 >>> a, b = dev.report("mac"), dev.report("mac")
 >>> a == b
 True
+>>> first = dev.message("mac", now=7200.0)
+>>> dev.message("mac", now=7201.0) is None          # same window: refused
+True
+>>> dev.message("mac", now=7200.0 + spec.window_seconds) == first   # next window
+True
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ldpcore import Reports
-from ldpcore.collection import CollectionSpec, encode_message, load_collections
+from ldpcore import Reports, wire
+from ldpcore.collection import CollectionSpec, encode_message, window_start
+from ldpstream.collections_file import read_collections_file, select_collection
 
 __all__ = ["Device", "Client", "load_spec", "fetch_spec"]
 
 
 def load_spec(path: str | Path, collection: str | None = None) -> CollectionSpec:
     """Read one collection from a YAML/JSON file (a spec, a list, or {'collections': [...]})."""
-    text = Path(path).read_text()
-    raw: Any
-    if str(path).endswith((".yaml", ".yml")):
-        import yaml
-        raw = yaml.safe_load(text)
-    else:
-        raw = json.loads(text)
-    specs = [CollectionSpec.from_dict(raw)] if isinstance(raw, dict) and "id" in raw \
-        else load_collections(raw)
-    if collection is None:
-        if len(specs) != 1:
-            raise ValueError(f"{path} declares {len(specs)} collections; name one")
-        return specs[0]
-    for s in specs:
-        if s.id == collection:
-            return s
-    raise ValueError(f"{path} has no collection {collection!r}")
+    return select_collection(read_collections_file(path), collection, str(path))
 
 
 def fetch_spec(api_url: str, collection: str, timeout: float = 10.0) -> CollectionSpec:
@@ -69,34 +75,155 @@ def fetch_spec(api_url: str, collection: str, timeout: float = 10.0) -> Collecti
     return CollectionSpec.from_dict(raw.get("spec", raw) if isinstance(raw, dict) else raw)
 
 
+MEMO_FORMAT = "ldpstream-device-memo"
+MEMO_VERSION = 1
+
+
 class Device:
-    """One device: maps a value to the domain, perturbs with OS entropy, memoizes.
+    """One device of one collection: maps values to the domain, perturbs, memoizes, keeps
+    the cadence (see the module docstring).
 
     Parameters
     ----------
     spec : CollectionSpec
-    rng : numpy Generator, optional
-        Only for tests and simulations; by default answers use OS entropy.
+    rng : numpy Generator or int seed, optional
+        Only for tests and simulations; by default every draw uses OS entropy.
+    memo_path : path, optional
+        Persist the memo and the cadence here (reloaded if the file exists).
+    clock : callable, optional
+        Seconds since the epoch (default :func:`time.time`); decides the window.
     """
 
-    def __init__(self, spec: CollectionSpec, rng: np.random.Generator | None = None) -> None:
+    def __init__(self, spec: CollectionSpec, rng: np.random.Generator | int | None = None, *,
+                 memo_path: str | Path | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
         self.spec = spec
         self.oracle = spec.oracle()
-        self.rng = rng
+        self.two_level = spec.two_level()
+        self.rng = np.random.default_rng(rng) if isinstance(rng, int) else rng
+        self.clock = clock or time.time
+        self.memo_path = Path(memo_path) if memo_path is not None else None
         self.memo: dict[tuple[str, int], Reports] = {}
+        self.window: int | None = None
+        """Start (epoch s) of the window of the last message sent."""
+        self.sent_in_window = 0
+        if self.memo_path is not None and self.memo_path.exists():
+            self.load(self.memo_path)
 
+    # ---- answers -------------------------------------------------------------------------
     def report(self, value: Any) -> Reports:
-        """The (memoized) one-report batch for a label or number of the domain."""
+        """The one-report batch for a label or number of the domain, per the memo policy.
+
+        It does not count toward the cadence (use :meth:`message` to send).
+        """
         idx = int(self.spec.domain.index([value])[0])
+        policy = self.spec.memoization
+        if policy == "none":
+            return self.oracle.perturb([idx], rng=self.rng)
         key = (self.spec.fingerprint, idx)
         rep = self.memo.get(key)
         if rep is None:
             rep = self.memo[key] = self.oracle.perturb([idx], rng=self.rng)
+            self._save()
+        if self.two_level is not None:
+            return self.two_level.rerandomize(rep, rng=self.rng)
         return rep
 
-    def message(self, value: Any, fmt: str = "binary") -> bytes:
-        """The Kafka message value for one report (never contains the raw value)."""
-        return encode_message(self.spec, self.report(value), fmt)
+    def current_window(self, now: float | None = None) -> int:
+        """Start (epoch s) of the collection window holding ``now`` (default: the clock)."""
+        t = self.clock() if now is None else now
+        return window_start(int(t * 1000), self.spec.window_seconds)
+
+    def can_report(self, now: float | None = None) -> bool:
+        """True unless the cadence is used up in the current window."""
+        return (self.window != self.current_window(now)
+                or self.sent_in_window < self.spec.reports_per_window)
+
+    def message(self, value: Any, fmt: str = "binary", *, now: float | None = None
+                ) -> bytes | None:
+        """The Kafka message value for one report, or ``None`` when the device already sent
+        ``spec.reports_per_window`` reports to this collection in the current window.
+
+        Never contains the raw value.
+        """
+        window = self.current_window(now)
+        if window == self.window and self.sent_in_window >= self.spec.reports_per_window:
+            return None
+        msg = encode_message(self.spec, self.report(value), fmt)
+        self.sent_in_window = self.sent_in_window + 1 if window == self.window else 1
+        self.window = window
+        self._save()
+        return msg
+
+    # ---- persistence ---------------------------------------------------------------------
+    def _entry(self) -> dict[str, Any]:
+        fp = self.spec.fingerprint
+        answers = {str(idx): wire.to_records(rep)[0]
+                   for (f, idx), rep in sorted(self.memo.items()) if f == fp}
+        return {"collection": self.spec.id, "memoization": self.spec.memoization,
+                "answers": answers, "window": self.window, "sent": self.sent_in_window}
+
+    def _save(self) -> None:
+        if self.memo_path is not None:
+            self.save(self.memo_path)
+
+    def save(self, path: str | Path) -> None:
+        """Write this collection's memo and cadence into ``path`` (other collections kept)."""
+        path = Path(path)
+        doc = _read_memo_file(path) if path.exists() else _empty_memo()
+        doc["collections"][self.spec.fingerprint] = self._entry()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".memo-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(doc, fh, separators=(",", ":"))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def load(self, path: str | Path) -> None:
+        """Restore this collection's memo and cadence from ``path`` (raises ValueError if the
+        file is not a memo file or holds answers that do not fit the collection)."""
+        doc = _read_memo_file(Path(path))
+        entry = doc["collections"].get(self.spec.fingerprint)
+        if entry is None:
+            return
+        try:
+            memo = {}
+            for idx_text, record in entry["answers"].items():
+                idx = int(idx_text)
+                if not 0 <= idx < self.spec.domain.size:
+                    raise ValueError(f"value index {idx} outside the domain")
+                memo[(self.spec.fingerprint, idx)] = wire.from_records(self.oracle, [record])
+            window, sent = entry["window"], entry["sent"]
+            if window is not None and not isinstance(window, int):
+                raise ValueError("window must be an integer or null")
+            if not isinstance(sent, int) or sent < 0:
+                raise ValueError("sent must be an integer >= 0")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"memo file {path} has a bad entry for collection "
+                             f"{self.spec.id!r}: {exc}") from None
+        self.memo.update(memo)
+        self.window, self.sent_in_window = window, sent
+
+
+def _empty_memo() -> dict[str, Any]:
+    return {"format": MEMO_FORMAT, "version": MEMO_VERSION, "collections": {}}
+
+
+def _read_memo_file(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read memo file {path}: {exc}") from None
+    if (not isinstance(doc, dict) or doc.get("format") != MEMO_FORMAT
+            or doc.get("version") != MEMO_VERSION or not isinstance(doc.get("collections"), dict)):
+        raise ValueError(f"{path} is not a {MEMO_FORMAT} v{MEMO_VERSION} file")
+    return doc
 
 
 class Client:

@@ -3,10 +3,26 @@
 Distributions (``--dist``): ``zipf:s``, ``uniform``, ``geometric:p``,
 ``cauchy:center,height`` (a Cauchy density with location ``center`` and scale
 ``height`` in index units, discretised on the domain), or ``hist:PATH[:NAME]`` (a
-``real_histograms.json``-style file; NAME picks a dataset).  Each device draws one
-true value and memoizes its randomized answer (see :mod:`producer.sdk`), so a device
-that reports several times repeats the same answer.  The ground truth stays in this
-process (and the ``--truth`` file); only perturbed reports reach Kafka.
+``real_histograms.json``-style file; NAME picks a dataset).
+
+Device population (``devices``; default one device per report, each reporting
+once): every device holds one true value and follows the collection's memoization
+policy like :class:`producer.sdk.Device` (``permanent``: the same answer every
+time; ``two-level``: a memoized answer re-randomized per report; ``none``: fresh).
+Reports are sent in *rounds*, one per collection window: in each round every
+present device (probability ``presence``) reports once, in random order; between
+rounds a fraction ``churn`` of the devices leaves and is replaced by new devices
+(a new value, a new memo).  With ``rate`` (live traffic, as in ``ldpstream up``)
+rounds follow the wall-clock windows of the collection: a device never reports
+twice in a window, and when every present device has reported the simulator
+waits for the next window.  Without ``rate`` (as fast as possible) rounds are
+virtual windows.
+
+The ground truth stays in this process (and the ``--truth`` file); only perturbed
+reports reach Kafka.  It counts the true value of every *report* (a device that
+reported in k windows counts k times), which is what an estimate from the summed
+state estimates; ``SimulationResult.extra["window_counts"]`` holds the reports per
+round, the input of :func:`ldpcore.longitudinal.effective_sample_size`.
 
 >>> p = distribution("zipf:1.0", 4)
 >>> [round(float(x), 3) for x in p]
@@ -21,14 +37,15 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ldpcore import Reports, State
 from ldpcore.collection import CollectionSpec
 
-__all__ = ["distribution", "generate", "simulate", "SimulationResult", "Progress", "write_truth"]
+__all__ = ["distribution", "generate", "schedule", "Sent", "simulate", "SimulationResult",
+           "Progress", "write_truth"]
 
 
 def distribution(name: str, d: int) -> np.ndarray:
@@ -83,27 +100,108 @@ def _batch_sizes(sizes: list[int]) -> Iterator[int]:
         yield from sizes
 
 
+def _set_rows(reports: Reports, rows: np.ndarray, new: Reports) -> None:
+    for name, col in reports.columns.items():
+        col[rows] = new.columns[name]
+
+
+class Sent(NamedTuple):
+    """One batch of :func:`schedule`."""
+
+    batch: Reports
+    values: np.ndarray
+    """True value behind each report (simulator-side ground truth)."""
+    round: int
+    """Round (window) number, from 0."""
+    devices: np.ndarray
+    """Device serial number of each report (a replaced device gets a new serial)."""
+
+
+def schedule(spec: CollectionSpec, probs: np.ndarray, reports: int, devices: int | None,
+             batch_sizes: list[int], seed: int | None, *, churn: float = 0.0,
+             presence: float = 1.0, clock: Callable[[], float] | None = None,
+             sleep: Callable[[float], Any] = time.sleep) -> Iterator[Sent]:
+    """Yield the batches a device population sends (see the module docstring).
+
+    ``clock`` (seconds since the epoch) makes rounds follow the collection's
+    windows: a round ends when the window changes; when it runs out of devices the
+    generator sleeps until the next window.  Deterministic for a seed (without a
+    clock); without a seed device-side randomness comes from OS entropy.
+    """
+    if not 0.0 <= churn <= 1.0:
+        raise ValueError(f"churn must be in [0, 1], got {churn}")
+    if not 0.0 < presence <= 1.0:
+        raise ValueError(f"presence must be in (0, 1], got {presence}")
+    rng = np.random.default_rng(seed)
+    device_rng = rng if seed is not None else None
+    oracle = spec.oracle()
+    two_level = spec.two_level()
+    policy = spec.memoization
+    d = spec.domain.size
+    one_shot = devices is None
+    nd = min(devices or reports, reports) or 1
+    truth = rng.choice(d, size=nd, p=probs)
+    serial = np.arange(nd, dtype=np.int64)
+    next_serial = nd
+    # The memo table: one randomized (permanent) answer per device, drawn on the device side.
+    memo = oracle.perturb(truth, rng=device_rng) if policy != "none" else None
+    sizes = _batch_sizes(batch_sizes)
+
+    def window() -> int:
+        assert clock is not None
+        return int(clock() // spec.window_seconds)
+
+    live = clock is not None and not one_shot
+    current = window() if live else 0
+    j = rnd = 0
+    while j < reports:
+        if rnd and churn > 0:
+            gone = np.flatnonzero(rng.random(nd) < churn)
+            if gone.size:
+                truth[gone] = rng.choice(d, size=gone.size, p=probs)
+                serial[gone] = np.arange(next_serial, next_serial + gone.size)
+                next_serial += gone.size
+                if memo is not None:
+                    _set_rows(memo, gone, oracle.perturb(truth[gone], rng=device_rng))
+        if one_shot:
+            order = np.arange(nd)
+        else:
+            order = rng.permutation(nd)
+            if presence < 1.0:
+                order = order[rng.random(nd) < presence]
+        pos = 0
+        while pos < order.size and j < reports:
+            if live and window() != current:
+                break
+            b = min(next(sizes), order.size - pos, reports - j)
+            idx = np.sort(order[pos:pos + b]) if one_shot else order[pos:pos + b]
+            if memo is None:
+                batch = oracle.perturb(truth[idx], rng=device_rng)
+            elif two_level is not None:
+                batch = two_level.rerandomize(memo[idx], rng=device_rng)
+            else:
+                batch = memo[idx]
+            yield Sent(batch, truth[idx], rnd, serial[idx])
+            pos += b
+            j += b
+        if live:
+            while window() == current and j < reports:
+                assert clock is not None
+                sleep(min(1.0, (current + 1) * spec.window_seconds - clock() + 1e-3))
+            current = window()
+        rnd += 1
+
+
 def generate(spec: CollectionSpec, probs: np.ndarray, reports: int, devices: int | None,
-             batch_sizes: list[int], seed: int | None
+             batch_sizes: list[int], seed: int | None, **population: Any
              ) -> Iterator[tuple[Reports, np.ndarray]]:
     """Yield (perturbed batch, true values of that batch); deterministic for a seed.
 
-    Device ``i`` holds one true value and one memoized answer; report ``j`` comes
-    from device ``j mod devices``.
+    :func:`schedule` without the round numbers (``population``: churn, presence,
+    clock, sleep).
     """
-    rng = np.random.default_rng(seed)
-    oracle = spec.oracle()
-    nd = min(devices or reports, reports) or 1
-    truth = rng.choice(spec.domain.size, size=nd, p=probs)
-    # The memo table: one randomized answer per device (perturbed on the device side).
-    answers = oracle.perturb(truth, rng=rng if seed is not None else None)
-    sizes = _batch_sizes(batch_sizes)
-    j = 0
-    while j < reports:
-        b = min(next(sizes), reports - j)
-        idx = np.arange(j, j + b) % nd
-        yield answers[idx], truth[idx]
-        j += b
+    for sent in schedule(spec, probs, reports, devices, batch_sizes, seed, **population):
+        yield sent.batch, sent.values
 
 
 class Progress:
@@ -150,8 +248,15 @@ class SimulationResult:
 def simulate(spec: CollectionSpec, send: Callable[[Reports], Any], *, dist: str, reports: int,
              devices: int | None = None, batch_sizes: list[int] | None = None,
              seed: int | None = None, rate: float | None = None,
-             progress: bool = False) -> SimulationResult:
-    """Run the simulation, calling ``send`` once per batch; returns truth and sent state."""
+             progress: bool = False, churn: float = 0.0, presence: float = 1.0,
+             clock: Callable[[], float] | None = None,
+             sleep: Callable[[float], Any] = time.sleep) -> SimulationResult:
+    """Run the simulation, calling ``send`` once per batch; returns truth and sent state.
+
+    With ``rate`` (or an explicit ``clock``) and a device population, rounds follow
+    the collection's wall-clock windows (see the module docstring).
+    ``result.extra["window_counts"]`` lists the reports sent per round.
+    """
     if reports < 1:
         raise ValueError("reports must be >= 1")
     sizes = batch_sizes or [512]
@@ -162,20 +267,34 @@ def simulate(spec: CollectionSpec, send: Callable[[Reports], Any], *, dist: str,
     state = oracle.new_state()
     truth = np.zeros(spec.domain.size, dtype=np.int64)
     bar = Progress(reports, progress)
+    if clock is None and rate:
+        clock = time.time
+    now = clock or time.perf_counter
+    window_counts: list[int] = []
     t0 = time.perf_counter()
-    done = messages = 0
-    for batch, true_vals in generate(spec, probs, reports, devices, sizes, seed):
+    pace_t0 = now()
+    done = messages = pace_done = 0
+    for batch, true_vals, rnd, _ in schedule(spec, probs, reports, devices, sizes, seed,
+                                             churn=churn, presence=presence, clock=clock,
+                                             sleep=sleep):
+        if rnd >= len(window_counts):
+            # A new round (window): pace from here, not from before the wait for it.
+            window_counts.extend([0] * (rnd + 1 - len(window_counts)))
+            pace_t0, pace_done = now(), done
         send(batch)
         state += oracle.aggregate(batch)
         truth += np.bincount(true_vals, minlength=spec.domain.size)
+        window_counts[rnd] += len(batch)
         done += len(batch)
         messages += 1
         if rate:
-            ahead = done / rate - (time.perf_counter() - t0)
+            ahead = (done - pace_done) / rate - (now() - pace_t0)
             if ahead > 0:
-                time.sleep(ahead)
+                sleep(ahead)
         bar.update(done)
-    return SimulationResult(done, messages, time.perf_counter() - t0, truth, state)
+    return SimulationResult(done, messages, time.perf_counter() - t0, truth, state,
+                            {"window_counts": window_counts,
+                             "memoization": spec.memoization})
 
 
 def write_truth(path: str | Path, spec: CollectionSpec, result: SimulationResult,

@@ -108,11 +108,11 @@ async def _load(port: int, paths: list[str], clients: int, seconds: float
 def _fill(redis_url: str) -> None:
     import redis
 
-    from aggregator.registry import FLUSH_SCRIPT, CollectionRegistry, Keys, flush_args
     from ldpcore.collection import CollectionSpec
+    from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalog, Keys, flush_args
 
     client = redis.Redis.from_url(redis_url)
-    reg = CollectionRegistry(client)
+    reg = CollectionCatalog(client)
     script = client.register_script(FLUSH_SCRIPT)
     rng = np.random.default_rng(1)
     specs = [

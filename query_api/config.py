@@ -9,8 +9,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from aggregator.connections import RedisOptions
-from aggregator.envvars import ConfigError, env_float, env_int
+from ldpstream.connections import RedisOptions
+from ldpstream.settings import (
+    DEFAULT_REDIS_URL,
+    ConfigError,
+    env_float,
+    env_int,
+    env_redis_prefix,
+    env_redis_url,
+)
+from ldpstream.storage import DEFAULT_PREFIX
 
 __all__ = ["ConfigError", "ApiSettings"]
 
@@ -33,11 +41,11 @@ class ApiSettings:
     ==========================  ==========================  ========================================
 
     Redis credentials and TLS files: ``LDP_REDIS_PASSWORD`` etc., see
-    :mod:`aggregator.connections`.
+    :mod:`ldpstream.connections`.
     """
 
-    redis_url: str = "redis://127.0.0.1:6379/0"
-    redis_prefix: str = "ldp:"
+    redis_url: str = DEFAULT_REDIS_URL
+    redis_prefix: str = DEFAULT_PREFIX
     admin_token: str | None = None
     host: str = "127.0.0.1"
     port: int = 8000
@@ -50,16 +58,11 @@ class ApiSettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> ApiSettings:
         """Read the settings from ``env`` (default ``os.environ``), validating each."""
         env = os.environ if env is None else env
-        url = env.get("LDP_REDIS_URL", cls.redis_url)
-        if not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ConfigError(f"LDP_REDIS_URL must start with redis://, rediss:// or unix://, "
-                              f"got {url!r}")
+        url = env_redis_url(env)
         token = env.get("LDP_ADMIN_TOKEN") or None
         if token is not None and len(token) < 8:
             raise ConfigError("LDP_ADMIN_TOKEN must be at least 8 characters")
-        prefix = env.get("LDP_REDIS_PREFIX", cls.redis_prefix)
-        if not prefix or any(c.isspace() for c in prefix):
-            raise ConfigError(f"LDP_REDIS_PREFIX must be non-empty without spaces, got {prefix!r}")
+        prefix = env_redis_prefix(env)
         return cls(
             redis_url=url,
             redis_prefix=prefix,

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
 __all__ = ["QueryError", "NotFound", "NotEnoughReports", "Unsupported", "Unauthorized",
-           "Forbidden", "Conflict", "Unavailable"]
+           "Forbidden", "Conflict", "Unavailable", "error_response", "install_error_handlers"]
 
 
 class QueryError(ValueError):
@@ -62,3 +69,56 @@ class Unavailable(QueryError):
     """Redis is unreachable (HTTP 503)."""
 
     status = 503
+
+
+def error_response(status: int, message: str, parameter: str | None = None,
+                   **extra: object) -> JSONResponse:
+    """The JSON error body every failure uses: ``{"error": {status, message, parameter}}``."""
+    body: dict[str, object] = {"status": status, "message": message}
+    if parameter is not None:
+        body["parameter"] = parameter
+    body.update(extra)
+    return JSONResponse({"error": body}, status_code=status)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Methods the OpenAPI document declares for the request's path (any template)."""
+    methods: set[str] = set()
+    for template, ops in request.app.openapi().get("paths", {}).items():
+        pattern = "^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)) + "$"
+        if re.match(pattern, request.url.path):
+            methods |= {m.upper() for m in ops if m.isalpha()}
+    if "GET" in methods:
+        methods.add("HEAD")  # answered by the HeadAsGet middleware
+    return sorted(methods)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map typed errors, validation failures and routing errors to JSON 4xx answers."""
+
+    @app.exception_handler(QueryError)
+    async def _query_error(request: Request, exc: QueryError) -> JSONResponse:
+        extra = {"have": exc.have, "need": exc.need} if isinstance(exc, NotEnoughReports) else {}
+        return error_response(exc.status, str(exc), exc.parameter, **extra)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        loc = [str(x) for x in first.get("loc", ()) if x not in ("query", "path", "body")]
+        param = ".".join(loc) or None
+        return error_response(400, f"parameter {param!r}: {first.get('msg', 'invalid')} "
+                                   f"(got {first.get('input')!r})", param)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        msg = str(exc.detail)
+        if exc.status_code == 404:
+            msg = f"no route {request.url.path!r}; see /openapi.json"
+        elif exc.status_code == 405:
+            msg = f"method {request.method} is not allowed on {request.url.path!r}"
+        resp = error_response(exc.status_code, msg)
+        for k, v in (exc.headers or {}).items():
+            resp.headers[k] = v
+        if exc.status_code == 405:  # every method of every route on this path
+            resp.headers["Allow"] = ", ".join(_allowed_methods(request))
+        return resp

@@ -16,8 +16,17 @@ from typing import Any
 import numpy as np
 
 import ldpcore
+from ldpcore.capabilities import (
+    DistributionEstimates,
+    FrequencyEstimates,
+    HeavyHitterSearch,
+    MeanEstimates,
+    RangeQueries,
+)
+from ldpcore.numeric.base import NumericOracle
 
-from .errors import QueryError, Unsupported
+from .capabilities import require
+from .errors import QueryError
 
 __all__ = [
     "z_value",
@@ -42,13 +51,17 @@ def z_value(confidence: float) -> float:
 
 
 def _methods() -> tuple[str, ...]:
-    return tuple(getattr(ldpcore, "POSTPROCESS_METHODS", ("base",)))
+    return tuple(ldpcore.POSTPROCESS_METHODS)
+
+
+def method_names() -> tuple[str, ...]:
+    """Every value the ``method`` parameter accepts."""
+    return _methods()
 
 
 def default_method(task: str = "full") -> str:
     """The paper's guideline (Wang et al. 2020) for a task, via ldpcore."""
-    guide = getattr(ldpcore, "guideline", None)
-    return str(guide(task)) if guide is not None else "base"
+    return str(ldpcore.guideline(task))
 
 
 def _check_method(method: str) -> str:
@@ -63,21 +76,12 @@ def _postprocess(oracle: ldpcore.FrequencyOracle, raw: np.ndarray, n: int,
                  method: str) -> np.ndarray:
     if method == "base":
         return raw
-    post = ldpcore.postprocess  # type: ignore[attr-defined]
-    out: np.ndarray = post(raw, method, n=n, variance=oracle.variance(n))
+    out: np.ndarray = ldpcore.postprocess(raw, method, n=n, variance=oracle.variance(n))
     return out
 
 
 def _need_frequencies(oracle: Any, what: str) -> None:
-    if not getattr(oracle, "answers_frequencies", True):
-        from ldpcore.registry import oracle_class
-
-        names = [m for m in capable("estimate")
-                 if getattr(oracle_class(m), "answers_frequencies", True)]
-        instead = getattr(oracle, "suggested_query", "mean")
-        raise Unsupported(f"{what} queries need a frequency oracle over an enumerable domain "
-                          f"({', '.join(names)}); {oracle.mechanism!r} does not give one: "
-                          f"use /{instead}")
+    require(oracle, FrequencyEstimates, what)
 
 
 def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
@@ -113,11 +117,8 @@ def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Seque
     z = z_value(confidence)
     n = state.n
     raw = oracle.estimate(state)
-    query = getattr(ldpcore, "subset_query", None)
-    if query is None:
-        value = float(raw[list(indices)].sum())
-    else:
-        value = float(query(raw, list(indices), method, n=n, variance=oracle.variance(n)))
+    value = float(ldpcore.subset_query(raw, list(indices), method, n=n,
+                                       variance=oracle.variance(n)))
     # Var of a sum of estimates ~ sum of variances (covariances of a frequency oracle's
     # estimates are O(1/n·d) and ignored); exact for independent-bit encodings.
     se = math.sqrt(sum(oracle.variance(n, float(np.clip(raw[i], 0, 1))) for i in indices))
@@ -125,32 +126,11 @@ def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Seque
             "ci_low": value - z * se, "ci_high": value + z * se}
 
 
-def capable(*attrs: str) -> list[str]:
-    """Registered mechanisms whose oracle class has every one of ``attrs``."""
-    from ldpcore.registry import available_mechanisms, oracle_class
-
-    return [m for m in available_mechanisms()
-            if all(hasattr(oracle_class(m), a) for a in attrs)]
-
-
-def _unsupported(oracle: Any, what: str, *attrs: str) -> Unsupported:
-    names = capable(*attrs)
-    which = ", ".join(names) if names else "none is available in this build"
-    return Unsupported(f"{what} queries need a collection whose mechanism supports them "
-                       f"({which}); this one uses {oracle.mechanism!r}")
-
-
-def _need(oracle: Any, attr: str, what: str) -> Any:
-    fn = getattr(oracle, attr, None)
-    if fn is None:
-        raise _unsupported(oracle, what, attr)
-    return fn
-
-
 def range_answer(oracle: Any, state: ldpcore.State, low: int, high: int, *,
                  confidence: float) -> dict[str, Any]:
     """Fraction of reports with a value in [low, high] (inclusive)."""
-    fn = _need(oracle, "range_query", "range")
+    require(oracle, RangeQueries, "range")
+    fn = oracle.range_query
     d = oracle.domain_size
     if not 0 <= low <= high < d:
         raise QueryError(f"low and high must satisfy 0 <= low <= high < {d}, got low={low}, "
@@ -164,7 +144,9 @@ def range_answer(oracle: Any, state: ldpcore.State, low: int, high: int, *,
 
 def quantiles(oracle: Any, state: ldpcore.State, qs: Sequence[float]) -> dict[str, Any]:
     """Quantiles (domain indices for range oracles, values for numeric ones)."""
-    fn = _need(oracle, "quantile", "quantile")
+    if not isinstance(oracle, DistributionEstimates):
+        require(oracle, RangeQueries, "quantile")
+    fn = oracle.quantile
     for q in qs:
         if not 0.0 <= q <= 1.0:
             raise QueryError(f"q must be in [0, 1], got {q}", parameter="q")
@@ -177,35 +159,32 @@ def _num(x: Any) -> float | int:
 
 def cdf(oracle: Any, state: ldpcore.State) -> dict[str, Any]:
     """Cumulative distribution over the ordered domain."""
-    fn = _need(oracle, "cdf", "cdf")
+    if not isinstance(oracle, DistributionEstimates):
+        require(oracle, RangeQueries, "cdf")
+    fn = oracle.cdf
     values = np.asarray(fn(state), dtype=float)
     return {"cdf": values.tolist()}
 
 
 def mean(oracle: Any, state: ldpcore.State, *, confidence: float) -> dict[str, Any]:
     """Mean of a numeric collection, with its analytic standard error where available."""
-    fn = _need(oracle, "mean", "mean")
+    require(oracle, MeanEstimates, "mean")
+    fn = oracle.mean
     z = z_value(confidence)
     value = float(fn(state))
     out: dict[str, Any] = {"estimate": value, "confidence": confidence}
-    var_fn = getattr(oracle, "mean_variance", None)
-    if var_fn is not None:
-        se = math.sqrt(float(var_fn(state.n)))
-        out.update(std_error=se, ci_low=value - z * se, ci_high=value + z * se)
+    se = math.sqrt(float(oracle.mean_variance(state.n)))
+    out.update(std_error=se, ci_low=value - z * se, ci_high=value + z * se)
     return out
 
 
 def histogram(oracle: Any, state: ldpcore.State) -> dict[str, Any]:
     """Reconstructed distribution over bins (numeric) or leaf frequencies (range)."""
-    dist = getattr(oracle, "distribution", None)
-    if dist is not None:
-        values = np.asarray(dist(state), dtype=float)
+    if isinstance(oracle, DistributionEstimates):
+        values = np.asarray(oracle.distribution(state), dtype=float)
         return {"bins": values.tolist()}
-    if hasattr(oracle, "range_query"):
-        return {"bins": np.asarray(oracle.estimate(state), dtype=float).tolist()}
-    names = sorted(set(capable("range_query")) | set(capable("distribution")))
-    raise Unsupported(f"histogram queries need a range or numeric collection "
-                      f"({', '.join(names)}); this one uses {oracle.mechanism!r}")
+    require(oracle, RangeQueries, "histogram")
+    return {"bins": np.asarray(oracle.estimate(state), dtype=float).tolist()}
 
 
 def heavy_hitters(oracle: Any, state: ldpcore.State, k: int, *,
@@ -213,11 +192,11 @@ def heavy_hitters(oracle: Any, state: ldpcore.State, k: int, *,
     """Top-k values: PEM's candidate search, or the top of a frequency oracle's estimates."""
     if k < 1:
         raise QueryError(f"k must be an integer >= 1, got {k}", parameter="k")
-    hh = getattr(oracle, "heavy_hitters", None)
-    if hh is None:
+    if not isinstance(oracle, HeavyHitterSearch):
         _need_frequencies(oracle, "heavy-hitters")
     else:
-        keep = getattr(oracle, "keep", k)
+        hh = oracle.heavy_hitters
+        keep = oracle.keep
         if k > keep:
             raise QueryError(f"k must be at most {keep} (the candidates this collection "
                              f"keeps), got {k}", parameter="k")
@@ -241,10 +220,9 @@ def numeric_summary(oracle: Any, state: ldpcore.State, *,
     row = {"label": "mean", "index": 0, "estimate": m["estimate"],
            "std_error": m.get("std_error", 0.0), "ci_low": m.get("ci_low", m["estimate"]),
            "ci_high": m.get("ci_high", m["estimate"])}
-    dist = getattr(oracle, "distribution", None)
-    if dist is None:
+    if not isinstance(oracle, DistributionEstimates) or not isinstance(oracle, NumericOracle):
         return {"method": "unbiased", "estimates": [row], "mean": m}
-    values = np.asarray(dist(state), dtype=float)
+    values = np.asarray(oracle.distribution(state), dtype=float)
     centers = oracle.bin_centers()
     rows = [{"label": f"{c:.4g}", "index": i, "estimate": float(v), "std_error": 0.0,
              "ci_low": float(v), "ci_high": float(v)}
@@ -258,7 +236,8 @@ def heavy_hitter_rows(oracle: Any, state: ldpcore.State, k: int, *, confidence: 
                       offset: int = 0) -> dict[str, Any]:
     """The live view of a heavy-hitter collection: its top k as labelled rows."""
     z = z_value(confidence)
-    hh = heavy_hitters(oracle, state, min(k, getattr(oracle, "keep", k)), labels=None,
+    keep = oracle.keep if isinstance(oracle, HeavyHitterSearch) else k
+    hh = heavy_hitters(oracle, state, min(k, keep), labels=None,
                        offset=offset)["heavy_hitters"]
     rows = [{"label": str(r["value"]), "index": i, "estimate": r["estimate"],
              "std_error": r["std_error"], "ci_low": r["estimate"] - z * r["std_error"],

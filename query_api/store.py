@@ -1,8 +1,8 @@
-"""Async access to the Redis layout of :mod:`aggregator.registry` for the query service.
+"""Async access to the Redis layout of :mod:`ldpstream.storage` for the query service.
 
 The query service only reads states; it writes collections (admin routes).  A
 *state version* is the list of (window start, n, last flush time) of the windows a
-query covers, read in one round trip (:data:`aggregator.registry.VERSION_SCRIPT`):
+query covers, read in one round trip (:data:`ldpstream.storage.VERSION_SCRIPT`):
 every flush adds reports to n, and window expiry drops entries, so equal versions
 mean equal states and estimates can be cached per version.
 """
@@ -14,17 +14,18 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from aggregator.registry import (
+from ldpcore import State
+from ldpcore.collection import CollectionSpec
+from ldpstream.storage import (
+    DEFAULT_PREFIX,
     VERSION_SCRIPT,
     CollectionConflict,
     Keys,
-    _windows_in,
     check_same_spec,
     since_until_args,
     state_from_hashes,
+    windows_in,
 )
-from ldpcore import State
-from ldpcore.collection import CollectionSpec
 
 __all__ = ["Store", "StateVersion", "CollectionConflict"]
 
@@ -51,7 +52,7 @@ class StateVersion:
 class Store:
     """Collections and window states in Redis, through an injected ``redis.asyncio`` client."""
 
-    def __init__(self, redis: Any, prefix: str = "ldp:") -> None:
+    def __init__(self, redis: Any, prefix: str = DEFAULT_PREFIX) -> None:
         self.redis = redis
         self.keys = Keys(prefix)
         self._version_script = redis.register_script(VERSION_SCRIPT)
@@ -108,7 +109,7 @@ class Store:
                                           args=[lo, hi, prefix])
         rows = [(int(flat[i]), int(flat[i + 1]), int(flat[i + 2]))
                 for i in range(0, len(flat), 3)]
-        keep = set(_windows_in(spec, [r[0] for r in rows], since, until))
+        keep = set(windows_in(spec, [r[0] for r in rows], since, until))
         rows = [r for r in rows if r[0] in keep]
         return StateVersion(tuple((s, n) for s, n, _ in rows),
                             max((t for _, _, t in rows), default=0))

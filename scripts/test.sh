@@ -4,6 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 .venv/bin/ruff check .
-.venv/bin/mypy --strict ldpcore
+.venv/bin/mypy --strict ldpcore ldpstream producer aggregator query_api
 # pytest exits 5 when it collects nothing: set -e turns that into a failure.
 .venv/bin/python -m pytest "$@"

@@ -7,6 +7,7 @@ from typing import Any
 from .._validate import check_epsilon, check_int
 from ..base import FrequencyOracle
 from ..errors import ParameterError
+from ..limits import domain_range, epsilon_range
 
 __all__ = ["CANDIDATES", "compare", "recommend", "make_adaptive"]
 
@@ -19,18 +20,22 @@ def _rank(row: dict[str, Any]) -> tuple[float, int]:
 
 def compare(*, epsilon: float, domain_size: int) -> list[dict[str, Any]]:
     """Variance at f = 0 (for n = 1) and report size in bits of every candidate, best first."""
-    from ..registry import make_oracle
+    from ..registry import make_frequency_oracle
 
-    eps = check_epsilon(epsilon)
-    d = check_int("domain_size", domain_size, low=2, high=2**31 - 1)
+    lo, hi = epsilon_range("adaptive")
+    eps = check_epsilon(epsilon, low=lo, high=hi, context="for mechanism 'adaptive'")
+    dlo, dhi = domain_range("adaptive")
+    d = check_int("domain_size", domain_size, low=dlo, high=dhi)
     rows = []
     for name in CANDIDATES:
         try:
-            oracle = make_oracle(name, epsilon=eps, domain_size=d)
+            oracle = make_frequency_oracle(name, epsilon=eps, domain_size=d)
         except ParameterError:
             continue  # e.g. a state that would not fit at this (d, ε)
         rows.append({"mechanism": name, "variance": oracle.variance(1),
                      "report_bits": oracle.report_bits, "spec": oracle.spec})
+    if not rows:  # pragma: no cover - grr accepts every (ε, d) in the ranges above
+        raise ParameterError(f"no candidate mechanism accepts epsilon={eps}, domain_size={d}")
     rows.sort(key=_rank)
     return rows
 
@@ -69,7 +74,7 @@ def recommend(*, epsilon: float, domain_size: int, max_report_bits: int | None =
 def make_adaptive(*, epsilon: float, domain_size: int,
                   max_report_bits: int | None = None) -> FrequencyOracle:
     """Build the :func:`recommend`-ed oracle; its spec names the concrete mechanism."""
-    from ..registry import make_oracle
+    from ..registry import make_frequency_oracle
 
     name = recommend(epsilon=epsilon, domain_size=domain_size, max_report_bits=max_report_bits)
-    return make_oracle(name, epsilon=epsilon, domain_size=domain_size)
+    return make_frequency_oracle(name, epsilon=epsilon, domain_size=domain_size)

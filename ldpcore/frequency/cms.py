@@ -12,6 +12,7 @@ from .._transforms import fwht, hadamard_sign
 from .._validate import check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray
 from ..errors import ParameterError
+from ..limits import MAX_HASH_CELLS, MAX_STATE_CELLS
 from .lh import is_prime
 from .unary import bit_counts
 
@@ -42,20 +43,39 @@ class ProjectiveSketch(FrequencyOracle):
 
     def _setup(self, m: int) -> None:
         self.m = m
-        self.field = Field(m)
         r = 1
         while m**r < self.domain_size:
             r += 1
         self.r = r
         self.k = (m**r - 1) // (m - 1)
-        if self.k > MAX_ROWS:
+        if self.k > MAX_ROWS:  # pragma: no cover - implied by MAX_HASH_CELLS
             raise ParameterError(f"m={m} with domain_size={self.domain_size} needs "
                                  f"k={self.k} sketch rows (> {MAX_ROWS}); choose a larger m")
+        if self.k * self.domain_size * r > MAX_HASH_CELLS:
+            raise ParameterError(
+                f"m={m} with domain_size={self.domain_size} needs a hash table of k·d·r = "
+                f"{self.k * self.domain_size * r} entries (allowed: at most {MAX_HASH_CELLS}); "
+                f"choose m near sqrt(domain_size) or a larger m")
+        cells = self.k * (m + 1) * (2 if self.mechanism == "hcms" else 1)
+        if cells > MAX_STATE_CELLS:
+            raise ParameterError(f"m={m} with domain_size={self.domain_size} needs a state of "
+                                 f"{cells} cells (allowed: at most {MAX_STATE_CELLS}); choose a "
+                                 f"smaller m")
+        self.field = Field(m)
         self.kappa = (m ** (r - 1) - 1) / (m**r - 1)
         self.points = projective_points(m, r)  # (k, r)
-        v = np.arange(self.domain_size, dtype=np.int64)
-        digits = np.stack([(v // m**i) % m for i in range(r)], axis=1)  # (d, r)
-        self._hash_table = self.hash_values(np.arange(self.k), digits, outer=True)  # (k, d)
+        self._table: IntArray | None = None
+
+    @property
+    def _hash_table(self) -> IntArray:
+        """h_j(v) for every row j and value v, shape (k, d): built on first use, so that
+        construction stays cheap (at most MAX_HASH_CELLS entries)."""
+        if self._table is None:
+            m, r = self.m, self.r
+            v = np.arange(self.domain_size, dtype=np.int64)
+            digits = np.stack([(v // m**i) % m for i in range(r)], axis=1)  # (d, r)
+            self._table = self.hash_values(np.arange(self.k), digits, outer=True)
+        return self._table
 
     def hash_values(self, rows: IntArray, digits: IntArray, *, outer: bool = False) -> IntArray:
         """h_j(x): pairwise for rows (n,) and digit vectors (n, r), or with ``outer`` the
@@ -102,8 +122,9 @@ class CMS(ProjectiveSketch):
     Parameters
     ----------
     m : int, optional
-        Sketch width, a prime; default the smallest prime >= sqrt(d) (so r = 2 and
-        k = m + 1 rows).
+        Sketch width, a prime in [2, 65536]; default the smallest prime >= sqrt(d) (so
+        r = 2 and k = m + 1 rows).  Allowed: the state k(m+1) within 2^26 cells and the
+        hash table k·d·r within 2^22 entries (see :mod:`ldpcore.limits`).
 
     Examples
     --------
@@ -190,8 +211,8 @@ class HCMS(ProjectiveSketch):
     Parameters
     ----------
     m : int, optional
-        Sketch width, a power of two (hashing is linear over GF(m)); default the
-        smallest power of two >= sqrt(d).
+        Sketch width, a power of two in [2, 4096] (hashing is linear over GF(m));
+        default the smallest power of two >= sqrt(d).
 
     Examples
     --------
@@ -210,9 +231,9 @@ class HCMS(ProjectiveSketch):
             while m * m < self.domain_size:
                 m *= 2
         else:
-            m = check_int("m", m, low=2, high=1 << 16)
+            m = check_int("m", m, low=2, high=1 << 12)
             if m & (m - 1):
-                raise ParameterError(f"m must be a power of two in [2, 65536], got {m}")
+                raise ParameterError(f"m must be a power of two in [2, 4096], got {m}")
         self._setup(m)
         e = math.exp(self.epsilon)
         self.keep = e / (e + 1)

@@ -10,6 +10,7 @@ import numpy as np
 from .._validate import check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray
 from ..errors import ReportError
+from ..limits import PROB_FLOOR_64
 from .unary import _BIT_TABLE, bit_counts
 
 __all__ = ["SS"]
@@ -31,8 +32,10 @@ class SS(FrequencyOracle):
     Parameters
     ----------
     subset_size : int, optional
-        k in [1, d−1]; default :math:`\max(1, \mathrm{round}(d/(e^\varepsilon+1)))`,
-        the variance-optimal size (Wang et al. 2016).
+        k in [1, d−1], and k·e^ε/(d−k) at most about 2^53/1000 (the kernel's float64
+        resolution, see :mod:`ldpcore.limits`); default
+        :math:`\max(1, \mathrm{round}(d/(e^\varepsilon+1)))`, the variance-optimal size
+        (Wang et al. 2016).
 
     Examples
     --------
@@ -53,7 +56,11 @@ class SS(FrequencyOracle):
         e = math.exp(self.epsilon)
         if subset_size is None:
             subset_size = min(d - 1, max(1, round(d / (e + 1))))
-        self.k = check_int("subset_size", subset_size, low=1, high=d - 1)
+        # The kernel compares a float64 uniform with p: keep 1 - p = (d-k)/(ke^ε + d-k)
+        # at least PROB_FLOOR_64 (ldpcore.limits), i.e. k <= d(1-F)/(F e^ε + 1 - F).
+        fl = PROB_FLOOR_64
+        k_max = min(d - 1, max(1, math.floor(d * (1 - fl) / (fl * e + 1 - fl))))
+        self.k = check_int("subset_size", subset_size, low=1, high=k_max)
         k = self.k
         self.p = k * e / (k * e + d - k)
         self.q = (self.p * (k - 1) + (1 - self.p) * k) / (d - 1)

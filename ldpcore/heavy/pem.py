@@ -10,9 +10,11 @@ import numpy as np
 import numpy.typing as npt
 
 from .._validate import check_epsilon, check_int
-from ..base import Column, FloatArray, FrequencyOracle, IntArray, Reports, State
+from ..base import Column, FloatArray, IntArray, Mechanism, Reports, State
+from ..capabilities import HeavyHitterSearch
 from ..errors import ParameterError, StateError
 from ..frequency.lh import olh_variance
+from ..limits import MAX_STATE_CELLS, epsilon_range
 
 __all__ = ["PEM", "key_of", "pem_schedule"]
 
@@ -49,14 +51,15 @@ def pem_schedule(bits: int, keep: int, eta: int) -> list[int]:
     return sorted(set(lengths))
 
 
-class PEM(FrequencyOracle):
+class PEM(Mechanism, HeavyHitterSearch):
     r"""Prefix-extending heavy hitters with optimized local hashing (OLH) per group.
 
     Each device joins one of G groups uniformly at random (sampling, not budget
     splitting: every report is ε-LDP).  Group i reports the top ``lengths[i]`` bits of its
     value through OLH: it draws a seed index s from a public pool of ``pool`` hash
     functions of the group, hashes its prefix to :math:`[g]` with
-    :math:`g = \mathrm{round}(e^\varepsilon + 1)`, and keeps the hash with probability
+    :math:`g = \mathrm{round}(e^\varepsilon + 1)` (lowered if needed so the state
+    G × pool × g stays within 2^26 cells and g <= 2^16), and keeps the hash with probability
     :math:`p = e^\varepsilon / (e^\varepsilon + g - 1)` (else another value of [g],
     uniformly).  The state holds, per group, the count of every (seed, hashed value)
     pair: G × pool × g integers, whatever n is.
@@ -105,13 +108,16 @@ class PEM(FrequencyOracle):
     """
 
     mechanism = "pem"
-    answers_frequencies = False
-    suggested_query = "heavy-hitters"
+
+    @classmethod
+    def _unit_test_params(cls) -> list[dict[str, Any]]:
+        return [{"bits": 8, "keep": 4, "eta": 2, "pool": 8}]
 
     def __init__(self, *, epsilon: float, bits: int | None = None,
                  domain_size: int | None = None, keep: int = 64, eta: int = 8,
                  pool: int = 256, hash_seed: int = 0) -> None:
-        self.epsilon = check_epsilon(epsilon)
+        lo, hi = epsilon_range(self.mechanism)
+        self.epsilon = check_epsilon(epsilon, low=lo, high=hi, context="for mechanism 'pem'")
         if bits is None:
             if domain_size is None:
                 raise ParameterError("give bits (values are integers in [0, 2^bits))")
@@ -132,7 +138,11 @@ class PEM(FrequencyOracle):
         self.hash_seed = check_int("hash_seed", hash_seed, low=0, high=2**63 - 1)
         self.lengths = pem_schedule(self.bits, self.keep, self.eta)
         e = math.exp(self.epsilon)
-        self.g = max(2, int(round(e + 1)))
+        # OLH's optimum g = round(e^ε + 1), lowered so that the "y" report column (uint16)
+        # and the state (groups × pool × g <= MAX_STATE_CELLS) stay bounded: any g >= 2 is
+        # ε-LDP with p = e^ε / (e^ε + g - 1), only less accurate.
+        g_cap = max(2, min(1 << 16, MAX_STATE_CELLS // (len(self.lengths) * self.pool)))
+        self.g = int(min(g_cap, max(2, round(e + 1))))
         self.p = e / (e + self.g - 1)
         rng = np.random.default_rng(self.hash_seed)
         groups = len(self.lengths)
@@ -199,10 +209,6 @@ class PEM(FrequencyOracle):
                 + columns["y"])
         size = len(self.lengths) * self.pool * self.g
         return np.bincount(flat, minlength=size).reshape(self.state_shape).astype(np.int64)
-
-    def _estimate(self, counts: IntArray, n: int) -> FloatArray:
-        raise StateError("pem cannot enumerate its domain: use heavy_hitters(state, k) or "
-                         "frequency_of(state, values)")
 
     def variance(self, n: int, frequency: float = 0.0) -> float:
         """Variance of one estimate from a group of ``n`` reports (OLH's, with q* = 1/g)."""

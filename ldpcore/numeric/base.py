@@ -8,23 +8,24 @@ from typing import Any
 import numpy as np
 
 from .._validate import check_float, check_int
-from ..base import FloatArray, FrequencyOracle, IntArray
+from ..base import FloatArray, IntArray, Mechanism
+from ..capabilities import MeanEstimates
 from ..errors import ParameterError
+from ..limits import domain_range
 
 __all__ = ["NumericOracle", "wasserstein_distance", "ks_distance"]
 
 
-class NumericOracle(FrequencyOracle):
+class NumericOracle(Mechanism, MeanEstimates):
     """An ε-LDP mechanism for values in ``[low, high]``, binned into ``domain_size`` bins.
 
     Subclasses perturb a *unit* value ``u`` in [0, 1]; :meth:`_unit_values` turns bin
     indices into such values (uniform inside the bin, drawn on the device).
 
-    ``answers_frequencies`` is False for mean-only mechanisms: their :meth:`estimate`
-    refuses, and services answer frequency queries with a clear "unsupported".
+    Every numeric oracle estimates a mean (:class:`~ldpcore.capabilities.MeanEstimates`);
+    ``sw`` also reconstructs the distribution and is a :class:`FrequencyOracle` over
+    the bins.
     """
-
-    answers_frequencies = True
 
     def __init__(self, *, epsilon: float, domain_size: int | None = None,
                  bins: int | None = None, low: float = 0.0, high: float = 1.0) -> None:
@@ -32,7 +33,8 @@ class NumericOracle(FrequencyOracle):
             raise ParameterError("give bins (or domain_size): the number of bins of [low, high]")
         if domain_size is not None and bins is not None and domain_size != bins:
             raise ParameterError(f"bins ({bins}) and domain_size ({domain_size}) disagree")
-        d = check_int("bins", bins if bins is not None else domain_size, low=2, high=2**20)
+        lo, hi = domain_range(self.mechanism)
+        d = check_int("bins", bins if bins is not None else domain_size, low=lo, high=hi)
         super().__init__(epsilon=epsilon, domain_size=d)
         self.low = check_float("low", low, low=-1e300, high=1e300)
         self.high = check_float("high", high, low=-1e300, high=1e300)

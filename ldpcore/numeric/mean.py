@@ -6,9 +6,10 @@ import math
 
 import numpy as np
 
-from .._validate import check_int
+from .._state_sampling import check_distribution
+from .._validate import as_rng, check_int
 from ..base import Column, FloatArray, IntArray, State
-from ..errors import ParameterError, StateError
+from ..errors import ParameterError
 from .base import NumericOracle
 
 __all__ = ["PiecewiseMechanism", "Duchi"]
@@ -17,14 +18,7 @@ _LEVELS = 1 << 16  # fixed-point resolution of a PM report over [-C, C]
 
 
 class _MeanOnly(NumericOracle):
-    answers_frequencies = False
-    suggested_query = "mean"
-
-    def _estimate(self, counts: IntArray, n: int) -> FloatArray:
-        raise StateError(f"{self.mechanism} estimates means only; use 'sw' for distributions")
-
-    def variance(self, n: int, frequency: float = 0.0) -> float:
-        raise StateError(f"{self.mechanism} estimates means only; see mean_variance")
+    """A mechanism that estimates means only (no frequency capability)."""
 
     def _unit_mean(self, state: State) -> float:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -106,6 +100,70 @@ class PiecewiseMechanism(_MeanOnly):
         zi = np.floor(z + rng.random(z.size))  # stochastic rounding keeps E[zi] = z
         return {"y": np.clip(zi, 0, _LEVELS).astype(np.uint32)}
 
+    def report_pmf(self, distribution: FloatArray) -> FloatArray:
+        r"""Exact distribution of one report's integer :math:`z_i \in [0, 2^{16}]` when the
+        bin index is drawn from ``distribution`` (and the value uniformly in its bin).
+
+        With :math:`z = (y + C)L/(2C)` and stochastic rounding,
+        :math:`P(z_i = k) = \int f_Z(z)\,\Lambda(z - k)\,dz` (Λ the unit hat).  The
+        density of y is :math:`f_Y(y) = q_o + (p_i - q_o)\,[F_\ell(y) - F_\ell(y - C + 1)]`
+        (:math:`p_i = p_{band}/(C-1)`, :math:`q_o = (1-p_{band})/(C+1)`, :math:`F_\ell` the
+        piecewise-linear CDF of the band's left end :math:`\ell(T)`), so :math:`f_Z` is
+        piecewise linear: jumps :math:`J` at 0 and L, slope changes :math:`s_\kappa` at
+        the images κ of the bin edges.  Writing f as steps and ramps,
+        :math:`P(k) = f_Z(k) + \sum_{|k-\kappa|<1} \big[s_\kappa (1-|x|)^3/6\big]
+        + \sum_{\text{jumps}} J\,[\Phi(x) - 1_{x \ge 0}]`, x = k − κ, with Φ the hat's
+        CDF — exact, O(L + bins).
+        """
+        dist = check_distribution(distribution, self.domain_size)
+        c, big = self.C, _LEVELS
+        alpha, beta, width = (c + 1) / 2, (c - 1) / 2, c - 1
+        p_in, q_out = self.p_band / (c - 1), (1 - self.p_band) / (c + 1)
+        d = self.domain_size
+        t_edges = -1 + 2 * np.arange(d + 1) / d
+        cum = np.concatenate([[0.0], np.cumsum(dist)])
+        scale = 2 * c / big  # dy/dz
+
+        def f_ell(v: FloatArray) -> FloatArray:
+            return np.asarray(np.interp((v + beta) / alpha, t_edges, cum), dtype=np.float64)
+
+        k = np.arange(big + 1, dtype=np.float64)
+        y = -c + scale * k
+        pmf = (q_out + (p_in - q_out) * (f_ell(y) - f_ell(y - width))) * scale
+        pmf[-1] = 0.0  # right-continuous f_Z: 0 beyond L
+        # Slope changes of f_Y: the density of l(T) is pi_i/(alpha*dt) on bin i's image.
+        dens = np.concatenate([[0.0], dist, [0.0]]) / (alpha * (2 / d))
+        jump = np.diff(dens) * (p_in - q_out)  # at sigma_e = alpha t_e - beta, e = 0..d
+        sigma = alpha * t_edges - beta
+        kinks = np.concatenate([(sigma + c) / scale, (sigma + width + c) / scale])
+        slopes = np.concatenate([jump, -jump]) * scale * scale  # d f_Z / dz changes
+        base = np.floor(kinks).astype(np.int64)
+        for off in (0, 1):
+            kk = base + off
+            x = kk - kinks
+            ok = (np.abs(x) < 1) & (kk >= 0) & (kk <= big)
+            np.add.at(pmf, kk[ok], slopes[ok] * (1 - np.abs(x[ok])) ** 3 / 6)
+        pmf[0] -= q_out * scale / 2  # jump +q_o at z = 0:  Phi(0) - 1 = -1/2
+        pmf[-1] += q_out * scale / 2  # jump -q_o at z = L: -q_o (Phi(0) - 1)
+        pmf = np.clip(pmf, 0.0, None)
+        out: FloatArray = pmf / pmf.sum()
+        return out
+
+    def sample_state(self, distribution: FloatArray, n: int,
+                     rng: np.random.Generator | int | None = None) -> State:
+        """A state distributed exactly as ``aggregate(perturb(values))`` for n bin indices
+        i.i.d. from ``distribution``: the report counts per level are one multinomial
+        draw over :meth:`report_pmf` (2^16 + 1 cells), the state their weighted sum.
+        O(2^16 + bins) whatever n."""
+        pmf = self.report_pmf(distribution)
+        n = check_int("n", n, low=0)
+        gen = as_rng(rng)
+        if n == 0:
+            return self.new_state()
+        counts = gen.multinomial(n, pmf)
+        total = int(counts @ np.arange(_LEVELS + 1, dtype=np.int64))
+        return State(self.fingerprint, n, np.array([total], dtype=np.int64))
+
     def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
         return np.array([int(columns["y"].sum(dtype=np.int64))], dtype=np.int64)
 
@@ -158,6 +216,29 @@ class Duchi(_MeanOnly):
 
     def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
         return np.array([int(columns["y"].sum(dtype=np.int64))], dtype=np.int64)
+
+    def sample_state(self, distribution: FloatArray, n: int,
+                     rng: np.random.Generator | int | None = None) -> State:
+        r"""A state distributed exactly as ``aggregate(perturb(values))`` for n bin indices
+        i.i.d. from ``distribution``: the count of +B reports is
+        :math:`\mathrm{Bin}(n, \bar P)` with :math:`\bar P = \sum_i \pi_i
+        \frac{(e^\varepsilon-1)\bar t_i + e^\varepsilon + 1}{2(e^\varepsilon+1)}`, exact
+        because P[+B | t] is linear in t and :math:`\bar t_i` is bin i's centre in [-1, 1].
+        O(bins).
+
+        >>> import ldpcore
+        >>> o = ldpcore.make_oracle("duchi", epsilon=1.0, bins=2)
+        >>> o.sample_state([0.0, 1.0], 10**12, rng=1).n
+        1000000000000
+        """
+        dist = check_distribution(distribution, self.domain_size)
+        n = check_int("n", n, low=0)
+        gen = as_rng(rng)
+        e = math.exp(self.epsilon)
+        t = 2 * (np.arange(self.domain_size) + 0.5) / self.domain_size - 1
+        plus = float(dist @ (((e - 1) * t + e + 1) / (2 * (e + 1))))
+        count = int(gen.binomial(n, min(max(plus, 0.0), 1.0))) if n else 0
+        return State(self.fingerprint, n, np.array([count], dtype=np.int64))
 
     def _unit_mean(self, state: State) -> float:
         return float((2 * state.counts[0] / state.n - 1) * self.B)

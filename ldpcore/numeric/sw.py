@@ -9,13 +9,19 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import check_float, check_int
-from ..base import Column, FloatArray, IntArray, State
+from .._state_sampling import check_distribution, multinomial_cells
+from .._validate import as_rng, check_float, check_int
+from ..base import Column, FloatArray, FrequencyOracle, IntArray, State
+from ..capabilities import DistributionEstimates
 from ..errors import ParameterError
+from ..limits import PROB_FLOOR_64, SW_B_MIN
 from .base import NumericOracle
 from .em import em_reconstruct, sw_transition_matrix
 
 __all__ = ["SquareWave", "sw_b"]
+
+SW_MAX_OUT_BINS = 1 << 12
+SW_MAX_CELLS = 1 << 22  # bins × out_bins: the transition matrix and its pseudo-inverse
 
 
 def sw_b(epsilon: float) -> float:
@@ -33,7 +39,7 @@ def sw_b(epsilon: float) -> float:
     return (epsilon * e - e + 1) / (2 * e * (e - 1 - epsilon))
 
 
-class SquareWave(NumericOracle):
+class SquareWave(NumericOracle, FrequencyOracle, DistributionEstimates):
     r"""Square Wave mechanism with EM/EMS reconstruction.
 
     A value :math:`v \in [0, 1]` (scaled from [low, high]) is reported as
@@ -58,13 +64,16 @@ class SquareWave(NumericOracle):
     ----------
     epsilon : float
     bins : int
-        Input bins of [low, high] (``domain_size`` is an alias; a collection passes it).
+        Input bins of [low, high], in [2, 4096] (``domain_size`` is an alias; a
+        collection passes it).
     low, high : float
         The interval.
     out_bins : int
-        Output buckets of [-b, 1+b] (the report is an index < out_bins).
+        Output buckets of [-b, 1+b] (the report is an index < out_bins), in [2, 4096]
+        with bins × out_bins <= 2^22 (the transition matrix and its pseudo-inverse).
     b : float or None
-        Half-width; default :func:`sw_b`.
+        Half-width; default :func:`sw_b`.  Allowed: [1000·2^-52, 10] and
+        2be^ε + 1 <= 2^53/1000 (see :mod:`ldpcore.limits`).
     smoothing : bool
         EMS (True, default) or plain EM.
 
@@ -88,13 +97,17 @@ class SquareWave(NumericOracle):
                  out_bins: int = 1024, b: float | None = None, smoothing: bool = True) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size, bins=bins, low=low,
                          high=high)
-        self.out_bins = check_int("out_bins", out_bins, low=2, high=2**16)
-        self.b = sw_b(self.epsilon) if b is None else check_float("b", b, low=0.0, high=10.0,
-                                                                  low_open=True)
+        self.out_bins = check_int("out_bins", out_bins, low=2,
+                                  high=min(SW_MAX_OUT_BINS, SW_MAX_CELLS // self.domain_size))
+        e = math.exp(self.epsilon)
+        # b at least 1000 float64 steps of the unit interval, and the outside-band
+        # probability 1/(2be^ε + 1) at least PROB_FLOOR_64 (see ldpcore.limits).
+        b_max = min(10.0, (1 / PROB_FLOOR_64 - 1) / (2 * e))
+        self.b = sw_b(self.epsilon) if b is None else check_float("b", b, low=SW_B_MIN,
+                                                                  high=b_max)
         if not isinstance(smoothing, bool):
             raise ParameterError(f"smoothing must be True (EMS) or False (EM), got {smoothing!r}")
         self.smoothing = smoothing
-        e = math.exp(self.epsilon)
         self.p = e / (2 * self.b * e + 1)
         self.q = 1.0 / (2 * self.b * e + 1)
         self._matrix: FloatArray | None = None
@@ -129,6 +142,23 @@ class SquareWave(NumericOracle):
 
     def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"y": self.perturb_unit(self._unit_values(values, rng), rng).astype(np.uint16)}
+
+    def sample_state(self, distribution: FloatArray, n: int,
+                     rng: np.random.Generator | int | None = None) -> State:
+        r"""A state distributed as ``aggregate(perturb(values))`` for n bin indices i.i.d.
+        from ``distribution`` (over the ``bins`` input bins), in O(bins · out_bins).
+
+        Reports are i.i.d. buckets with :math:`P(j) = (M\pi)_j`, M = :meth:`matrix`
+        (a value is uniform in its bin, as on the device), so the bucket histogram is
+        :math:`\mathrm{Multinomial}(n, M\pi)`.  Exact up to M's quadrature (the midpoint
+        rule over sub-points of each bin; the same M the estimators assume).
+        """
+        dist = check_distribution(distribution, self.domain_size)
+        n = check_int("n", n, low=0)
+        gen = as_rng(rng)
+        if n == 0:
+            return self.new_state()
+        return State(self.fingerprint, n, multinomial_cells(n, self.matrix() @ dist, gen))
 
     # ---- server ------------------------------------------------------------------------
     def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:

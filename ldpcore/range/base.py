@@ -3,21 +3,44 @@
 from __future__ import annotations
 
 from abc import abstractmethod
+from typing import Any
 
 import numpy as np
 
 from .._validate import check_float, check_int
 from ..base import FloatArray, State
-from ..errors import ParameterError
+from ..capabilities import RangeQueries
+from ..errors import ParameterError, StateError
 
-__all__ = ["RangeMixin"]
+__all__ = ["RangeMixin", "RANGE_METHODS", "check_range_method"]
+
+RANGE_METHODS: tuple[str, ...] = ("unbiased", "consistent")
 
 
-class RangeMixin:
-    """``range_query``, ``prefix``, ``quantile``, ``cdf`` on top of ``_prefixes``.
+def check_range_method(method: Any) -> str:
+    """Validate a range oracle's estimation ``method`` (one of :data:`RANGE_METHODS`)."""
+    if not isinstance(method, str) or method not in RANGE_METHODS:
+        raise ParameterError(f"method must be one of {list(RANGE_METHODS)}, got {method!r}")
+    return method
 
-    Subclasses provide :meth:`cdf` (all prefix answers at once, vectorised) and
-    may override :meth:`range_query` with a cheaper decomposition.
+
+class RangeMixin(RangeQueries):
+    """``range_query``, ``prefix``, ``quantile``, ``cdf`` and ``leaves`` with a ``method``.
+
+    Every query takes ``method``:
+
+    * ``"unbiased"`` (default): the oracle's linear, unbiased estimate (today's answers;
+      may be negative, exceed 1, and give a non-monotone CDF);
+    * ``"consistent"``: answers read off one non-negative histogram over [0, D) that sums
+      to 1 (:meth:`leaves`), so the CDF is non-decreasing in [0, 1] and ends at exactly 1,
+      a range is in [0, 1] (the whole domain is 1), and quantiles are monotone in q.
+      Biased (it is a projection), usually more accurate.
+
+    Subclasses provide :meth:`_unbiased_cdf`, :meth:`_unbiased_leaves` and
+    :meth:`_fit_consistent` (cached per state by :meth:`_consistent_leaves`), and may
+    override :meth:`range_query` with a cheaper decomposition for the unbiased method.
+    ``method`` is a query-time choice: it is not a constructor parameter, so it never
+    enters the spec or the fingerprint.
     """
 
     domain_size: int
@@ -30,25 +53,79 @@ class RangeMixin:
             raise ParameterError(f"lo must be <= hi, got lo={lo}, hi={hi}")
         return lo, hi
 
-    @abstractmethod
-    def cdf(self, state: State) -> FloatArray:
-        """Estimated P[X <= x] for every x in [0, D)."""
+    @staticmethod
+    def _check_nonempty(state: State) -> None:
+        if state.n <= 0:
+            raise StateError("cannot estimate from an empty state (n = 0)")
 
-    def range_query(self, state: State, lo: int, hi: int) -> float:
+    @abstractmethod
+    def _unbiased_cdf(self, state: State) -> FloatArray:
+        """Unbiased P[X <= x] for every x in [0, D)."""
+
+    @abstractmethod
+    def _unbiased_leaves(self, state: State) -> FloatArray:
+        """Unbiased frequency of every x in [0, D)."""
+
+    @abstractmethod
+    def _fit_consistent(self, state: State) -> FloatArray:
+        """Non-negative frequencies over [0, D) summing to 1 (uncached; state checked)."""
+
+    def _check_range_state(self, state: State) -> None:
+        """Raise StateError unless ``state`` is a non-empty state of this oracle."""
+        check = getattr(self, "check_state", None)
+        if check is not None:
+            check(state)
+        self._check_nonempty(state)
+
+    def _consistent_leaves(self, state: State) -> FloatArray:
+        """The consistent leaves, computed once per state (a one-entry cache keyed by the
+        state's fingerprint, n and counts: a live API asks cdf, range and quantiles of the
+        same state)."""
+        self._check_range_state(state)
+        cached: tuple[str, int, Any, FloatArray] | None = getattr(self, "_consistent_cache",
+                                                                   None)
+        if (cached is not None and cached[0] == state.fingerprint and cached[1] == state.n
+                and np.array_equal(cached[2], state.counts)):
+            return cached[3]
+        leaves = self._fit_consistent(state)
+        leaves.setflags(write=False)
+        self._consistent_cache = (state.fingerprint, state.n, state.counts.copy(), leaves)
+        return leaves
+
+    def leaves(self, state: State, method: str = "unbiased") -> FloatArray:
+        """Estimated frequency of every x in [0, D) (the histogram) under ``method``."""
+        if check_range_method(method) == "consistent":
+            return self._consistent_leaves(state).copy()
+        return self._unbiased_leaves(state)
+
+    def histogram(self, state: State, method: str = "unbiased") -> FloatArray:
+        """Alias of :meth:`leaves`."""
+        return self.leaves(state, method)
+
+    def cdf(self, state: State, method: str = "unbiased") -> FloatArray:
+        """Estimated P[X <= x] for every x in [0, D) under ``method``."""
+        if check_range_method(method) == "unbiased":
+            return self._unbiased_cdf(state)
+        out: FloatArray = np.minimum(np.cumsum(self._consistent_leaves(state)), 1.0)
+        out[-1] = 1.0  # the leaves sum to 1 up to rounding; the CDF ends at exactly 1
+        return out
+
+    def range_query(self, state: State, lo: int, hi: int, method: str = "unbiased") -> float:
         """Estimated fraction of values in [lo, hi] (inclusive)."""
         lo, hi = self._check_range(lo, hi)
-        c = self.cdf(state)
-        return float(c[hi] - (c[lo - 1] if lo > 0 else 0.0))
+        c = self.cdf(state, method)
+        out = float(c[hi] - (c[lo - 1] if lo > 0 else 0.0))
+        return max(out, 0.0) if method == "consistent" else out  # rounding below 0
 
-    def prefix(self, state: State, x: int) -> float:
+    def prefix(self, state: State, x: int, method: str = "unbiased") -> float:
         """Estimated fraction of values <= x."""
         x = check_int("x", x, low=0, high=self.domain_size - 1)
-        return float(self.cdf(state)[x])
+        return float(self.cdf(state, method)[x])
 
-    def quantile(self, state: State, q: float) -> int:
+    def quantile(self, state: State, q: float, method: str = "unbiased") -> int:
         """Smallest domain index x with prefix(x) >= q (binary search over prefix answers)."""
         q = check_float("q", q, low=0.0, high=1.0)
-        c = np.maximum.accumulate(self.cdf(state))  # monotone, so the search is well defined
+        c = np.maximum.accumulate(self.cdf(state, method))  # monotone: the search is defined
         idx = int(np.searchsorted(c, q, side="left"))
         return min(idx, self.domain_size - 1)
 

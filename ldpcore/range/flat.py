@@ -6,6 +6,7 @@ import numpy as np
 
 from .._validate import check_int
 from ..base import FloatArray, FrequencyOracle, State
+from ..consistency.normalize import simplex_projection
 from .base import RangeMixin
 
 __all__ = ["FlatRange"]
@@ -28,9 +29,20 @@ class FlatRange(RangeMixin):
         self.oracle = oracle
         self.domain_size = oracle.domain_size
 
-    def cdf(self, state: State) -> FloatArray:
+    def _check_range_state(self, state: State) -> None:
+        self.oracle.check_state(state)
+        self._check_nonempty(state)
+
+    def _unbiased_leaves(self, state: State) -> FloatArray:
+        return self.oracle.estimate(state)
+
+    def _unbiased_cdf(self, state: State) -> FloatArray:
         out: FloatArray = np.cumsum(self.oracle.estimate(state))
         return out
+
+    def _fit_consistent(self, state: State) -> FloatArray:
+        """Norm-Sub (the simplex projection) of the oracle's estimates."""
+        return simplex_projection(self.oracle.estimate(state))
 
     def range_variance(self, n: int, lo: int, hi: int) -> float:
         lo, hi = self._check_range(lo, hi)

@@ -7,15 +7,30 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import check_int
+from .._state_sampling import check_distribution, sample_counts
+from .._validate import as_rng, check_epsilon, check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, Reports, State
+from ..consistency.hierarchy import tree_nonneg_wls
 from ..consistency.normalize import simplex_projection
 from ..errors import ParameterError
-from .base import RangeMixin
+from ..limits import MAX_STATE_CELLS, domain_range, epsilon_range
+from .base import RangeMixin, check_range_method
 
 __all__ = ["HierarchicalHistogram", "BASES"]
 
 BASES = ("oue", "hrr", "olh", "grr")
+
+
+def _check_levels(epsilon: float, base: str, fanout: int, height: int) -> None:
+    """The per-level base oracles must accept ε and B^height (before building them)."""
+    lo, hi = epsilon_range(base)
+    check_epsilon(epsilon, low=lo, high=hi, context=f"for hh with base {base!r}")
+    dlo, dhi = domain_range(base)
+    if fanout**height > dhi:
+        raise ParameterError(
+            f"fanout={fanout} pads the domain to {fanout}^{height} = {fanout**height} leaves, "
+            f"more than base {base!r} allows ({dhi}); choose a fanout whose power just covers "
+            f"domain_size, or another base")
 
 
 class HierarchicalHistogram(RangeMixin, FrequencyOracle):
@@ -37,6 +52,13 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
     answer the sum of its leaves.  ``nonnegative=True`` then projects the leaves
     onto the probability simplex.
 
+    Every query takes ``method``: ``"unbiased"`` (default; the answers above) or
+    ``"consistent"``: the exact solution of the slides' HH-ADMM problem (see
+    :meth:`_fit_consistent`): non-negative leaves summing to 1, every node the sum of
+    its children, weighted by the levels' variances.  It is a query-time choice, so
+    it does not enter the fingerprint.  :meth:`sample_state` draws a state exactly
+    distributed as ``aggregate(perturb(values))`` without simulating the reports.
+
     Range variance (Theorem 4.3 with :math:`p_l = 1/h`, Eq. (1)):
     :math:`V_r \le (2B-1)\,h\,\alpha\,V_F`, :math:`\alpha = \lceil\log_B r\rceil + 1`;
     after consistency :math:`(B+1)/2` replaces :math:`2B-1` (Section 4.5, Eq. (2)).
@@ -46,8 +68,10 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
     Parameters
     ----------
     fanout : int, optional
-        B >= 2; default 8 with consistency (the paper's optimum B ≈ 9.2 rounded to
-        a power of two) and 4 without.
+        B in [2, 1024], with :math:`B^h` within the base's domain range and the whole
+        state within 2^26 cells (see :mod:`ldpcore.limits`; ε must also be within the
+        base's range, e.g. at most 9.7 for ``"oue"``); default 8 with consistency (the
+        paper's optimum B ≈ 9.2 rounded to a power of two) and 4 without.
     base : {"hrr", "oue", "olh", "grr"}
         The per-level frequency oracle; default ``"hrr"`` (constant-size reports:
         scales to D = 2^22, where OUE would send D bits per user).
@@ -66,13 +90,16 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
     >>> st = o.aggregate(o.perturb(values, rng=1))
     >>> abs(o.range_query(st, 0, 499) - 1.0) < 4 * o.range_variance(st.n, 0, 499) ** 0.5
     True
+    >>> c = o.cdf(st, method="consistent")
+    >>> bool(np.all(np.diff(c) >= 0)), float(c[-1]), o.range_query(st, 0, 999, "consistent")
+    (True, 1.0, 1.0)
     """
 
     mechanism = "hh"
 
     def __init__(self, *, epsilon: float, domain_size: int, fanout: int | None = None,
                  base: str = "hrr", consistency: bool = True, nonnegative: bool = False) -> None:
-        from ..registry import make_oracle
+        from ..registry import make_frequency_oracle
 
         FrequencyOracle.__init__(self, epsilon=epsilon, domain_size=domain_size)
         if not isinstance(consistency, bool):
@@ -90,10 +117,16 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
             h += 1
         self.height = h
         self.padded = self.fanout**h
-        self.levels = [make_oracle(base, epsilon=self.epsilon, domain_size=self.fanout**lv)
+        _check_levels(self.epsilon, base, self.fanout, h)
+        self.levels = [make_frequency_oracle(base, epsilon=self.epsilon,
+                                             domain_size=self.fanout**lv)
                        for lv in range(1, h + 1)]
         sizes = [math.prod(o.state_shape) for o in self.levels]
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        if sum(sizes) + h > MAX_STATE_CELLS:
+            raise ParameterError(f"fanout={self.fanout} with base {base!r} needs a state of "
+                                 f"{sum(sizes) + h} cells (allowed: at most {MAX_STATE_CELLS}); "
+                                 f"choose another fanout or base")
 
     @property
     def params(self) -> dict[str, Any]:
@@ -126,6 +159,39 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
                     cols[name][rows] = arr
         return cols
 
+    def sample_state(self, distribution: FloatArray, n: int,
+                     rng: np.random.Generator | int | None = None) -> State:
+        r"""A state distributed exactly as ``aggregate(perturb(values))`` for n values i.i.d.
+        from ``distribution`` (over [0, D)).
+
+        The level counts are :math:`\mathrm{Multinomial}(n, 1/h, \dots, 1/h)`; given
+        :math:`n_l`, level l's reports are :math:`n_l` i.i.d. values of the node
+        distribution :math:`\pi_l` (block sums of π over :math:`B^{h-l}` leaves) through
+        the base oracle, sampled by :func:`ldpcore._state_sampling.sample_counts`: one
+        multinomial (HRR, GRR) or binomials (OUE) per level, O(state) whatever n.
+        Base ``"olh"`` uses the base oracle's own ``sample_state`` when it has one and
+        otherwise really perturbs the level's values in chunks (O(n)).
+
+        >>> import numpy as np, ldpcore
+        >>> o = ldpcore.make_oracle("hh", epsilon=1.0, domain_size=1000)
+        >>> st = o.sample_state(np.full(1000, 1e-3), 10**9, rng=1)
+        >>> st.n == int(st.counts[-o.height:].sum()) == 10**9
+        True
+        """
+        dist = check_distribution(distribution, self.domain_size)
+        n = check_int("n", n, low=0)
+        gen = as_rng(rng)
+        pad = np.zeros(self.padded)
+        pad[:self.domain_size] = dist
+        out = np.zeros(self.state_shape, dtype=np.int64)
+        n_level = gen.multinomial(n, np.full(self.height, 1.0 / self.height))
+        for lv, oracle in enumerate(self.levels, start=1):
+            nodes = pad.reshape(self.fanout**lv, -1).sum(axis=1)
+            block = sample_counts(oracle, nodes / nodes.sum(), int(n_level[lv - 1]), gen)
+            out[self._offsets[lv - 1]:self._offsets[lv]] = block.reshape(-1)
+        out[self._offsets[-1]:] = n_level
+        return State(self.fingerprint, n, out)
+
     # ---- server side ------------------------------------------------------------------
     def _level_reports(self, columns: dict[str, np.ndarray], lv: int) -> dict[str, np.ndarray]:
         rows = columns["level"] == lv
@@ -146,7 +212,7 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
                         from ..errors import ReportError
 
                         raise ReportError(f"column {c.name!r} has bits beyond level {lv}'s "
-                                          f"{c.bits} nodes")
+                                          f"{c.bits} nodes", reason="out_of_range")
             oracle.validate(Reports(oracle.mechanism, oracle.fingerprint, sub))
 
     def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
@@ -159,13 +225,25 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
                                               minlength=self.height + 1)[1:]
         return out
 
-    def node_estimates(self, state: State) -> list[FloatArray]:
-        """Per-level node frequency estimates (after consistency if enabled); level 1 first."""
-        self.check_state(state)
-        if state.n <= 0:
-            from ..errors import StateError
+    def node_estimates(self, state: State, method: str = "unbiased") -> list[FloatArray]:
+        """Per-level node frequency estimates, level 1 first (padded to B^l nodes).
 
-            raise StateError("cannot estimate from an empty state (n = 0)")
+        ``"unbiased"``: the constructor's choice (raw, or after Hay et al.'s constrained
+        inference); ``"consistent"``: the block sums of :meth:`leaves` (``"consistent"``).
+        """
+        if check_range_method(method) == "consistent":
+            leaves = np.zeros(self.padded)
+            leaves[:self.domain_size] = self._consistent_leaves(state)
+            return [leaves.reshape(self.fanout**lv, -1).sum(axis=1)
+                    for lv in range(1, self.height + 1)]
+        raw = self._raw_levels(state)
+        if not self.consistency:
+            return raw
+        return self._constrained_inference(raw)
+
+    def _raw_levels(self, state: State) -> list[FloatArray]:
+        self.check_state(state)
+        self._check_nonempty(state)
         counts = state.counts
         n_level = counts[self._offsets[-1]:]
         raw = []
@@ -173,9 +251,32 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
             block = counts[self._offsets[lv - 1]:self._offsets[lv]].reshape(oracle.state_shape)
             nl = int(n_level[lv - 1])
             raw.append(oracle._estimate(block, nl) if nl else np.zeros(oracle.domain_size))
-        if not self.consistency:
-            return raw
-        return self._constrained_inference(raw)
+        return raw
+
+    def level_weights(self, state: State) -> FloatArray:
+        r"""Precision :math:`w_l = 1/V_l(n_l, 0)` of a level-l node estimate (0 if the level
+        has no report), where :math:`V_l` is the level's base-oracle variance and
+        :math:`n_l` its report count; the leaf level gets a tiny positive weight if empty."""
+        n_level = state.counts[self._offsets[-1]:]
+        w = np.array([1.0 / o.variance(int(nl), 0.0) if nl > 0 else 0.0
+                      for o, nl in zip(self.levels, n_level, strict=True)])
+        if w[-1] <= 0:
+            w[-1] = 1e-9 * float(w.max())
+        return w
+
+    def _fit_consistent(self, state: State) -> FloatArray:
+        r"""HH-ADMM's problem, solved exactly by
+        :func:`ldpcore.consistency.hierarchy.tree_nonneg_wls` (a dynamic programme over
+        the tree, no iterations):
+
+        .. math:: \min_x \tfrac12\sum_l w_l \lVert x_l - \tilde f_l\rVert^2 \ \text{s.t.}\
+                  x_l = \text{child sums of } x_{l+1},\ x_h \ge 0,\ \textstyle\sum x_h = 1,
+
+        on the raw per-level estimates :math:`\tilde f_l` with the precisions of
+        :meth:`level_weights` (the slides' HH-ADMM objective, weighted because levels
+        differ).  Padding leaves (values >= D) are fixed at 0."""
+        raw = self._raw_levels(state)
+        return tree_nonneg_wls(raw, self.level_weights(state), self.fanout, self.domain_size)
 
     def _constrained_inference(self, raw: list[FloatArray]) -> list[FloatArray]:
         b, h = self.fanout, self.height
@@ -207,7 +308,10 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
         state = State(self.fingerprint, n, counts)
         return self.node_estimates(state)[-1][:self.domain_size]
 
-    def cdf(self, state: State) -> FloatArray:
+    def _unbiased_leaves(self, state: State) -> FloatArray:
+        return self.estimate(state)
+
+    def _unbiased_cdf(self, state: State) -> FloatArray:
         """P[X <= x] for all x, each prefix [0, x] = [0, y) with y = x + 1 answered by its
         minimal B-adic decomposition (the nodes :meth:`range_query` uses): at the level of
         nodes spanning s leaves, the ``(y // s) % B`` nodes just left of ``y // s``; the
@@ -222,8 +326,11 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
             total += csum[q] - csum[q - q % b]
         return total
 
-    def range_query(self, state: State, lo: int, hi: int) -> float:
-        """Sum of the nodes of the B-adic decomposition of [lo, hi] (at most 2(B−1) per level)."""
+    def range_query(self, state: State, lo: int, hi: int, method: str = "unbiased") -> float:
+        """Unbiased: the sum of the nodes of the B-adic decomposition of [lo, hi] (at most
+        2(B−1) per level); consistent: the sum of the consistent leaves in [lo, hi]."""
+        if check_range_method(method) == "consistent":
+            return super().range_query(state, lo, hi, method)
         lo, hi = self._check_range(lo, hi)
         nodes = self.node_estimates(state)
         b, lv, ans = self.fanout, self.height, 0.0

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from aggregator.config import WorkerSettings
-from aggregator.connections import KafkaSecurity, RedisOptions
-from aggregator.envvars import ConfigError
+from ldpstream.connections import KafkaSecurity, RedisOptions
+from ldpstream.settings import ConfigError
 from query_api.config import ApiSettings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aggregator.app import read_collections_file
+from ldpstream.collections_file import read_collections_file
 from ldpstream_cli import build_parser
 
 from .conftest import ROOT, run
@@ -29,7 +29,7 @@ def compose(docker_compose: str) -> dict[str, Any]:
 def documented_variables() -> set[str]:
     """Every ``LDP_…`` variable named in the configuration modules' reference tables."""
     names: set[str] = set()
-    for mod in ("aggregator/config.py", "aggregator/connections.py", "query_api/config.py"):
+    for mod in ("aggregator/config.py", "ldpstream/connections.py", "query_api/config.py"):
         names |= {v for v in re.findall(r"\bLDP_[A-Z_]+\b", (ROOT / mod).read_text())
                   if not v.endswith("_")}  # "LDP_REDIS_TLS_*" is prose, not a name
     return names
@@ -134,7 +134,7 @@ def test_readme_configuration_reference_lists_every_variable() -> None:
 def test_compose_environment_is_accepted_by_the_services_settings(
         compose: dict[str, Any]) -> None:
     from aggregator.config import WorkerSettings
-    from aggregator.connections import KafkaSecurity
+    from ldpstream.connections import KafkaSecurity
     from query_api.config import ApiSettings
 
     for name in LDP_SERVICES:

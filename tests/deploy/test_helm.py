@@ -183,7 +183,7 @@ def test_rendered_environment_is_accepted_by_the_services_settings(
     # Every container's env, with secrets filled in and mounted files created, must pass
     # the same start-up validation the processes run (a typo would crash-loop the pods).
     from aggregator.config import WorkerSettings
-    from aggregator.connections import KafkaSecurity
+    from ldpstream.connections import KafkaSecurity
     from query_api.config import ApiSettings
 
     for name, c in containers(load_all(render(helm, values).stdout)):

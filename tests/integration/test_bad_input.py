@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aggregator.registry import CollectionRegistry, load_state
 from aggregator.servers import free_port
 from ldpcore import Reports, make_oracle, wire
 from ldpcore.collection import CollectionSpec, encode_message, message_prefix
+from ldpstream.storage import CollectionCatalog, load_state
 from producer.sdk import Client
 
 from .helpers import WorkerProcess, wait_for, worker_env
@@ -70,7 +70,7 @@ def read_dlq(bootstrap: str, topic: str, expected: int) -> list[Any]:
 def test_every_kind_of_bad_input_is_dead_lettered_and_counts_are_unaffected(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
-    CollectionRegistry(redis_client, ldp_names["prefix"]).register(SPEC)
+    CollectionCatalog(redis_client, ldp_names["prefix"]).register(SPEC)
     port = free_port()
     worker = WorkerProcess(worker_env(kafka, redis_server, ldp_names,
                                       LDP_METRICS_PORT=str(port)), tmp_path / "w.log").start()

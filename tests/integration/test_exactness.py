@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from aggregator.registry import load_state, read_watermarks
 from ldpcore.collection import CollectionSpec
+from ldpstream.storage import load_state, read_watermarks
 from producer.sdk import Client
 from producer.simulate import simulate
 

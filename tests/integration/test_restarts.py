@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from aggregator.registry import CollectionRegistry, load_state
 from aggregator.servers import start_broker, start_redis
 from ldpcore.collection import CollectionSpec
+from ldpstream.storage import CollectionCatalog, load_state
 from producer.sdk import Client
 from producer.simulate import simulate
 
@@ -73,7 +73,7 @@ def test_redis_restart_from_aof_keeps_state_and_counting_resumes(
 
     k, r = kafka, own_redis
     rc = redis.Redis.from_url(r.url, socket_timeout=5)
-    CollectionRegistry(rc, ldp_names["prefix"]).register(SPEC)
+    CollectionCatalog(rc, ldp_names["prefix"]).register(SPEC)
     worker = WorkerProcess(worker_env(k, r, ldp_names), tmp_path / "w.log").start()
     try:
         first = publish(k.bootstrap, ldp_names["topic"], 20_000, 1)
@@ -101,7 +101,7 @@ def test_broker_restart_loses_the_topic_and_the_worker_recovers_and_says_so(
 
     k, r = own_tansu, redis_server
     rc = redis.Redis.from_url(r.url, socket_timeout=5)
-    CollectionRegistry(rc, ldp_names["prefix"]).register(SPEC)
+    CollectionCatalog(rc, ldp_names["prefix"]).register(SPEC)
     worker = WorkerProcess(worker_env(k, r, ldp_names), tmp_path / "w.log").start()
     try:
         before = publish(k.bootstrap, ldp_names["topic"], 20_000, 4)

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import ldpcore
-from ldpcore.registry import FREQUENCY_ORACLES
+from ldpcore.capabilities import FrequencyEstimates, MeanEstimates
+from ldpcore.registry import mechanisms_with
 
-FREQUENCY_MECHANISMS = list(FREQUENCY_ORACLES)
+# Frequency oracles built from (epsilon, domain_size) alone (numeric ones need an interval).
+FREQUENCY_MECHANISMS = sorted(set(mechanisms_with(FrequencyEstimates))
+                              - set(mechanisms_with(MeanEstimates)))
 
 # Extra parameters where defaults would make a small-domain test meaningless or huge.
 SMALL_PARAMS: dict[str, dict[str, Any]] = {}

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from aggregator.registry import load_state
 from aggregator.servers import _die_with_parent, free_port, wait_port
 from ldpcore.collection import CollectionSpec
+from ldpstream.storage import load_state
 from producer.sdk import Client
 from producer.simulate import simulate
 

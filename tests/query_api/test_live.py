@@ -22,10 +22,13 @@ ARTIFACTS = Path(os.environ.get("LDP_ARTIFACTS", Path(__file__).resolve().parent
                                 / "artifacts"))
 
 
-def sse_events(resp: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
+def sse_events(resp: httpx.Response, ids: list[str] | None = None
+               ) -> Iterator[tuple[str, dict[str, Any]]]:
     event, data = "message", ""
     for line in resp.iter_lines():
-        if line.startswith("event:"):
+        if line.startswith("id:") and ids is not None:
+            ids.append(line[3:].strip())
+        elif line.startswith("event:"):
             event = line[6:].strip()
         elif line.startswith("data:"):
             data += line[5:].strip()
@@ -60,6 +63,22 @@ def test_stream_pushes_fresh_estimates_when_reports_arrive(
                 break
             assert time.monotonic() < deadline, "no update with the new reports"
         assert sum(r["estimate"] for r in body["estimates"]) == pytest.approx(1.0)
+
+
+def test_stream_events_carry_ids_and_resume_after_last_event_id(
+        api_server: str, pipeline: dict[str, Any]) -> None:
+    url = f"{api_server}/v1/collections/os/stream?method=norm-sub"
+    ids: list[str] = []
+    with httpx.Client(timeout=30) as http, http.stream("GET", url) as resp:
+        kind, first = next(sse_events(resp, ids))
+    assert kind == "estimates" and ids == [first["state_version"]]
+    # Reconnecting with that id: nothing new until the state changes (read times out).
+    with httpx.Client(timeout=httpx.Timeout(10, read=2.5)) as http, http.stream(
+            "GET", url, headers={"Last-Event-ID": ids[0]}) as resp:
+        assert resp.status_code == 200
+        with pytest.raises(httpx.ReadTimeout):
+            for kind, _ in sse_events(resp):
+                raise AssertionError(f"unexpected {kind} event for an unchanged state")
 
 
 def test_stream_of_a_collection_below_its_minimum_says_it_is_waiting(

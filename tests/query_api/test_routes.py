@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from query_api.app import create_app
@@ -67,7 +69,18 @@ def test_openapi_schema_lists_every_route(client: TestClient) -> None:
 
 def test_unknown_route_and_method_are_json_errors(client: TestClient) -> None:
     assert "no route" in error_of(client.get("/v1/nope"), 404)
-    error_of(client.put("/v1/collections"), 405)
+    r = client.put("/v1/collections")
+    error_of(r, 405)
+    assert set(r.headers["Allow"].replace(" ", "").split(",")) == {"GET", "HEAD", "POST"}
+
+
+def test_head_answers_like_get_without_a_body(client: TestClient) -> None:
+    for url in ("/healthz", "/v1/collections", "/v1/collections/os/frequencies", "/metrics"):
+        get, head = client.get(url), client.head(url)
+        assert head.status_code == get.status_code == 200, url
+        assert head.content == b"" and head.headers["content-type"] == \
+            get.headers["content-type"]
+    assert client.head("/v1/collections/nope").status_code == 404
 
 
 def test_dashboard_page_and_assets_are_served_locally(client: TestClient) -> None:
@@ -162,7 +175,8 @@ def test_bad_query_parameters_name_the_parameter(client: TestClient) -> None:
     error_of(client.get(f"{base}?confidence=1.5"), 400, "confidence")
     error_of(client.get(f"{base}?top=0"), 400, "top")
     error_of(client.get(f"{base}?top=abc"), 400, "top")
-    assert "ISO 8601" in error_of(client.get(f"{base}?since=yesterday"), 400, "since")
+    error_of(client.get(f"{base}?since=yesterday"), 400, "since")
+    error_of(client.get(f"{base}?since=-1y"), 400, "since")
 
 
 def test_top_returns_the_largest_estimates_in_order(client: TestClient) -> None:
@@ -182,10 +196,26 @@ def test_answers_are_cached_per_state_version(client: TestClient) -> None:
 def test_time_windows_filter_the_state(client: TestClient) -> None:
     assert client.get("/v1/collections/os/frequencies?since=2000-01-01T00:00:00Z"
                       ).json()["n"] == 30_000
-    # No window lies entirely in the far past: nothing to serve.
-    past = client.get("/v1/collections/os/frequencies?until=946684800")
-    body = past.json()["error"]
-    assert past.status_code == 409 and body["have"] == 0 and body["need"] == 1000
+    assert client.get("/v1/collections/os/frequencies?since=-1h&until=now").json()["n"] \
+        == 30_000
+    # A window that cannot hold data is a bad query (400), not "not enough reports yet".
+    assert "retention" in error_of(
+        client.get("/v1/collections/os/frequencies?until=946684800"), 400, "until")
+    assert "future" in error_of(
+        client.get("/v1/collections/os/frequencies?since=4102444800"), 400, "since")
+    assert "before until" in error_of(
+        client.get("/v1/collections/os/frequencies?since=-1h&until=-2h"), 400, "since")
+    # Still a 409 when the window is plausible but empty.
+    recent_empty = client.get("/v1/collections/os/frequencies?until=-40d")
+    assert recent_empty.status_code in (400, 409)
+
+
+def test_relative_times_count_back_from_now(client: TestClient) -> None:
+    from query_api.domain import parse_time
+
+    for raw, secs in (("-90s", 90), ("-15m", 900), ("-1h", 3600), ("-7d", 7 * 86400),
+                      ("-2w", 14 * 86400)):
+        assert parse_time(raw, "since", now=1e9) == 1e9 - secs
 
 
 def test_too_few_reports_say_how_many_are_needed(client: TestClient) -> None:
@@ -206,6 +236,23 @@ def test_subset_queries_accept_labels_and_post_pos(client: TestClient,
         assert abs(body["estimate"] - truth) < 5 * body["std_error"]
     error_of(client.get("/v1/collections/os/subset?labels=linux,plan9"), 400, "labels")
     error_of(client.get("/v1/collections/os/subset"), 400, "labels")
+    repeated = client.get("/v1/collections/os/subset?labels=linux&labels=win&method=base")
+    joined = client.get("/v1/collections/os/subset?labels=linux,win&method=base")
+    assert repeated.json()["labels"] == ["linux", "win"]
+    assert repeated.json()["estimate"] == joined.json()["estimate"]
+
+
+def test_the_collection_list_says_when_it_cuts_labels() -> None:
+    from ldpcore.collection import CollectionSpec
+    from query_api.routes.collections import LIST_LABELS, summary
+
+    labels = [f"l{i}" for i in range(LIST_LABELS + 7)]
+    spec = CollectionSpec.from_dict({"id": "many", "oracle": {"mechanism": "grr",
+                                     "epsilon": 1.0},
+                                     "domain": {"kind": "categories", "labels": labels}})
+    dom = summary(spec)["domain"]
+    assert dom["labels_truncated"] is True and dom["label_count"] == len(labels)
+    assert len(dom["labels"]) == LIST_LABELS
 
 
 def test_heavy_hitters_find_the_top_values(client: TestClient) -> None:
@@ -293,8 +340,10 @@ def test_queries_the_mechanism_cannot_answer_say_which_mechanisms_can(
         msg = error_of(client.get(f"/v1/collections/os/{route}"), 409)
         assert "hh" in msg and "haar" in msg and "'grr'" in msg, msg
     msg = error_of(client.get("/v1/collections/os/mean"), 409)
-    from query_api.estimates import capable
-    assert "'grr'" in msg and all(m in msg for m in capable("mean")), msg
+    from ldpcore.capabilities import MeanEstimates
+    from ldpcore.registry import mechanisms_with
+    assert "'grr'" in msg and all(m in msg for m in mechanisms_with(MeanEstimates)), msg
+    assert "this collection answers /frequencies" in msg, msg
 
 
 def test_metrics_are_prometheus_text_with_the_promised_series(client: TestClient) -> None:
@@ -307,6 +356,8 @@ def test_metrics_are_prometheus_text_with_the_promised_series(client: TestClient
                  "ldp_collection_staleness_seconds", "ldp_redis_up 1.0"):
         assert name in text, name
     assert 'route="/v1/collections/{cid}/frequencies"' in text
+    # read at scrape time: a collection nobody queried is there too, with its n
+    assert 'ldp_collection_reports{collection="latency"} 40000.0' in text
 
 
 def test_metrics_pass_promtool(client: TestClient, tmp_path: Any) -> None:
@@ -330,3 +381,28 @@ def test_json_answers_have_no_nan(client: TestClient) -> None:
         text = client.get(url).text
         assert "NaN" not in text
         json.loads(text)
+
+
+def test_mechanisms_list_capabilities_routes_and_parameter_ranges(client: TestClient) -> None:
+    mechs = client.get("/v1/mechanisms").json()["mechanisms"]
+    assert mechs["hh"]["capabilities"] == ["frequencies", "ranges"]
+    assert "range" in mechs["hh"]["queries"] and "mean" not in mechs["hh"]["queries"]
+    assert mechs["pem"]["capabilities"] == ["heavy_hitters"]
+    assert mechs["olh"]["parameters"]["epsilon_bounds"] == [0.001, 29.8]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(body=st.recursive(
+    st.none() | st.booleans() | st.integers(-2**80, 2**80) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["id", "oracle", "domain", "mechanism", "epsilon", "domain_size",
+                         "kind", "labels", "low", "high", "bins", "g", "fanout", "bits",
+                         "window_seconds", "memoization", "epsilon_1"]), inner, max_size=5),
+    max_leaves=15))
+def test_no_collection_body_crashes_or_stalls_the_api(client: TestClient, body: Any) -> None:
+    r = client.post("/v1/collections", content=json.dumps(body),  # NaN and ±Infinity too
+                    headers={"Authorization": f"Bearer {ADMIN}",
+                             "Content-Type": "application/json"})
+    assert r.status_code in (200, 201, 400, 409), (r.status_code, r.text)
+    if r.status_code == 400:
+        assert r.json()["error"]["parameter"] == "body"

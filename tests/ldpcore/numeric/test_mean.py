@@ -11,7 +11,7 @@ from scipy import stats
 import ldpcore
 from ldpcore.audit import audit
 from ldpcore.base import Reports
-from ldpcore.errors import ParameterError, StateError
+from ldpcore.errors import ParameterError
 from ldpcore.numeric import Duchi, PiecewiseMechanism
 
 
@@ -57,12 +57,15 @@ def test_pm_beats_duchi_at_large_epsilon_and_loses_at_small() -> None:
         assert (pm.mean_variance(1000) < du.mean_variance(1000)) is pm_better
 
 
-def test_mean_only_mechanisms_refuse_frequency_estimates() -> None:
+def test_mean_only_mechanisms_have_no_frequency_capability() -> None:
+    from ldpcore.capabilities import FrequencyEstimates, MeanEstimates
+    from ldpcore.registry import make_frequency_oracle
+
     o = ldpcore.make_oracle("duchi", epsilon=1.0, bins=4)
-    assert isinstance(o, Duchi) and o.answers_frequencies is False
-    st = o.aggregate(o.perturb([0, 1, 2], rng=1))
-    with pytest.raises(StateError, match="means only"):
-        o.estimate(st)
+    assert isinstance(o, Duchi) and isinstance(o, MeanEstimates)
+    assert not isinstance(o, FrequencyEstimates) and not hasattr(o, "estimate")
+    with pytest.raises(ParameterError, match="does not estimate frequencies"):
+        make_frequency_oracle("pm", epsilon=1.0, bins=4)
     with pytest.raises(ParameterError, match="bins"):
         ldpcore.make_oracle("pm", epsilon=1.0)
 

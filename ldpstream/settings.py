@@ -10,7 +10,12 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-__all__ = ["ConfigError", "env_int", "env_float", "env_bool", "env_name", "env_file"]
+__all__ = ["ConfigError", "env_int", "env_float", "env_bool", "env_name", "env_file",
+           "env_redis_url", "env_redis_prefix", "env_bootstrap", "DEFAULT_REDIS_URL",
+           "DEFAULT_BOOTSTRAP"]
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 T = TypeVar("T", int, float)
 
@@ -70,3 +75,34 @@ def env_file(env: Mapping[str, str], key: str) -> str | None:
     if path is not None and not os.path.isfile(path):
         raise ConfigError(f"{key} {path!r} is not a readable file")
     return path
+
+
+def env_redis_url(env: Mapping[str, str]) -> str:
+    """``LDP_REDIS_URL``: a ``redis://``, ``rediss://`` or ``unix://`` URL; unset or empty
+    means :data:`DEFAULT_REDIS_URL` (the same for every service)."""
+    url = env.get("LDP_REDIS_URL") or DEFAULT_REDIS_URL
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"LDP_REDIS_URL must start with redis://, rediss:// or unix://, "
+                          f"got {url!r}")
+    return url
+
+
+def env_redis_prefix(env: Mapping[str, str]) -> str:
+    """``LDP_REDIS_PREFIX``: non-empty, no spaces; unset or empty means ``ldp:``."""
+    from .storage import DEFAULT_PREFIX
+
+    prefix = env.get("LDP_REDIS_PREFIX") or DEFAULT_PREFIX
+    if any(c.isspace() for c in prefix):
+        raise ConfigError(f"LDP_REDIS_PREFIX must be non-empty without spaces, got {prefix!r}")
+    return prefix
+
+
+def env_bootstrap(env: Mapping[str, str]) -> str:
+    """``LDP_KAFKA_BOOTSTRAP``: ``host:port[,host:port…]``; unset or empty means
+    :data:`DEFAULT_BOOTSTRAP`."""
+    boot = env.get("LDP_KAFKA_BOOTSTRAP") or DEFAULT_BOOTSTRAP
+    for hp in boot.split(","):
+        host, _, port = hp.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError(f"LDP_KAFKA_BOOTSTRAP must be host:port[,host:port…], got {boot!r}")
+    return boot

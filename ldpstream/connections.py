@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .envvars import ConfigError, env_bool, env_file
+from .settings import ConfigError, env_bool, env_file
 
 __all__ = ["KafkaSecurity", "RedisOptions"]
 
@@ -65,10 +65,10 @@ class KafkaSecurity:
         user = env.get("LDP_KAFKA_SASL_USERNAME") or None
         password = env.get("LDP_KAFKA_SASL_PASSWORD") or None
         if protocol.startswith("SASL_"):
-            for key, value in (("LDP_KAFKA_SASL_USERNAME", user),
-                               ("LDP_KAFKA_SASL_PASSWORD", password)):
+            for name, value in (("LDP_KAFKA_SASL_USERNAME", user),
+                                ("LDP_KAFKA_SASL_PASSWORD", password)):
                 if value is None:
-                    raise ConfigError(f"{key} is required when LDP_KAFKA_SECURITY_PROTOCOL "
+                    raise ConfigError(f"{name} is required when LDP_KAFKA_SECURITY_PROTOCOL "
                                       f"is {protocol}")
         cert = env_file(env, "LDP_KAFKA_SSL_CERTFILE")
         key = env_file(env, "LDP_KAFKA_SSL_KEYFILE")

@@ -18,8 +18,8 @@ partition's watermark still has the value the worker started from
 stale delta), then HINCRBYs the delta cells and ``n`` of every (collection,
 window) hash, and advances the watermarks.  Either all of it happens or none.
 
-Readers use :func:`load_state` (sync ``redis.Redis``) or :func:`aload_state`
-(``redis.asyncio.Redis``), which sum the windows overlapping ``[since, until)``.
+Readers use :func:`load_state` (sync ``redis.Redis``; the query API's async store
+reads the same keys), which sums the windows overlapping ``[since, until)``.
 """
 
 from __future__ import annotations
@@ -40,9 +40,8 @@ __all__ = [
     "FLUSH_SCRIPT",
     "Keys",
     "CollectionConflict",
-    "CollectionRegistry",
+    "CollectionCatalog",
     "load_state",
-    "aload_state",
     "state_from_hashes",
     "read_watermarks",
     "read_flush_times",
@@ -127,7 +126,7 @@ def check_same_spec(spec: CollectionSpec, existing: CollectionSpec | None) -> No
             "immutable: register it under a new id or version.")
 
 
-class CollectionRegistry:
+class CollectionCatalog:
     """Collections stored in Redis (sync client); registering is idempotent, never mutating.
 
     ``register`` of an id that exists with an equal spec is a no-op; with a
@@ -181,7 +180,7 @@ return out
 """
 
 
-def _windows_in(spec: CollectionSpec, starts: Iterable[Any], since: float | None,
+def windows_in(spec: CollectionSpec, starts: Iterable[Any], since: float | None,
                 until: float | None) -> list[int]:
     out = []
     for s in starts:
@@ -225,24 +224,11 @@ def load_state(redis: Any, spec: CollectionSpec, since: float | None = None,
     """The summed state of ``spec`` over windows overlapping ``[since, until)`` (epoch s)."""
     keys = Keys(prefix)
     lo, hi = since_until_args(since, until, spec.window_seconds)
-    starts = _windows_in(spec, redis.zrangebyscore(keys.windows(spec.id), lo, hi), since, until)
+    starts = windows_in(spec, redis.zrangebyscore(keys.windows(spec.id), lo, hi), since, until)
     pipe = redis.pipeline(transaction=False)
     for s in starts:
         pipe.hgetall(keys.state(spec.id, s))
     return state_from_hashes(spec, pipe.execute() if starts else [])
-
-
-async def aload_state(redis: Any, spec: CollectionSpec, since: float | None = None,
-                      until: float | None = None, prefix: str = DEFAULT_PREFIX) -> State:
-    """:func:`load_state` for a ``redis.asyncio.Redis`` client."""
-    keys = Keys(prefix)
-    lo, hi = since_until_args(since, until, spec.window_seconds)
-    raw = await redis.zrangebyscore(keys.windows(spec.id), lo, hi)
-    starts = _windows_in(spec, raw, since, until)
-    pipe = redis.pipeline(transaction=False)
-    for s in starts:
-        pipe.hgetall(keys.state(spec.id, s))
-    return state_from_hashes(spec, await pipe.execute() if starts else [])
 
 
 def read_watermarks(redis: Any, topic: str, prefix: str = DEFAULT_PREFIX) -> dict[int, int]:

@@ -1,0 +1,125 @@
+"""What a mechanism can answer, as types: check with ``isinstance``, never ``hasattr``.
+
+Every mechanism is a :class:`~ldpcore.base.Mechanism` (perturb, validate,
+aggregate into an additive state).  What it can *estimate* from that state is
+declared by the capabilities it inherits:
+
+* :class:`FrequencyEstimates`: the frequency of every value of ``[0, d)`` with an
+  analytic variance (every :class:`~ldpcore.base.FrequencyOracle`);
+* :class:`RangeQueries`: ranges, prefixes, the CDF and quantiles of an ordered
+  domain (``hh``, ``haar``);
+* :class:`MeanEstimates`: the mean of values in an interval with its variance
+  (``sw``, ``pm``, ``duchi``);
+* :class:`DistributionEstimates`: a reconstructed distribution over an interval's
+  bins, its CDF and quantiles in value units (``sw``);
+* :class:`HeavyHitterSearch`: the most frequent values of a domain too large to
+  enumerate (``pem``).
+
+>>> import ldpcore
+>>> from ldpcore.capabilities import FrequencyEstimates, RangeQueries, capabilities_of
+>>> isinstance(ldpcore.make_oracle("hh", epsilon=1.0, domain_size=64), RangeQueries)
+True
+>>> capabilities_of(ldpcore.make_oracle("pm", epsilon=1.0, bins=8))
+['mean']
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import FloatArray, State
+
+__all__ = [
+    "FrequencyEstimates",
+    "RangeQueries",
+    "MeanEstimates",
+    "DistributionEstimates",
+    "HeavyHitterSearch",
+    "CAPABILITIES",
+    "capabilities_of",
+]
+
+
+class FrequencyEstimates(ABC):
+    """Estimates the frequency of every value of ``[0, domain_size)``."""
+
+    @abstractmethod
+    def estimate(self, state: State) -> FloatArray:
+        """Unbiased frequency estimates, shape ``(domain_size,)``."""
+
+    @abstractmethod
+    def variance(self, n: int, frequency: float = 0.0) -> float:
+        """Analytic variance of one frequency estimate from ``n`` reports."""
+
+
+class RangeQueries(ABC):
+    """Answers range queries over an ordered domain ``[0, domain_size)``."""
+
+    @abstractmethod
+    def cdf(self, state: State) -> FloatArray:
+        """``F[i]`` = estimated fraction of values ``<= i``."""
+
+    @abstractmethod
+    def range_query(self, state: State, lo: int, hi: int) -> float:
+        """Estimated fraction of values in ``[lo, hi]``."""
+
+    @abstractmethod
+    def quantile(self, state: State, q: float) -> int:
+        """Smallest index whose CDF reaches ``q``."""
+
+    @abstractmethod
+    def range_variance(self, n: int, lo: int, hi: int) -> float:
+        """Variance of :meth:`range_query` from ``n`` reports."""
+
+
+class MeanEstimates(ABC):
+    """Estimates the mean of values in an interval ``[low, high]``."""
+
+    @abstractmethod
+    def mean(self, state: State) -> float:
+        """Estimated mean, in value units."""
+
+    @abstractmethod
+    def mean_variance(self, n: int) -> float:
+        """(Worst-case) variance of :meth:`mean` from ``n`` reports."""
+
+
+class DistributionEstimates(ABC):
+    """Reconstructs the distribution of values over an interval's bins."""
+
+    @abstractmethod
+    def distribution(self, state: State) -> FloatArray:
+        """Estimated probability of every bin (non-negative, sums to 1)."""
+
+    @abstractmethod
+    def quantile(self, state: State, q: float) -> float:
+        """The ``q``-quantile in value units."""
+
+
+class HeavyHitterSearch(ABC):
+    """Finds the most frequent values of a domain too large to enumerate."""
+
+    keep: int
+    """At most this many heavy hitters can be asked for."""
+
+    @abstractmethod
+    def heavy_hitters(self, state: State, k: int) -> list[tuple[int, float, float]]:
+        """The top ``k`` as (value, estimated frequency, standard error)."""
+
+
+CAPABILITIES: dict[str, type] = {
+    "frequencies": FrequencyEstimates,
+    "ranges": RangeQueries,
+    "mean": MeanEstimates,
+    "distribution": DistributionEstimates,
+    "heavy_hitters": HeavyHitterSearch,
+}
+"""Capability name → type, in a stable order (names are what services show)."""
+
+
+def capabilities_of(mechanism: Any) -> list[str]:
+    """Names of the capabilities of a mechanism instance or class."""
+    cls = mechanism if isinstance(mechanism, type) else type(mechanism)
+    return [name for name, cap in CAPABILITIES.items() if issubclass(cls, cap)]

@@ -1,0 +1,85 @@
+"""Typed FastAPI dependencies shared by the routers."""
+
+from __future__ import annotations
+
+import hmac
+import time
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Query, Request
+from fastapi.responses import Response
+
+from ldpcore.collection import CollectionSpec
+
+from .domain import TIME_PATTERN, check_window, parse_time
+from .errors import Forbidden, Unauthorized
+from .service import Service
+
+__all__ = ["ServiceDep", "SpecDep", "WindowDep", "Window", "Confidence", "require_admin",
+           "answer_response"]
+
+
+def get_service(request: Request) -> Service:
+    """The app's :class:`Service` (created by the lifespan)."""
+    svc: Service = request.app.state.service
+    return svc
+
+
+ServiceDep = Annotated[Service, Depends(get_service)]
+
+
+async def get_spec(cid: str, svc: ServiceDep) -> CollectionSpec:
+    """The collection named in the path, or 404."""
+    return await svc.spec(cid)
+
+
+SpecDep = Annotated[CollectionSpec, Depends(get_spec)]
+
+
+@dataclass(frozen=True)
+class Window:
+    """The time range a query covers: windows overlapping ``[since, until)`` (epoch s)."""
+
+    since: float | None
+    until: float | None
+
+
+def get_window(
+        spec: SpecDep,
+        since: Annotated[str | None, Query(
+            pattern=TIME_PATTERN,
+            description="start: epoch seconds, ISO 8601, 'now' or relative (-1h, -7d); "
+                        "windows overlapping [since, until) count")] = None,
+        until: Annotated[str | None, Query(
+            pattern=TIME_PATTERN,
+            description="end (exclusive): same forms as since")] = None) -> Window:
+    now = time.time()
+    window = Window(parse_time(since, "since", now), parse_time(until, "until", now))
+    check_window(spec, window.since, window.until, now)
+    return window
+
+
+WindowDep = Annotated[Window, Depends(get_window)]
+
+Confidence = Annotated[float, Query(gt=0, lt=1, description="confidence level of the intervals")]
+
+
+def require_admin(request: Request, svc: ServiceDep) -> None:
+    """Admin routes need ``Authorization: Bearer $LDP_ADMIN_TOKEN`` (401/403 otherwise)."""
+    token_set = svc.settings.admin_token
+    if token_set is None:
+        raise Forbidden("admin routes are disabled: start the API with LDP_ADMIN_TOKEN set")
+    auth = request.headers.get("authorization", "")
+    scheme, _, token = auth.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("send 'Authorization: Bearer <LDP_ADMIN_TOKEN>'",
+                           parameter="Authorization")
+    if not hmac.compare_digest(token.encode(), token_set.encode()):
+        raise Forbidden("the bearer token is not the admin token", parameter="Authorization")
+
+
+def answer_response(body: bytes, hit: bool, tag: str) -> Response:
+    """An encoded answer with its cache status and state version headers."""
+    return Response(body, media_type="application/json",
+                    headers={"X-Cache": "hit" if hit else "miss", "X-State-Version": tag})

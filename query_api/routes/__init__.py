@@ -1,0 +1,10 @@
+"""One router per resource: collections, estimates (and their SSE stream), operations."""
+
+from __future__ import annotations
+
+from .collections import router as collections
+from .estimates import router as estimates
+from .operations import router as operations
+from .stream import router as stream
+
+__all__ = ["collections", "estimates", "operations", "stream"]

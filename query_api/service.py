@@ -1,0 +1,150 @@
+"""What every route shares: the store, the answer cache, the metrics and the settings.
+
+:meth:`Service.answer` is the one way an estimate is served: read the state
+*version* (a cheap Redis round trip, itself cached for ``LDP_VERSION_TTL_MS``),
+return the cached encoded answer for that version if there is one, else read the
+state, compute, encode and cache.  Equal versions mean equal states (see
+:mod:`query_api.store`), so a cached answer is never stale by more than the TTL.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import ldpcore
+from ldpcore.collection import CollectionSpec
+
+from .config import ApiSettings
+from .errors import NotEnoughReports, NotFound, Unavailable
+from .metrics import ApiMetrics
+from .store import StateVersion, Store
+
+__all__ = ["Service", "AnswerCache", "Compute"]
+
+Compute = Callable[[Any, ldpcore.State], dict[str, Any]]
+"""Turns (oracle, state) into the JSON-able body of an answer."""
+
+
+class AnswerCache:
+    """A small LRU keyed by (collection, fingerprint, version, query, params, window)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.data: OrderedDict[Any, Any] = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        hit = self.data.get(key)
+        if hit is not None:
+            self.data.move_to_end(key)
+        return hit
+
+    def put(self, key: Any, value: Any) -> None:
+        self.data[key] = value
+        self.data.move_to_end(key)
+        while len(self.data) > self.size:
+            self.data.popitem(last=False)
+
+
+class Service:
+    """The store, cache, metrics and settings behind every route (one per app)."""
+
+    def __init__(self, settings: ApiSettings, store: Store, metrics: ApiMetrics) -> None:
+        self.settings = settings
+        self.store = store
+        self.metrics = metrics
+        self.cache = AnswerCache(settings.cache_entries)
+        self._oracles: dict[str, Any] = {}
+        self._versions: dict[Any, tuple[float, StateVersion]] = {}
+
+    async def call(self, aw: Awaitable[Any]) -> Any:
+        """Await a Redis call; an unreachable Redis becomes :class:`Unavailable` (503)."""
+        try:
+            out = await aw
+        except (ConnectionError, OSError, TimeoutError) as exc:
+            self.metrics.redis_up.set(0)
+            raise Unavailable(f"Redis is unreachable: {exc}") from None
+        except Exception as exc:  # redis-py's own connection errors
+            if type(exc).__module__.startswith("redis"):
+                self.metrics.redis_up.set(0)
+                raise Unavailable(f"Redis error: {exc}") from None
+            raise
+        self.metrics.redis_up.set(1)
+        return out
+
+    async def spec(self, cid: str) -> CollectionSpec:
+        """The collection, or :class:`NotFound` naming how to list them."""
+        spec: CollectionSpec | None = await self.call(self.store.get(cid))
+        if spec is None:
+            raise NotFound(f"no collection {cid!r}; GET /v1/collections lists them",
+                           parameter="id")
+        return spec
+
+    def oracle(self, spec: CollectionSpec) -> Any:
+        """The collection's oracle, built once per fingerprint."""
+        o = self._oracles.get(spec.fingerprint)
+        if o is None:
+            o = self._oracles[spec.fingerprint] = spec.oracle()
+        return o
+
+    async def version(self, spec: CollectionSpec, since: float | None,
+                      until: float | None) -> StateVersion:
+        """The state version, re-read at most every ``version_ttl_s`` per query window.
+
+        Under load this turns one Redis round trip per request into one per interval;
+        answers are at most that much staler than Redis (flushes come every ~200 ms).
+        """
+        key = (spec.id, spec.fingerprint, since, until)
+        now = time.monotonic()
+        hit = self._versions.get(key)
+        if hit is not None and now - hit[0] < self.settings.version_ttl_s:
+            return hit[1]
+        version: StateVersion = await self.call(self.store.version(spec, since, until))
+        if len(self._versions) > 4 * self.settings.cache_entries:
+            self._versions.clear()
+        self._versions[key] = (now, version)
+        return version
+
+    async def answer(self, spec: CollectionSpec, query: str, params: tuple[Any, ...],
+                     since: float | None, until: float | None, compute: Compute,
+                     *, version: StateVersion | None = None) -> tuple[bytes, bool, str]:
+        """The encoded JSON answer of ``compute(oracle, state)`` for the current version.
+
+        Returns (body, cache hit?, version tag).  A hit costs one Redis round trip at
+        most (the version).
+        """
+        if version is None:
+            version = await self.version(spec, since, until)
+        key = (spec.id, spec.fingerprint, version.tag, query, params, since, until)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.metrics.cache_hits.inc()
+            return hit, True, version.tag
+        self.metrics.cache_misses.inc()
+        skey = (spec.id, spec.fingerprint, version.tag, "state", since, until)
+        state = self.cache.get(skey)
+        if state is None:
+            state = await self.call(self.store.state(spec, version))
+            self.cache.put(skey, state)
+        if state.n < spec.min_reports:
+            raise NotEnoughReports(state.n, spec.min_reports)
+        t0 = time.perf_counter()
+        body = compute(self.oracle(spec), state)
+        out = {
+            "collection": spec.id, "fingerprint": spec.fingerprint,
+            "mechanism": spec.oracle_spec["mechanism"],
+            "epsilon": spec.oracle_spec["epsilon"], "n": state.n,
+            "windows": len(version.windows),
+            "since": since, "until": until,
+            "as_of": (datetime.fromtimestamp(version.last_flush_ms / 1000, UTC).isoformat()
+                      if version.last_flush_ms else None),
+            "state_version": version.tag, **body,
+        }
+        encoded = json.dumps(out, separators=(",", ":"), allow_nan=False).encode()
+        self.metrics.estimate_seconds.labels(spec.id, query).observe(time.perf_counter() - t0)
+        self.cache.put(key, encoded)
+        return encoded, False, version.tag

@@ -1,0 +1,181 @@
+"""The worker in-process against the real broker and Redis: poison isolation, DLQ guarantees.
+
+Faults are injected into *our* code (a mechanism that blows up, a send that is
+refused once); Kafka and Redis are the real servers of the fixtures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+from prometheus_client import CollectorRegistry
+
+from aggregator.config import WorkerSettings
+from aggregator.metrics import AggregatorMetrics
+from aggregator.worker import Aggregator, DeadLetterError, ensure_topics
+from ldpcore import Reports
+from ldpcore.collection import CollectionSpec, encode_message
+from ldpstream.storage import CollectionCatalog, load_state, read_watermarks
+
+pytestmark = pytest.mark.integration
+
+SPEC = CollectionSpec.from_dict({"id": "iso", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+                                 "domain": {"kind": "integers", "low": 0, "high": 15}})
+
+
+@dataclass
+class Msg:
+    """A consumed record as aiokafka hands it to the worker."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int = field(default_factory=lambda: int(time.time() * 1000))
+
+
+def _worker(kafka: Any, redis_server: Any, redis_client: Any,
+            names: dict[str, str]) -> Aggregator:
+    s = WorkerSettings(kafka_bootstrap=kafka.bootstrap, redis_url=redis_server.url,
+                       redis_prefix=names["prefix"], reports_topic=names["topic"],
+                       dlq_topic=names["dlq"], consumer_group=names["group"])
+    CollectionCatalog(redis_client, names["prefix"]).register(SPEC)
+    agg = Aggregator(s, redis_client, AggregatorMetrics(CollectorRegistry()))
+    agg._pos[0] = 0
+    agg._flushed[0] = -1
+    return agg
+
+
+def _reports(y: Any) -> Reports:
+    o = SPEC.oracle()
+    return Reports(o.mechanism, o.fingerprint, {"y": np.asarray(y, dtype=np.uint16)})
+
+
+def _good(seed: int, n: int = 20) -> bytes:
+    """Perturbed-looking reports of values 0..14 (15 is the poison below)."""
+    return encode_message(SPEC, _reports(np.random.default_rng(seed).integers(0, 15, n)))
+
+
+def read_topic(bootstrap: str, topic: str, expected: int) -> list[Any]:
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             consumer_timeout_ms=2000, group_id=None)
+    out: list[Any] = []
+    try:
+        for _ in range(15):
+            out += list(consumer)
+            if len(out) >= expected:
+                break
+    finally:
+        consumer.close()
+    return out
+
+
+def test_an_unexpected_exception_dead_letters_only_its_message(
+        kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    agg = _worker(kafka, redis_server, redis_client, ldp_names)
+    dec = agg.codec("iso")
+    assert dec is not None
+    real = dec.oracle._aggregate
+
+    def poisoned(columns: dict[str, Any]) -> Any:
+        if np.any(columns["y"] == 15):
+            raise ZeroDivisionError("a bug that only report 15 triggers")
+        return real(columns)
+
+    monkeypatch.setattr(dec.oracle, "_aggregate", poisoned)
+    o = SPEC.oracle()
+    poison = encode_message(SPEC, _reports([3, 15]))
+    msgs = [Msg(ldp_names["topic"], 0, i, b"iso", v)
+            for i, v in enumerate([_good(1), poison, _good(2)])]
+    agg.process(0, msgs)
+    assert [(d.headers[0][1], d.value) for d in agg._dead] == [(b"internal", poison)]
+    assert b"ZeroDivisionError" in dict(agg._dead[0].headers)["ldp-error"]
+    rng1, rng2 = np.random.default_rng(1), np.random.default_rng(2)
+    expect = o.aggregate(_reports(rng1.integers(0, 15, 20)))
+    expect += o.aggregate(_reports(rng2.integers(0, 15, 20)))
+    (n, counts), = agg._delta.values()
+    assert n == expect.n and np.array_equal(counts, expect.counts)
+    assert agg._pos[0] == 3
+
+
+def test_a_refused_dead_letter_blocks_the_watermark_until_it_is_acknowledged(
+        kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str]) -> None:
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import KafkaConnectionError
+
+    agg = _worker(kafka, redis_server, redis_client, ldp_names)
+
+    async def run() -> None:
+        await ensure_topics(kafka.bootstrap, [ldp_names["dlq"]], 1)
+        producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all")
+        await producer.start()
+        real_send = producer.send
+        refusals = [1]
+
+        async def send(*args: Any, **kw: Any) -> Any:
+            if refusals:
+                refusals.pop()
+                fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+                fut.set_exception(KafkaConnectionError("broker unreachable"))
+                return fut
+            return await real_send(*args, **kw)
+
+        producer.send = send
+        agg._producer = producer
+        try:
+            agg.process(0, [Msg(ldp_names["topic"], 0, 0, b"iso", _good(1)),
+                            Msg(ldp_names["topic"], 0, 1, b"iso", b"garbage")])
+            with pytest.raises(DeadLetterError):
+                await agg.flush()
+            assert read_watermarks(redis_client, ldp_names["topic"], ldp_names["prefix"]) == {}
+            assert load_state(redis_client, SPEC, prefix=ldp_names["prefix"]).n == 0
+            assert await agg.flush()
+            assert read_watermarks(redis_client, ldp_names["topic"],
+                                   ldp_names["prefix"]) == {0: 1}
+            assert load_state(redis_client, SPEC, prefix=ldp_names["prefix"]).n == 20
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+    dlq = read_topic(kafka.bootstrap, ldp_names["dlq"], 1)
+    assert [(m.value, dict(m.headers)["ldp-reason"]) for m in dlq] == [(b"garbage", b"garbage")]
+
+
+def test_a_dead_letter_too_large_for_the_producer_goes_out_bounded_as_oversize(
+        kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str]) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    agg = _worker(kafka, redis_server, redis_client, ldp_names)
+    huge = b"\x00junk" + bytes(300_000)
+
+    async def run() -> None:
+        await ensure_topics(kafka.bootstrap, [ldp_names["dlq"]], 1)
+        producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all",
+                                    max_request_size=200_000)
+        await producer.start()
+        agg._producer = producer
+        try:
+            agg.process(0, [Msg(ldp_names["topic"], 0, 0, b"iso", huge),
+                            Msg(ldp_names["topic"], 0, 1, b"iso", _good(3))])
+            assert await agg.flush()
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+    (m,) = read_topic(kafka.bootstrap, ldp_names["dlq"], 1)
+    h = dict(m.headers)
+    assert h["ldp-reason"] == b"oversize" and h["ldp-original-reason"] == b"garbage"
+    assert h["ldp-source"] == f"{ldp_names['topic']}:0:0".encode()
+    assert h["ldp-original-bytes"] == str(len(huge)).encode()
+    assert m.value == huge[:len(m.value)] and 0 < len(m.value) <= 64 << 10
+    assert read_watermarks(redis_client, ldp_names["topic"], ldp_names["prefix"]) == {0: 1}
+    assert load_state(redis_client, SPEC, prefix=ldp_names["prefix"]).n == 20

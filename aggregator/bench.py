@@ -92,11 +92,11 @@ def _memory(redis: Any, prefix: str, cid: str) -> int:
 
 
 def pipeline(reports: int, batch: int, single: int, mechanism: str, domain_size: int,
-             out: Any = print) -> dict[str, float]:
+             out: Any = print, broker: str = "tansu") -> dict[str, float]:
     import redis as redis_lib
 
     from ldpcore.collection import CollectionSpec
-    from ldpstream.dev.servers import start_kafka, start_redis
+    from ldpstream.dev.servers import start_broker, start_redis
     from ldpstream.storage import CollectionCatalog
 
     from .config import WorkerSettings
@@ -108,7 +108,8 @@ def pipeline(reports: int, batch: int, single: int, mechanism: str, domain_size:
                                                 "high": domain_size - 1}})
     res: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="ldp-bench-") as tmp:
-        k, r = start_kafka(Path(tmp)), start_redis(Path(tmp))
+        k, r = start_broker(broker, Path(tmp)), start_redis(Path(tmp))
+        out(f"broker: {broker} at {k.bootstrap}")
         rc = redis_lib.Redis.from_url(r.url)
         try:
             CollectionCatalog(rc).register(spec)
@@ -150,5 +151,5 @@ def pipeline(reports: int, batch: int, single: int, mechanism: str, domain_size:
 
 def run_from_args(args: argparse.Namespace) -> int:
     pipeline(args.reports, args.batch_size, args.single_messages, args.mechanism,
-             args.domain_size)
+             args.domain_size, broker=getattr(args, "broker", "tansu"))
     return 0

@@ -378,14 +378,24 @@ class Aggregator:
         times = await asyncio.to_thread(read_flush_times, self.redis, self.s.reports_topic,
                                         self.s.redis_prefix)
         from aiokafka import TopicPartition
-        for p in list(self._pos) if partitions is None else partitions:
+        parts = list(self._pos) if partitions is None else partitions
+        # Every await happens before any position changes: records fetched meanwhile from
+        # an old position must not meet a new _pos (they would be taken for a jump and the
+        # re-fetched ones for replays), so positions and seeks change together below.
+        committed_of: dict[int, Any] = {}
+        if self._consumer is not None:
+            for p in parts:
+                if wms.get(p, -1) >= 0:
+                    tp = TopicPartition(self.s.reports_topic, p)
+                    committed_of[p] = await self._consumer.committed(tp)
+        for p in parts:
             w = wms.get(p, -1)
             self._flushed[p] = w
             self._pos[p] = w + 1
             if self._consumer is None:
                 continue
             tp = TopicPartition(self.s.reports_topic, p)
-            committed = await self._consumer.committed(tp) if w >= 0 else 0
+            committed = committed_of.get(p, 0)
             if committed is None:
                 # Redis counted up to w but the broker has no offsets for this group: it may
                 # have lost its log (tansu memory storage restart).  Read from the start and

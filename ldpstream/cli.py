@@ -161,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mechanism", default="grr")
     p.add_argument("--domain-size", type=int, default=64)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--broker", choices=("tansu", "kafka"), default="tansu",
+                   help="the embedded tansu (default) or Apache Kafka (KRaft, from .tools/kafka)")
     p.set_defaults(func=_cmd_bench_pipeline)
     from query_api.bench import add_bench_api_parser
 

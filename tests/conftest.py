@@ -1,8 +1,19 @@
 """Shared pytest configuration.
 
-Real servers for integration tests come from :mod:`ldpstream.dev.servers` (a tansu broker
-and a Redis with AOF on free loopback ports, one of each per test session), unless
-``LDP_TEST_KAFKA`` (host:port) / ``LDP_TEST_REDIS`` (redis:// URL) name external ones.
+Real servers for integration tests come from :mod:`ldpstream.dev.servers`, chosen once per
+session by :func:`ldpstream.dev.testbackend.choose_backend` from the environment:
+
+* ``LDP_TEST_BACKEND=local`` (default): child processes on free loopback ports, one of
+  each per session: a Redis with AOF on, and the broker of the test's ``broker``
+  parameter: the embedded tansu and Apache Kafka (KRaft, jars in ``.tools/kafka/libs``).
+  Every test that uses the ``kafka`` fixture runs once per broker (ids ``[tansu]``,
+  ``[kafka]``); ``LDP_TEST_BROKERS=tansu`` (or ``kafka``) narrows that down.
+* ``LDP_TEST_BACKEND=containers``: ``apache/kafka`` and Redis in testcontainers.
+* ``LDP_TEST_KAFKA`` (host:port) / ``LDP_TEST_REDIS`` (redis:// URL) name external ones.
+
+``@pytest.mark.brokers("kafka")`` limits a test to the named brokers (it is skipped,
+saying why, when the session has none of them); ``@pytest.mark.any_broker`` runs a
+test that does not depend on the broker (the API tests) once, on the session's first.
 """
 
 from __future__ import annotations
@@ -16,6 +27,17 @@ from typing import Any
 
 import pytest
 
+from ldpstream.dev.testbackend import TestBackend, choose_backend
+
+_BACKEND: list[TestBackend] = []
+
+
+def session_backend() -> TestBackend:
+    """The test servers of this session (from the environment, read once)."""
+    if not _BACKEND:
+        _BACKEND.append(choose_backend(os.environ))
+    return _BACKEND[0]
+
 
 @dataclass
 class ExternalServer:
@@ -24,18 +46,56 @@ class ExternalServer:
     bootstrap: str
     url: str
     managed: bool = False
+    broker: str | None = None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize every test that needs a broker over the session's brokers."""
+    if "broker" not in metafunc.fixturenames:
+        return
+    backend = session_backend()
+    marker = metafunc.definition.get_closest_marker("brokers")
+    wanted = tuple(marker.args) if marker else backend.brokers
+    if metafunc.definition.get_closest_marker("any_broker") is not None:
+        wanted = wanted[:1]
+    params = [pytest.param(b, id=b) for b in backend.brokers if b in wanted]
+    if not params:
+        reason = (f"needs broker {' or '.join(wanted)}; this session has "
+                  f"{', '.join(backend.brokers)} (LDP_TEST_BROKERS, LDP_TEST_KAFKA, "
+                  "LDP_TEST_BACKEND)")
+        params = [pytest.param(wanted[0], id=wanted[0], marks=pytest.mark.skip(reason=reason))]
+    metafunc.parametrize("broker", params, indirect=True, scope="session")
 
 
 @pytest.fixture(scope="session")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    ext = os.environ.get("LDP_TEST_KAFKA")
-    if ext:
-        yield ExternalServer(ext, f"kafka://{ext}")
-        return
-    from ldpstream.dev.servers import start_kafka
+def test_backend() -> TestBackend:
+    return session_backend()
 
-    server = start_kafka(tmp_path_factory.mktemp("kafka"))
-    server.managed = True  # type: ignore[attr-defined]
+
+@pytest.fixture(scope="session")
+def broker(request: pytest.FixtureRequest) -> str:
+    """The broker of this test: ``"tansu"``, ``"kafka"`` (Apache Kafka) or ``"external"``."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def kafka(broker: str, test_backend: TestBackend,
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The session's running broker of kind ``broker`` (started once per session)."""
+    if test_backend.kafka:
+        yield ExternalServer(test_backend.kafka, f"kafka://{test_backend.kafka}",
+                             broker="external")
+        return
+    server: Any
+    if test_backend.backend == "containers":
+        from ldpstream.dev.testbackend import start_kafka_container
+
+        server = start_kafka_container()
+    else:
+        from ldpstream.dev.servers import start_broker
+
+        server = start_broker(broker, tmp_path_factory.mktemp(f"kafka-{broker}"))
+        server.managed = True
     try:
         yield server
     finally:
@@ -43,19 +103,33 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    ext = os.environ.get("LDP_TEST_REDIS")
-    if ext:
-        yield ExternalServer("", ext)
+def redis_server(test_backend: TestBackend,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if test_backend.redis:
+        yield ExternalServer("", test_backend.redis)
         return
-    from ldpstream.dev.servers import start_redis
+    server: Any
+    if test_backend.backend == "containers":
+        from ldpstream.dev.testbackend import start_redis_container
 
-    server = start_redis(tmp_path_factory.mktemp("redis"))
-    server.managed = True  # type: ignore[attr-defined]
+        server = start_redis_container()
+    else:
+        from ldpstream.dev.servers import start_redis
+
+        server = start_redis(tmp_path_factory.mktemp("redis"))
+        server.managed = True
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def local_backend(test_backend: TestBackend) -> None:
+    """Skip unless the test may start and restart servers of its own (local backend)."""
+    if not test_backend.restartable:
+        pytest.skip("restarts need servers started by the tests as local processes "
+                    f"(LDP_TEST_BACKEND=local; this session has {test_backend.backend!r})")
 
 
 @pytest.fixture

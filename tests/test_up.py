@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ldpstream.dev.servers import _die_with_parent, free_port
+from ldpstream.dev.servers import BROKERS, _die_with_parent, free_port
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,11 +32,13 @@ def _children(pid: int) -> set[int]:
     return {int(x) for x in out.stdout.split()}
 
 
+@pytest.mark.parametrize("up_broker", BROKERS)
 def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
-        tmp_path: Path) -> None:
+        up_broker: str, tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "up", "--port", str(port),
-                             "--rate", "3000", "--data-dir", str(tmp_path)], cwd=ROOT,
+                             "--rate", "3000", "--data-dir", str(tmp_path),
+                             "--broker", up_broker], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             preexec_fn=_die_with_parent)
     base = f"http://127.0.0.1:{port}"
@@ -72,6 +74,7 @@ def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
     assert "Dashboard:" in text and f"{base}/" in text and "curl" in text
     assert proc.returncode == 0, text
     assert "stopped." in text
+    assert ("Apache Kafka" if up_broker == "kafka" else "(tansu") in text
     alive = [pid for pid in kids if Path(f"/proc/{pid}").exists()
              and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()]
     assert not alive, f"processes left running: {alive}"

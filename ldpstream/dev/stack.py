@@ -1,10 +1,15 @@
 """``ldpstream up``: the whole system on one machine, from one command.
 
-Starts, in order: the embedded tansu broker and a Redis (AOF on) on free loopback
-ports, one aggregator worker, the query API, and one simulator per demo
+Starts, in order: a Kafka broker and a Redis (AOF on) on free loopback ports, one
+aggregator worker, the query API, and one simulator per demo
 collection (:mod:`producer.demo`) publishing at a steady rate.  Prints the
 dashboard URL and example requests; Ctrl-C (or SIGTERM) stops every process,
 children first, then the servers.
+
+The broker is the embedded tansu (``--broker tansu``, the default: pip only, memory
+storage) or Apache Kafka (``--broker kafka``: a single-node KRaft JVM from the jars
+``scripts/bootstrap.sh`` fetches, its log on disk under the data directory, so with
+``--data-dir`` it survives a restart of the stack).
 """
 
 from __future__ import annotations
@@ -21,7 +26,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .servers import ManagedServer, _die_with_parent, free_port, start_kafka, start_redis
+from .servers import (
+    BROKERS,
+    KAFKA_VERSION,
+    ManagedServer,
+    _die_with_parent,
+    free_port,
+    start_broker,
+    start_redis,
+)
 
 __all__ = ["add_up_parser", "run_stack"]
 
@@ -36,7 +49,11 @@ def add_up_parser(sub: Any) -> None:
     p.add_argument("--rate", type=float, default=400.0,
                    help="reports/s per demo collection (default 400)")
     p.add_argument("--no-simulate", action="store_true", help="start without devices")
-    p.add_argument("--data-dir", default=None, help="where Redis keeps its AOF (default: tmp)")
+    p.add_argument("--data-dir", default=None,
+                   help="where Redis keeps its AOF and Kafka its log (default: tmp)")
+    p.add_argument("--broker", choices=BROKERS, default="tansu",
+                   help="tansu: the embedded broker, memory storage (default); kafka: Apache "
+                        "Kafka (KRaft, JDK + jars from scripts/bootstrap.sh)")
     p.set_defaults(func=run_stack)
 
 
@@ -100,11 +117,18 @@ def run_stack(args: argparse.Namespace) -> int:
     children: list[tuple[str, subprocess.Popen[bytes]]] = []
     try:
         print(f"ldpstream up: working directory {work}", flush=True)
-        kafka = start_kafka(_mk(work / "kafka"))
+        broker = getattr(args, "broker", "tansu")
+        started = time.monotonic()
+        kafka = start_broker(broker, _mk(work / "kafka"))
         servers.append(kafka)
+        took = time.monotonic() - started
         redis = start_redis(_mk(work / "redis"))
         servers.append(redis)
-        print(f"  broker  {kafka.bootstrap} (tansu, memory storage)", flush=True)
+        if broker == "kafka":
+            print(f"  broker  {kafka.bootstrap} (Apache Kafka {KAFKA_VERSION}, KRaft, log in "
+                  f"{work / 'kafka' / 'data'}; up in {took:.1f} s)", flush=True)
+        else:
+            print(f"  broker  {kafka.bootstrap} (tansu, memory storage)", flush=True)
         print(f"  redis   {redis.url} (AOF in {work / 'redis'})", flush=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
         env.update({"LDP_KAFKA_BOOTSTRAP": kafka.bootstrap, "LDP_REDIS_URL": redis.url,

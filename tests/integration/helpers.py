@@ -1,19 +1,26 @@
-"""Helpers of the integration tests: worker subprocesses, polling with deadlines."""
+"""Helpers of the integration tests: worker subprocesses, polling with deadlines,
+a background publisher, consumer-group views and a response-dropping Kafka proxy."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ldpstream.dev.servers import _die_with_parent
+from ldpcore.collection import CollectionSpec
+from ldpstream.dev.servers import LOOPBACK, _die_with_parent
 
-__all__ = ["WorkerProcess", "wait_for", "worker_env"]
+__all__ = ["ProduceResponseDropper", "Publisher", "WorkerProcess", "group_assignment",
+           "log_offsets", "wait_for", "worker_env"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,3 +88,202 @@ def wait_for(cond: Callable[[], bool], timeout: float, what: str,
             return
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+class Publisher(threading.Thread):
+    """Publishes simulated reports with the SDK in the background, at a bounded rate.
+
+    Messages go round-robin to partitions 0..3.  ``result`` is the simulator's
+    :class:`~producer.simulate.SimulationResult` (the exact expected state) once done.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, spec: CollectionSpec, reports: int,
+                 rate: float, seed: int = 5, **client_config: Any) -> None:
+        super().__init__(daemon=True)
+        self.args = (bootstrap, topic, spec, reports, rate, seed)
+        self.client_config = client_config
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from producer.sdk import Client
+        from producer.simulate import simulate
+
+        bootstrap, topic, spec, reports, rate, seed = self.args
+        try:
+            with Client(bootstrap, topic, **self.client_config) as client:
+                n = [0]
+
+                def send(batch: Any) -> None:
+                    client.send(spec, batch, partition=n[0] % 4)
+                    n[0] += 1
+                self.result = simulate(spec, send, dist="geometric:0.05", reports=reports,
+                                       batch_sizes=[1, 33, 250, 700], seed=seed, rate=rate)
+        except BaseException as exc:  # surfaced by the test
+            self.error = exc
+
+    def finish(self, timeout: float = 120.0) -> Any:
+        """Wait for the end of publishing; the simulation result (raises what it raised)."""
+        self.join(timeout)
+        assert not self.is_alive(), f"the publisher did not finish within {timeout:.0f} s"
+        assert self.error is None and self.result is not None, repr(self.error)
+        return self.result
+
+
+def group_assignment(bootstrap: str, group: str, topic: str) -> list[set[int]] | None:
+    """The partitions of ``topic`` each member of a *stable* consumer group owns.
+
+    ``None`` while the group is rebalancing (or unknown).  Asks the group coordinator
+    with DescribeGroups, so it shows what Apache Kafka's group protocol decided.
+    """
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+    try:
+        info = admin.describe_groups([group]).get(group)
+    except KafkaError as exc:  # e.g. the coordinator is still loading: ask again later
+        if not exc.retriable:
+            raise
+        return None
+    finally:
+        admin.close()
+    if not info or info.get("group_state") != "Stable":
+        return None
+    owned: list[set[int]] = []
+    for member in info.get("members", []):
+        assignment = member.get("member_assignment") or {}
+        parts: set[int] = set()
+        for tp in assignment.get("assigned_partitions", []):
+            if tp.get("topic") == topic:
+                parts.update(tp.get("partitions", []))
+        owned.append(parts)
+    return owned
+
+
+def log_offsets(bootstrap: str, topic: str, partitions: int = 4) -> tuple[list[int], list[int]]:
+    """(first offsets, end offsets) of ``topic``'s partitions 0..partitions-1."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        first = consumer.beginning_offsets(tps)
+        end = consumer.end_offsets(tps)
+        return [first[tp] for tp in tps], [end[tp] for tp in tps]
+    finally:
+        consumer.close()
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def _recv_frame(sock: socket.socket) -> bytes | None:
+    """One Kafka protocol frame: a 4-byte big-endian size, then that many bytes."""
+    head = _recv_exact(sock, 4)
+    if head is None:
+        return None
+    body = _recv_exact(sock, struct.unpack(">i", head)[0])
+    return None if body is None else head + body
+
+
+class ProduceResponseDropper:
+    """A TCP proxy in front of a Kafka broker that loses some Produce *responses*.
+
+    Requests always reach the broker, so the batch is appended; but for every
+    ``every``-th Produce request (at most ``drops`` times) the proxy swallows the
+    broker's response and closes the client's connection, as a network failure right
+    after the write would.  The producer cannot tell the write happened and sends the
+    batch again: without idempotence the log gets it twice; an idempotent producer's
+    retry carries the same producer id and sequence numbers, and the broker acknowledges
+    it without appending it again.
+
+    The broker must advertise the proxy (``advertised.listeners`` = ``port`` below), so
+    that clients keep talking through it after bootstrap.
+    """
+
+    PRODUCE = 0  # Kafka API key of Produce requests
+
+    def __init__(self, every: int, drops: int) -> None:
+        self.every, self.drops_left = every, drops
+        self.produce_requests = 0
+        self.dropped = 0
+        self.upstream: tuple[str, int] | None = None
+        self._lock = threading.Lock()
+        self._listener = socket.create_server((LOOPBACK, 0))
+        self.port = int(self._listener.getsockname()[1])
+        self._socks: list[socket.socket] = []
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self.upstream is None:
+                client.close()
+                continue
+            try:
+                broker = socket.create_connection(self.upstream, timeout=10)
+            except OSError:
+                client.close()
+                continue
+            broker.settimeout(None)
+            with self._lock:
+                self._socks += [client, broker]
+            doomed: set[int] = set()
+            threading.Thread(target=self._requests, args=(client, broker, doomed),
+                             daemon=True).start()
+            threading.Thread(target=self._responses, args=(client, broker, doomed),
+                             daemon=True).start()
+
+    def _requests(self, client: socket.socket, broker: socket.socket, doomed: set[int]) -> None:
+        try:
+            while (frame := _recv_frame(client)) is not None:
+                api_key, _, correlation = struct.unpack(">hhi", frame[4:12])
+                if api_key == self.PRODUCE:
+                    with self._lock:
+                        self.produce_requests += 1
+                        if self.drops_left > 0 and self.produce_requests % self.every == 0:
+                            self.drops_left -= 1
+                            doomed.add(correlation)
+                broker.sendall(frame)
+        except OSError:
+            pass
+        self._close(client, broker)
+
+    def _responses(self, client: socket.socket, broker: socket.socket, doomed: set[int]) -> None:
+        try:
+            while (frame := _recv_frame(broker)) is not None:
+                (correlation,) = struct.unpack(">i", frame[4:8])
+                if correlation in doomed:          # the write happened; the client never hears
+                    with self._lock:
+                        self.dropped += 1
+                    break
+                client.sendall(frame)
+        except OSError:
+            pass
+        self._close(client, broker)
+
+    @staticmethod
+    def _close(*socks: socket.socket) -> None:
+        for s in socks:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+    def close(self) -> None:
+        self._closed = True
+        self._listener.close()
+        with self._lock:
+            socks, self._socks = self._socks, []
+        self._close(*socks)

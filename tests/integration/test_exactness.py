@@ -1,4 +1,4 @@
-"""End to end: simulator → tansu → aggregator worker → Redis equals ldpcore, cell for cell."""
+"""End to end: simulator → broker → aggregator worker → Redis equals ldpcore, cell for cell."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Restarts of Redis (from its AOF) and of the broker (tansu memory storage loses the topic).
 
+The Redis restart runs on every broker.  The broker restart here is tansu's (Apache
+Kafka's, which keeps its log, is in ``test_apache_kafka.py``).
+
 Broker restart, documented behaviour: the embedded tansu keeps topics in memory, so a
 restart loses the log *and* the consumer group's committed offsets; producers recreate
 the topic and offsets start again at 0, below the Redis watermarks.  The worker
@@ -20,7 +23,7 @@ from typing import Any
 import pytest
 
 from ldpcore.collection import CollectionSpec
-from ldpstream.dev.servers import start_kafka, start_redis
+from ldpstream.dev.servers import start_broker, start_redis
 from ldpstream.storage import CollectionCatalog, load_state
 from producer.sdk import Client
 from producer.simulate import simulate
@@ -45,22 +48,30 @@ def publish(bootstrap: str, topic: str, reports: int, seed: int) -> Any:
 
 
 @pytest.fixture
-def own_servers(tmp_path: Path) -> Any:
-    """A broker and a Redis of this test only (the test restarts them)."""
-    k = start_kafka(tmp_path)
+def own_redis(local_backend: None, tmp_path: Path) -> Any:
+    """A Redis of this test only (the test restarts it)."""
     r = start_redis(tmp_path)
     try:
-        yield k, r
+        yield r
     finally:
-        k.stop()
         r.stop()
 
 
+@pytest.fixture
+def own_tansu(local_backend: None, tmp_path: Path) -> Any:
+    """A tansu broker of this test only (the test restarts it)."""
+    k = start_broker("tansu", tmp_path)
+    try:
+        yield k
+    finally:
+        k.stop()
+
+
 def test_redis_restart_from_aof_keeps_state_and_counting_resumes(
-        own_servers: Any, ldp_names: dict[str, str], tmp_path: Path) -> None:
+        kafka: Any, own_redis: Any, ldp_names: dict[str, str], tmp_path: Path) -> None:
     import redis
 
-    k, r = own_servers
+    k, r = kafka, own_redis
     rc = redis.Redis.from_url(r.url, socket_timeout=5)
     CollectionCatalog(rc, ldp_names["prefix"]).register(SPEC)
     worker = WorkerProcess(worker_env(k, r, ldp_names), tmp_path / "w.log").start()
@@ -82,11 +93,13 @@ def test_redis_restart_from_aof_keeps_state_and_counting_resumes(
         assert worker.stop() == 0, worker.output()
 
 
+@pytest.mark.brokers("tansu")
 def test_broker_restart_loses_the_topic_and_the_worker_recovers_and_says_so(
-        own_servers: Any, ldp_names: dict[str, str], tmp_path: Path) -> None:
+        broker: str, own_tansu: Any, redis_server: Any, ldp_names: dict[str, str],
+        tmp_path: Path) -> None:
     import redis
 
-    k, r = own_servers
+    k, r = own_tansu, redis_server
     rc = redis.Redis.from_url(r.url, socket_timeout=5)
     CollectionCatalog(rc, ldp_names["prefix"]).register(SPEC)
     worker = WorkerProcess(worker_env(k, r, ldp_names), tmp_path / "w.log").start()

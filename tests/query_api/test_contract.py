@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.any_broker]  # tests the API, not the broker
 
 ROUTES = ["frequencies", "subset", "heavy-hitters", "range", "quantiles", "cdf", "mean",
           "histogram"]

@@ -16,7 +16,7 @@ import pytest
 from producer.sdk import Client
 from producer.simulate import simulate
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.any_broker]  # tests the API, not the broker
 
 ARTIFACTS = Path(os.environ.get("LDP_ARTIFACTS", Path(__file__).resolve().parents[2]
                                 / "artifacts"))

@@ -19,7 +19,7 @@ from query_api.config import ApiSettings
 
 from .conftest import ADMIN
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.any_broker]  # tests the API, not the broker
 AUTH = {"Authorization": f"Bearer {ADMIN}"}
 
 

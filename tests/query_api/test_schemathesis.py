@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.any_broker]  # tests the API, not the broker
 
 
 @pytest.mark.parametrize("cid", ["os", "latency", "session"])

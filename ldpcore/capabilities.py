@@ -94,6 +94,10 @@ class DistributionEstimates(ABC):
         """Estimated probability of every bin (non-negative, sums to 1)."""
 
     @abstractmethod
+    def cdf(self, state: State) -> FloatArray:
+        """The cumulative distribution over the bins."""
+
+    @abstractmethod
     def quantile(self, state: State, q: float) -> float:
         """The ``q``-quantile in value units."""
 

@@ -273,7 +273,7 @@ def _select(oracle: FrequencyOracle, raw: FloatArray, f_fit: FloatArray,
 def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
            indices: Sequence[int] | np.ndarray | None = None, confidence: float = 0.95,
            replicates: int = DEFAULT_REPLICATES, rng: np.random.Generator | int | None = None,
-           fitted: FloatArray | None = None) -> Answer:
+           fitted: FloatArray | None = None, n_effective: float | None = None) -> Answer:
     """A full-domain (``indices=None``) or subset-sum answer with an honest interval.
 
     Parameters
@@ -294,6 +294,11 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
         reproducible per state.
     fitted : array, optional
         The distribution to simulate from (default :func:`fit_distribution`).
+    n_effective : float, optional
+        The effective sample size when reports are not independent (memoized reports
+        of one device in several windows: :func:`ldpcore.longitudinal.effective_sample_size`);
+        variances and simulations use it instead of ``state.n``.  The estimate itself
+        still uses every report.
     """
     oracle.check_state(state)
     if state.n <= 0:
@@ -305,6 +310,9 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
         raise ParameterError(f"confidence must be a number in (0, 1), got {confidence!r}")
     replicates = check_int("replicates", replicates, low=20, high=100_000)
     n, d = state.n, oracle.domain_size
+    if n_effective is not None:
+        n = max(1, min(n, int(math.floor(check_float("n_effective", n_effective, low=1.0,
+                                                              high=float(2**62))))))
     idx = _check_indices(indices, d)
     z = _z(confidence)
     raw = oracle.estimate(state)

@@ -101,11 +101,13 @@ def _meta(ans: ldp_intervals.Answer, requested: str) -> dict[str, Any]:
 
 
 def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
-            confidence: float, indices: Sequence[int] | None) -> ldp_intervals.Answer:
+            confidence: float, indices: Sequence[int] | None,
+            n_effective: float | None = None) -> ldp_intervals.Answer:
     z_value(confidence)  # the API's message for a bad level
     try:
         return ldp_intervals.answer(oracle, state, method=method, confidence=confidence,
-                                    indices=None if indices is None else list(indices))
+                                    indices=None if indices is None else list(indices),
+                                    n_effective=n_effective)
     except ldpcore.ParameterError as exc:
         raise QueryError(str(exc), parameter="labels" if indices is not None else "method"
                          ) from exc
@@ -113,13 +115,13 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
 
 def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
                 labels: Sequence[str] | None, method: str, confidence: float,
-                top: int | None = None) -> dict[str, Any]:
+                top: int | None = None, n_effective: float | None = None) -> dict[str, Any]:
     """Per-label estimate, standard error and confidence interval (see the module notes)."""
     _need_frequencies(oracle, "frequency")
     method = _check_method(method)
     if top is not None and top < 1:
         raise QueryError(f"top must be an integer >= 1, got {top}", parameter="top")
-    ans = _answer(oracle, state, method, confidence, None)
+    ans = _answer(oracle, state, method, confidence, None, n_effective)
     est = ans.estimate
     order = np.argsort(-est, kind="stable") if top is not None else np.arange(est.size)
     if top is not None:
@@ -132,7 +134,8 @@ def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
 
 
 def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Sequence[int], *,
-           method: str, confidence: float) -> dict[str, Any]:
+           method: str, confidence: float, n_effective: float | None = None
+           ) -> dict[str, Any]:
     """Frequency of a set of values (set-value query), any post-processing method.
 
     ``post-pos`` clips the unbiased sum at 0; the other methods sum the
@@ -143,126 +146,233 @@ def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Seque
     """
     _need_frequencies(oracle, "subset")
     method = _check_method(method)
-    ans = _answer(oracle, state, method, confidence, indices)
+    ans = _answer(oracle, state, method, confidence, indices, n_effective)
     return {**_meta(ans, method), "estimate": float(ans.estimate[0]),
             "std_error": _opt(ans.std_error, 0), "ci_low": _opt(ans.low, 0),
             "ci_high": _opt(ans.high, 0)}
 
 
+RANGE_METHODS = ("consistent", "unbiased")
+"""Methods of range answers; ``consistent`` (the default) is HH-ADMM's exact solution for
+hh (a weighted tree fit for haar): non-negative leaves, every node the sum of its
+children, total 1 — so the CDF is monotone in [0, 1] and the histogram non-negative."""
+
+_HULL = ("analytic (unbiased estimator's interval, joined with the consistent point)")
+
+
+def check_range_method(method: str | None) -> str:
+    method = "consistent" if method is None else method
+    if method not in RANGE_METHODS:
+        raise QueryError(f"method must be one of {list(RANGE_METHODS)} for range answers, "
+                         f"got {method!r}", parameter="method")
+    return method
+
+
+def _n(state: ldpcore.State, n_effective: float | None) -> int:
+    """The sample size behind an interval: n, or the effective n of memoized reports."""
+    if n_effective is None:
+        return int(state.n)
+    return max(1, min(int(state.n), int(n_effective)))
+
+
+def _hull(point: Any, unbiased: Any, se: Any, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """[min(point, u − z·se), max(point, u + z·se)] ∩ [0, 1]: the unbiased estimator's
+    interval covers the truth at its level, so any interval containing it does too, and
+    the consistent point is always inside its own interval."""
+    p, u, e = (np.asarray(x, dtype=np.float64) for x in (point, unbiased, se))
+    return (np.clip(np.minimum(p, u - z * e), 0.0, 1.0),
+            np.clip(np.maximum(p, u + z * e), 0.0, 1.0))
+
+
+def _prefix_se(oracle: Any, n: int, points: np.ndarray) -> np.ndarray:
+    return np.sqrt([float(oracle.range_variance(n, 0, int(i))) for i in points])
+
+
 def range_answer(oracle: Any, state: ldpcore.State, low: int, high: int, *,
-                 confidence: float) -> dict[str, Any]:
+                 confidence: float, method: str | None = None,
+                 n_effective: float | None = None) -> dict[str, Any]:
     """Fraction of reports with a value in [low, high] (inclusive)."""
     require(oracle, RangeQueries, "range")
-    fn = oracle.range_query
+    method = check_range_method(method)
     d = oracle.domain_size
     if not 0 <= low <= high < d:
         raise QueryError(f"low and high must satisfy 0 <= low <= high < {d}, got low={low}, "
                          f"high={high}", parameter="low" if low < 0 or low > high else "high")
     z = z_value(confidence)
-    value = float(fn(state, low, high))
-    se = math.sqrt(float(oracle.range_variance(state.n, low, high)))
-    return {"low": low, "high": high, "estimate": value, "std_error": se,
-            "ci_low": value - z * se, "ci_high": value + z * se, "confidence": confidence}
+    n = _n(state, n_effective)
+    unbiased = float(oracle.range_query(state, low, high, method="unbiased"))
+    se = math.sqrt(float(oracle.range_variance(n, low, high)))
+    if method == "unbiased":
+        lo_, hi_ = _hull(unbiased, unbiased, se, z)
+        value, kind = unbiased, "analytic"
+    else:
+        value = float(oracle.range_query(state, low, high, method="consistent"))
+        lo_, hi_ = _hull(value, unbiased, se, z)
+        kind = _HULL
+    return {"low": low, "high": high, "method": method, "estimate": value, "std_error": se,
+            "ci_low": float(lo_), "ci_high": float(hi_), "confidence": confidence,
+            "interval": kind, "n_effective": n}
 
 
-def quantiles(oracle: Any, state: ldpcore.State, qs: Sequence[float]) -> dict[str, Any]:
-    """Quantiles (domain indices for range oracles, values for numeric ones)."""
-    if not isinstance(oracle, DistributionEstimates):
-        require(oracle, RangeQueries, "quantile")
-    fn = oracle.quantile
+def _range_bands(oracle: Any, state: ldpcore.State, method: str, z: float,
+                 n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(cdf, its low and high bands, the points they are at): every point for d ≤ 4096,
+    else 512 evenly spaced ones."""
+    d = oracle.domain_size
+    cdf_u = np.asarray(oracle.cdf(state, method="unbiased"), dtype=np.float64)
+    cdf_m = cdf_u if method == "unbiased" else np.asarray(oracle.cdf(state, method=method),
+                                                          dtype=np.float64)
+    pts = np.arange(d) if d <= 4096 else np.unique(np.linspace(0, d - 1, 512).astype(int))
+    se = _prefix_se(oracle, n, pts)
+    lo, hi = _hull(cdf_m[pts], cdf_u[pts], se, z)
+    return cdf_m, lo, hi, pts
+
+
+def quantiles(oracle: Any, state: ldpcore.State, qs: Sequence[float], *,
+              method: str | None = None, confidence: float = 0.95,
+              n_effective: float | None = None) -> dict[str, Any]:
+    """Quantiles: domain indices for range oracles (with intervals from inverting the CDF
+    band), values for numeric ones (EMS reconstruction: no honest interval)."""
     for q in qs:
         if not 0.0 <= q <= 1.0:
             raise QueryError(f"q must be in [0, 1], got {q}", parameter="q")
-    return {"quantiles": [{"q": q, "value": _num(fn(state, q))} for q in qs]}
+    if isinstance(oracle, DistributionEstimates):
+        return {"quantiles": [{"q": q, "value": _num(oracle.quantile(state, q))} for q in qs],
+                "method": "ems" if getattr(oracle, "smoothing", True) else "em",
+                "interval": None, "interval_reason": _NUMERIC_REASON}
+    require(oracle, RangeQueries, "quantile")
+    method = check_range_method(method)
+    z = z_value(confidence)
+    cdf_m, lo, hi, pts = _range_bands(oracle, state, method, z, _n(state, n_effective))
+    rows = []
+    for q in qs:
+        value = int(np.searchsorted(cdf_m, q - 1e-12)) if method != "unbiased" \
+            else int(oracle.quantile(state, q, method="unbiased"))
+        value = min(value, oracle.domain_size - 1)
+        # The q-quantile x* has F(x*) >= q > F(x* - 1): where the band allows F >= q.
+        up = pts[hi >= q - 1e-12]
+        down = pts[lo >= q - 1e-12]
+        rows.append({"q": q, "value": value,
+                     "ci_low": int(up[0]) if up.size else int(pts[-1]),
+                     "ci_high": int(down[0]) if down.size else oracle.domain_size - 1})
+    return {"quantiles": rows, "method": method, "confidence": confidence,
+            "interval": "inverted pointwise CDF band"}
+
+
+_NUMERIC_REASON = ("the EMS reconstruction is smoothed and biased; no interval that holds at "
+                   "its level is available at live cost (the mean has one)")
 
 
 def _num(x: Any) -> float | int:
     return int(x) if isinstance(x, (int, np.integer)) else float(x)
 
 
-def cdf(oracle: Any, state: ldpcore.State) -> dict[str, Any]:
-    """Cumulative distribution over the ordered domain."""
-    if not isinstance(oracle, DistributionEstimates):
-        require(oracle, RangeQueries, "cdf")
-    fn = oracle.cdf
-    values = np.asarray(fn(state), dtype=float)
-    return {"cdf": values.tolist()}
+def cdf(oracle: Any, state: ldpcore.State, *, method: str | None = None,
+        confidence: float = 0.95, n_effective: float | None = None) -> dict[str, Any]:
+    """Cumulative distribution over the ordered domain, with pointwise intervals."""
+    if isinstance(oracle, DistributionEstimates):
+        return {"cdf": np.asarray(oracle.cdf(state), dtype=np.float64).tolist(),
+                "method": "ems" if getattr(oracle, "smoothing", True) else "em",
+                "interval": None, "interval_reason": _NUMERIC_REASON}
+    require(oracle, RangeQueries, "cdf")
+    method = check_range_method(method)
+    cdf_m, lo, hi, pts = _range_bands(oracle, state, method, z_value(confidence),
+                                      _n(state, n_effective))
+    return {"cdf": cdf_m.tolist(), "method": method, "confidence": confidence,
+            "interval": _HULL if method != "unbiased" else "analytic",
+            "points": pts.tolist(), "ci_low": lo.tolist(), "ci_high": hi.tolist()}
 
 
-def mean(oracle: Any, state: ldpcore.State, *, confidence: float) -> dict[str, Any]:
-    """Mean of a numeric collection, with its analytic standard error where available."""
+def mean(oracle: Any, state: ldpcore.State, *, confidence: float,
+         n_effective: float | None = None) -> dict[str, Any]:
+    """Mean of a numeric collection, with its (worst-case) analytic standard error."""
     require(oracle, MeanEstimates, "mean")
-    fn = oracle.mean
     z = z_value(confidence)
-    value = float(fn(state))
-    out: dict[str, Any] = {"estimate": value, "confidence": confidence}
-    se = math.sqrt(float(oracle.mean_variance(state.n)))
-    out.update(std_error=se, ci_low=value - z * se, ci_high=value + z * se)
-    return out
+    value = float(oracle.mean(state))
+    se = math.sqrt(float(oracle.mean_variance(_n(state, n_effective))))
+    return {"estimate": value, "confidence": confidence, "std_error": se,
+            "ci_low": value - z * se, "ci_high": value + z * se,
+            "interval": "analytic (worst-case variance)"}
 
 
-def histogram(oracle: Any, state: ldpcore.State) -> dict[str, Any]:
-    """Reconstructed distribution over bins (numeric) or leaf frequencies (range)."""
+def histogram(oracle: Any, state: ldpcore.State, *, method: str | None = None,
+              confidence: float = 0.95, n_effective: float | None = None) -> dict[str, Any]:
+    """The distribution over the domain's bins: EMS for numeric collections, the consistent
+    (non-negative, summing to 1) leaves for range collections, with intervals."""
     if isinstance(oracle, DistributionEstimates):
         values = np.asarray(oracle.distribution(state), dtype=float)
-        return {"bins": values.tolist()}
+        return {"bins": values.tolist(), "method": "ems", "interval": None,
+                "interval_reason": _NUMERIC_REASON}
     require(oracle, RangeQueries, "histogram")
-    return {"bins": np.asarray(oracle.estimate(state), dtype=float).tolist()}
+    method = check_range_method(method)
+    z = z_value(confidence)
+    n = _n(state, n_effective)
+    unbiased = np.asarray(oracle.leaves(state, method="unbiased"), dtype=np.float64)
+    point = unbiased if method == "unbiased" else np.asarray(
+        oracle.leaves(state, method=method), dtype=np.float64)
+    d = oracle.domain_size
+    se = np.sqrt([float(oracle.range_variance(n, i, i)) for i in range(d)]) if d <= 4096 \
+        else np.full(d, math.sqrt(float(oracle.range_variance(n, 0, 0))))
+    lo, hi = _hull(point, unbiased, se, z)
+    return {"bins": point.tolist(), "method": method, "confidence": confidence,
+            "interval": _HULL if method != "unbiased" else "analytic",
+            "ci_low": lo.tolist(), "ci_high": hi.tolist()}
 
 
 def heavy_hitters(oracle: Any, state: ldpcore.State, k: int, *,
-                  labels: Sequence[str] | None, offset: int = 0) -> dict[str, Any]:
-    """Top-k values: PEM's candidate search, or the top of a frequency oracle's estimates."""
+                  labels: Sequence[str] | None, offset: int = 0, confidence: float = 0.95,
+                  n_effective: float | None = None) -> dict[str, Any]:
+    """Top-k values: PEM's candidate search, else the top of the default (``auto``)
+    frequency answer — post-processed, so a numeric collection's bins sum to 1."""
     if k < 1:
         raise QueryError(f"k must be an integer >= 1, got {k}", parameter="k")
-    if not isinstance(oracle, HeavyHitterSearch):
-        _need_frequencies(oracle, "heavy-hitters")
-    else:
-        hh = oracle.heavy_hitters
-        keep = oracle.keep
-        if k > keep:
-            raise QueryError(f"k must be at most {keep} (the candidates this collection "
-                             f"keeps), got {k}", parameter="k")
-        rows = [{"value": _num(r[0]) + offset, "estimate": float(r[1]),
-                 "std_error": float(r[2])} for r in hh(state, k)]
-        return {"k": k, "heavy_hitters": rows}
-    est = oracle.estimate(state)
+    if isinstance(oracle, HeavyHitterSearch):
+        if k > oracle.keep:
+            raise QueryError(f"k must be at most {oracle.keep} (the candidates this "
+                             f"collection keeps), got {k}", parameter="k")
+        z = z_value(confidence)
+        rows: list[dict[str, Any]] = [{"value": _num(r[0]) + offset, "estimate": float(r[1]),
+                 "std_error": float(r[2]), "ci_low": max(0.0, float(r[1]) - z * float(r[2])),
+                 "ci_high": min(1.0, float(r[1]) + z * float(r[2]))}
+                for r in oracle.heavy_hitters(state, k)]
+        return {"k": k, "heavy_hitters": rows, "method": "pem", "interval": "analytic"}
+    _need_frequencies(oracle, "heavy-hitters")
+    ans = _answer(oracle, state, AUTO, confidence, None, n_effective)
+    est = ans.estimate
     order = np.argsort(-est, kind="stable")[:k]
     names = list(labels) if labels is not None else [str(i) for i in range(est.size)]
     rows = [{"value": names[i], "index": int(i), "estimate": float(est[i]),
-             "std_error": oracle.std_error(state.n, float(np.clip(est[i], 0, 1)))}
-            for i in order]
-    return {"k": k, "heavy_hitters": rows}
+             "std_error": _opt(ans.std_error, i), "ci_low": _opt(ans.low, i),
+             "ci_high": _opt(ans.high, i)} for i in order]
+    return {**_meta(ans, AUTO), "k": k, "heavy_hitters": rows,
+            "of": int(est.size)}
 
 
-def numeric_summary(oracle: Any, state: ldpcore.State, *,
-                    confidence: float) -> dict[str, Any]:
+def numeric_summary(oracle: Any, state: ldpcore.State, *, confidence: float,
+                    n_effective: float | None = None) -> dict[str, Any]:
     """What the live view shows of a numeric collection: the reconstructed histogram
     (bins labelled by their centres), its CDF, and the mean with its interval."""
-    m = mean(oracle, state, confidence=confidence)
+    m = mean(oracle, state, confidence=confidence, n_effective=n_effective)
     row = {"label": "mean", "index": 0, "estimate": m["estimate"],
-           "std_error": m.get("std_error", 0.0), "ci_low": m.get("ci_low", m["estimate"]),
-           "ci_high": m.get("ci_high", m["estimate"])}
+           "std_error": m["std_error"], "ci_low": m["ci_low"], "ci_high": m["ci_high"]}
     if not isinstance(oracle, DistributionEstimates) or not isinstance(oracle, NumericOracle):
         return {"method": "unbiased", "estimates": [row], "mean": m}
     values = np.asarray(oracle.distribution(state), dtype=float)
     centers = oracle.bin_centers()
-    rows = [{"label": f"{c:.4g}", "index": i, "estimate": float(v), "std_error": 0.0,
-             "ci_low": float(v), "ci_high": float(v)}
+    rows = [{"label": f"{c:.4g}", "index": i, "estimate": float(v), "std_error": None,
+             "ci_low": None, "ci_high": None}
             for i, (c, v) in enumerate(zip(centers, values, strict=True))]
-    method = "ems" if getattr(oracle, "smoothing", True) else "em"
-    return {"method": method, "estimates": rows, "cdf": np.cumsum(values).tolist(),
-            "mean": m}
+    return {"method": "ems", "estimates": rows, "cdf": np.cumsum(values).tolist(),
+            "mean": m, "interval_reason": _NUMERIC_REASON}
 
 
 def heavy_hitter_rows(oracle: Any, state: ldpcore.State, k: int, *, confidence: float,
                       offset: int = 0) -> dict[str, Any]:
     """The live view of a heavy-hitter collection: its top k as labelled rows."""
-    z = z_value(confidence)
     keep = oracle.keep if isinstance(oracle, HeavyHitterSearch) else k
-    hh = heavy_hitters(oracle, state, min(k, keep), labels=None,
-                       offset=offset)["heavy_hitters"]
+    hh = heavy_hitters(oracle, state, min(k, keep), labels=None, offset=offset,
+                       confidence=confidence)["heavy_hitters"]
     rows = [{"label": str(r["value"]), "index": i, "estimate": r["estimate"],
-             "std_error": r["std_error"], "ci_low": r["estimate"] - z * r["std_error"],
-             "ci_high": r["estimate"] + z * r["std_error"]} for i, r in enumerate(hh)]
+             "std_error": r["std_error"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]}
+            for i, r in enumerate(hh)]
     return {"method": oracle.mechanism, "estimates": rows}

@@ -26,8 +26,8 @@ from .store import StateVersion, Store
 
 __all__ = ["Service", "AnswerCache", "Compute"]
 
-Compute = Callable[[Any, ldpcore.State], dict[str, Any]]
-"""Turns (oracle, state) into the JSON-able body of an answer."""
+Compute = Callable[[Any, ldpcore.State, float], dict[str, Any]]
+"""Turns (oracle, state, effective sample size) into the JSON-able body of an answer."""
 
 
 class AnswerCache:
@@ -85,10 +85,11 @@ class Service:
         return spec
 
     def oracle(self, spec: CollectionSpec) -> Any:
-        """The collection's oracle, built once per fingerprint."""
+        """The collection's estimation oracle (the composed channel for two-level
+        memoization: same state, composed probabilities), built once per fingerprint."""
         o = self._oracles.get(spec.fingerprint)
         if o is None:
-            o = self._oracles[spec.fingerprint] = spec.oracle()
+            o = self._oracles[spec.fingerprint] = spec.estimation_oracle()
         return o
 
     async def version(self, spec: CollectionSpec, since: float | None,
@@ -132,12 +133,17 @@ class Service:
             self.cache.put(skey, state)
         if state.n < spec.min_reports:
             raise NotEnoughReports(state.n, spec.min_reports)
+        # Memoized reports of one device in several windows are not independent: the
+        # intervals use the effective sample size (ldpcore.longitudinal).
+        n_eff = float(spec.effective_sample_size([n for _, n in version.windows] or [state.n]))
+        n_eff = min(float(state.n), max(1.0, n_eff))
         t0 = time.perf_counter()
-        body = compute(self.oracle(spec), state)
+        body = compute(self.oracle(spec), state, n_eff)
         out = {
             "collection": spec.id, "fingerprint": spec.fingerprint,
             "mechanism": spec.oracle_spec["mechanism"],
             "epsilon": spec.oracle_spec["epsilon"], "n": state.n,
+            "n_effective": round(n_eff, 1), "memoization": spec.memoization,
             "windows": len(version.windows),
             "since": since, "until": until,
             "as_of": (datetime.fromtimestamp(version.last_flush_ms / 1000, UTC).isoformat()

@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 LOOPBACK = "127.0.0.1"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: The Kafka-protocol brokers the launchers start: the embedded tansu and Apache Kafka.
 BROKERS = ("tansu", "kafka")

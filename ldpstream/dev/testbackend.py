@@ -44,7 +44,7 @@ __all__ = ["BACKENDS", "ContainerServer", "TestBackend", "choose_backend", "comp
 #: Allowed values of ``LDP_TEST_BACKEND``; the first is the default.
 BACKENDS = ("local", "containers")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,11 @@ Method = Annotated[str | None, Query(
                 "query", json_schema_extra={"enum": list(E.method_names())})]
 
 
+RangeMethod = Annotated[str | None, Query(
+    description="range oracles: consistent (default: non-negative, monotone CDF, total 1) "
+                "or unbiased", json_schema_extra={"enum": list(E.RANGE_METHODS)})]
+
+
 def _method(method: str | None, task: str) -> str:
     return E._check_method(method if method is not None else E.default_method(task))
 
@@ -52,8 +57,8 @@ async def frequencies(svc: ServiceDep, spec: SpecDep, window: WindowDep, method:
     labels = labels_of(spec)
     return answer_response(*await svc.answer(
         spec, "frequencies", (m, confidence, top), window.since, window.until,
-        lambda o, s: E.frequencies(o, s, labels=labels, method=m, confidence=confidence,
-                                   top=top)))
+        lambda o, s, ne: E.frequencies(o, s, labels=labels, method=m, confidence=confidence,
+                                       top=top, n_effective=ne)))
 
 
 @router.get("/collections/{cid}/subset", response_model=None,
@@ -71,20 +76,21 @@ async def subset(svc: ServiceDep, spec: SpecDep, window: WindowDep,
     idx = sorted({to_index(spec, x, "labels") for x in items})
     return answer_response(*await svc.answer(
         spec, "subset", (m, confidence, tuple(idx)), window.since, window.until,
-        lambda o, s: {"labels": items, **E.subset(o, s, idx, method=m,
-                                                  confidence=confidence)}))
+        lambda o, s, ne: {"labels": items, **E.subset(o, s, idx, method=m,
+                                                      confidence=confidence, n_effective=ne)}))
 
 
 @router.get("/collections/{cid}/heavy-hitters", response_model=None,
             responses={200: {"model": HeavyHittersAnswer}, **ERRORS})
 async def heavy_hitters(svc: ServiceDep, spec: SpecDep, window: WindowDep,
-                        k: Annotated[int, Query(ge=1, le=10_000, description="how many")] = 10
-                        ) -> Response:
+                        k: Annotated[int, Query(ge=1, le=10_000, description="how many")] = 10,
+                        confidence: Confidence = 0.95) -> Response:
     """The k most frequent values with estimates and standard errors."""
     labels = labels_of(spec)
     return answer_response(*await svc.answer(
-        spec, "heavy-hitters", (k,), window.since, window.until,
-        lambda o, s: E.heavy_hitters(o, s, k, labels=labels, offset=index_offset(spec))))
+        spec, "heavy-hitters", (k, confidence), window.since, window.until,
+        lambda o, s, ne: E.heavy_hitters(o, s, k, labels=labels, offset=index_offset(spec),
+                                         confidence=confidence, n_effective=ne)))
 
 
 @router.get("/collections/{cid}/range", response_model=None,
@@ -92,44 +98,49 @@ async def heavy_hitters(svc: ServiceDep, spec: SpecDep, window: WindowDep,
 async def range_(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                  low: Annotated[str, Query(description="lowest domain value (inclusive)")],
                  high: Annotated[str, Query(description="highest domain value (inclusive)")],
-                 confidence: Confidence = 0.95) -> Response:
+                 method: RangeMethod = None, confidence: Confidence = 0.95) -> Response:
     """Fraction of values in [low, high] (range-capable mechanisms)."""
     lo, hi = to_index(spec, low, "low"), to_index(spec, high, "high")
     if lo > hi:
         raise QueryError(f"low must not exceed high (low={low}, high={high})", parameter="low")
     return answer_response(*await svc.answer(
-        spec, "range", (lo, hi, confidence), window.since, window.until,
-        lambda o, s: E.range_answer(o, s, lo, hi, confidence=confidence)
-        | {"low": low, "high": high}))
+        spec, "range", (lo, hi, method, confidence), window.since, window.until,
+        lambda o, s, ne: E.range_answer(o, s, lo, hi, confidence=confidence, method=method,
+                                        n_effective=ne) | {"low": low, "high": high}))
 
 
 @router.get("/collections/{cid}/quantiles", response_model=None,
             responses={200: {"model": QuantilesAnswer}, **ERRORS})
 async def quantiles(svc: ServiceDep, spec: SpecDep, window: WindowDep,
-                    q: Annotated[list[float], Query(description="levels in [0, 1]")] = [0.5]  # noqa: B006
-                    ) -> Response:
+                    q: Annotated[list[float], Query(description="levels in [0, 1]")] = [0.5],  # noqa: B006
+                    method: RangeMethod = None, confidence: Confidence = 0.95) -> Response:
     """Quantiles of an ordered domain or of a numeric distribution."""
 
-    def compute(o: Any, s: ldpcore.State) -> dict[str, Any]:
-        out = E.quantiles(o, s, q)
+    def compute(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
+        out = E.quantiles(o, s, q, method=method, confidence=confidence, n_effective=ne)
         for row in out["quantiles"]:
             if isinstance(row["value"], int):
                 row["index"] = row["value"]
                 row["value"] = index_value(spec, row["index"])
+                for key in ("ci_low", "ci_high"):
+                    if key in row:
+                        row[key] = index_value(spec, row[key])
         return out
 
-    return answer_response(*await svc.answer(spec, "quantiles", tuple(q), window.since,
-                                             window.until, compute))
+    return answer_response(*await svc.answer(spec, "quantiles", (tuple(q), method, confidence),
+                                             window.since, window.until, compute))
 
 
 @router.get("/collections/{cid}/cdf", response_model=None,
             responses={200: {"model": CdfAnswer}, **ERRORS})
-async def cdf(svc: ServiceDep, spec: SpecDep, window: WindowDep) -> Response:
-    """Cumulative distribution over the ordered domain."""
+async def cdf(svc: ServiceDep, spec: SpecDep, window: WindowDep, method: RangeMethod = None,
+              confidence: Confidence = 0.95) -> Response:
+    """Cumulative distribution over the ordered domain, with pointwise intervals."""
     labels = labels_of(spec)
     return answer_response(*await svc.answer(
-        spec, "cdf", (), window.since, window.until,
-        lambda o, s: E.cdf(o, s) | {"labels": labels}))
+        spec, "cdf", (method, confidence), window.since, window.until,
+        lambda o, s, ne: E.cdf(o, s, method=method, confidence=confidence, n_effective=ne)
+        | {"labels": labels}))
 
 
 @router.get("/collections/{cid}/mean", response_model=None,
@@ -139,17 +150,19 @@ async def mean(svc: ServiceDep, spec: SpecDep, window: WindowDep,
     """Mean of a numeric collection."""
     return answer_response(*await svc.answer(
         spec, "mean", (confidence,), window.since, window.until,
-        lambda o, s: E.mean(o, s, confidence=confidence)))
+        lambda o, s, ne: E.mean(o, s, confidence=confidence, n_effective=ne)))
 
 
 @router.get("/collections/{cid}/histogram", response_model=None,
             responses={200: {"model": HistogramAnswer}, **ERRORS})
-async def histogram(svc: ServiceDep, spec: SpecDep, window: WindowDep) -> Response:
+async def histogram(svc: ServiceDep, spec: SpecDep, window: WindowDep,
+                    method: RangeMethod = None, confidence: Confidence = 0.95) -> Response:
     """Distribution over the domain's bins (range and numeric mechanisms)."""
     labels = labels_of(spec)
     return answer_response(*await svc.answer(
-        spec, "histogram", (), window.since, window.until,
-        lambda o, s: E.histogram(o, s) | {"labels": labels}))
+        spec, "histogram", (method, confidence), window.since, window.until,
+        lambda o, s, ne: E.histogram(o, s, method=method, confidence=confidence,
+                                     n_effective=ne) | {"labels": labels}))
 
 
 @router.get("/methods", response_model=None, responses={200: {"model": Methods}})

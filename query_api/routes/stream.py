@@ -34,19 +34,32 @@ class EventStreamResponse(StreamingResponse):
 
 
 def live_view(o: Any, s: ldpcore.State, *, labels: list[str] | None, method: str,
-              confidence: float, top: int | None, offset: int) -> dict[str, Any]:
+              confidence: float, top: int | None, offset: int,
+              n_effective: float | None = None) -> dict[str, Any]:
     """What the dashboard shows of a collection, by its mechanism's capabilities."""
     if isinstance(o, MeanEstimates):  # numeric: distribution (if any) and mean
-        return E.numeric_summary(o, s, confidence=confidence)
+        return E.numeric_summary(o, s, confidence=confidence, n_effective=n_effective)
     if isinstance(o, HeavyHitterSearch) or not isinstance(o, ldpcore.FrequencyOracle):
         return E.heavy_hitter_rows(o, s, top or 20, confidence=confidence, offset=offset)
-    body = E.frequencies(o, s, labels=labels, method=method, confidence=confidence, top=top)
     if isinstance(o, RangeQueries) and not isinstance(o, DistributionEstimates):
-        body["cdf"] = E.cdf(o, s)["cdf"]
+        # A range collection: the consistent histogram and CDF, with their intervals.
+        hist = E.histogram(o, s, confidence=confidence, n_effective=n_effective)
+        names = labels or [str(i) for i in range(o.domain_size)]
+        rows = [{"label": names[i], "index": i, "estimate": v, "std_error": None,
+                 "ci_low": hist["ci_low"][i], "ci_high": hist["ci_high"][i]}
+                for i, v in enumerate(hist["bins"])]
+        if top is not None:
+            rows = sorted(rows, key=lambda r: -r["estimate"])[:top]
+        c = E.cdf(o, s, confidence=confidence, n_effective=n_effective)
         d = o.domain_size
+        n = s.n if n_effective is None else max(1, min(s.n, int(n_effective)))
         pts = sorted({round(i * (d - 1) / 63) for i in range(64)})
-        body["cdf_se"] = [[i, math.sqrt(float(o.range_variance(s.n, 0, i)))] for i in pts]
-    return body
+        return {"method": hist["method"], "interval": hist["interval"], "estimates": rows,
+                "cdf": c["cdf"], "cdf_points": c["points"], "cdf_low": c["ci_low"],
+                "cdf_high": c["ci_high"],
+                "cdf_se": [[i, math.sqrt(float(o.range_variance(n, 0, i)))] for i in pts]}
+    return E.frequencies(o, s, labels=labels, method=method, confidence=confidence, top=top,
+                         n_effective=n_effective)
 
 
 @router.get("/collections/{cid}/stream", response_class=EventStreamResponse,
@@ -70,9 +83,9 @@ async def stream(request: Request, svc: ServiceDep, spec: SpecDep,
     labels = labels_of(spec)
     offset = index_offset(spec)
 
-    def compute(o: Any, s: ldpcore.State) -> dict[str, Any]:
+    def compute(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
         return live_view(o, s, labels=labels, method=m, confidence=confidence, top=top,
-                         offset=offset)
+                         offset=offset, n_effective=ne)
 
     async def events() -> AsyncIterator[bytes]:
         last: str | None = last_event_id

@@ -130,7 +130,8 @@ async def series(
         method: Method = None, confidence: Confidence = 0.95) -> dict[str, Any]:
     """An estimate per window or bucket: n, the estimate and its confidence interval.
 
-    ``kind=frequencies`` follows ``labels=`` or the ``top=`` values of the whole range;
+    ``kind=frequencies`` follows ``labels=`` or the ``top=`` values of the whole range
+    (default method: the paper's guideline for single values, resp. frequent values);
     ``subset`` the total frequency of ``labels=``; ``range`` the fraction in
     [``low``, ``high``]; ``quantiles`` each level of ``q=``; ``mean`` the mean.
     """
@@ -165,11 +166,14 @@ async def series(
         since = end - bucket
 
     # What each bucket computes (pure, cached per bucket version by Service.answer).
-    m = _method(method, "set" if kind == "subset" else "full")
+    items = _items(labels)
+    # The paper's guideline per task: the top values are a frequent-values query (norm),
+    # named values single-value queries (base-cut), a subset a set-value query.
+    task = "set" if kind == "subset" else "full" if items else "frequent"
+    m = _method(method, task)
     shown: str = m if kind in ("frequencies", "subset") else "unbiased"
     params: tuple[Any, ...]
     names = labels_of(spec)
-    items = _items(labels)
     compute: Any
     if kind == "frequencies":
         if items and top is not None:

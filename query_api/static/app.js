@@ -2,11 +2,17 @@
 // range (frequencies, CDF and quantiles, mean, heavy hitters), with intervals.
 // Plain DOM + SVG, nothing fetched from elsewhere.  Live updates come over Server-Sent
 // Events, opened only once the page has loaded and is visible; `?static=1` never opens
-// them (for headless screenshots).  `#<collection>/<range>` selects a view.
+// them (nor does a headless browser without `?live=1`).  `#<collection>/<range>` selects
+// a view.
 "use strict";
 const $ = (id) => document.getElementById(id);
 const NS = "http://www.w3.org/2000/svg";
-const STATIC = new URLSearchParams(location.search).has("static");
+const PARAMS = new URLSearchParams(location.search);
+// A snapshot without live updates: `?static=1`, or a headless browser (an open event
+// stream would keep `chromium --headless --virtual-time-budget` from ever finishing)
+// unless `?live=1`.
+const STATIC = PARAMS.has("static") ||
+  (/HeadlessChrome/.test(navigator.userAgent) && !PARAMS.has("live"));
 const RANGES = { "15m": 900, "1h": 3600, "6h": 21600, "24h": 86400, "7d": 604800 };
 const COLORS = ["#2f6fde", "#e0533d", "#1a9c6b", "#9b51e0", "#e8a317", "#17a2b8", "#d63384",
                 "#6c757d"];
@@ -39,6 +45,8 @@ function fmtPct(v) {
   const p = v * 100, a = Math.abs(p);
   return (a >= 10 ? p.toFixed(1) : a >= 1 ? p.toFixed(2) : p.toFixed(3)) + " %";
 }
+// An interval of a share, clamped to [0, 100 %] (the true share lies there).
+const ciPct = (lo, hi) => `${fmtPct(Math.max(0, lo))} – ${fmtPct(Math.min(1, hi))}`;
 const DATE = { month: "short", day: "numeric" };
 const HM = { hour: "2-digit", minute: "2-digit", hour12: false };
 function fmtDateTime(t, seconds) {
@@ -323,6 +331,7 @@ async function drawHistory(bucket) {
   const data = await getJSON(`${base("series")}?${qs}`);
   const t0 = data.since, t1 = data.until;
   const names = data.series;
+  const pct = detail.kind === "categorical";
   const unitTitle = { categorical: "share of reports", ordered: "value", numeric: "value" }[detail.kind];
   $("histTitle").textContent = {
     categorical: `Share of reports over time — the ${names.length} most frequent values`,
@@ -330,7 +339,6 @@ async function drawHistory(bucket) {
     (pct || !current.description ? "" : ` — ${current.description}`);
   const pts = data.points;
   const vals = pts.flatMap((p) => p.estimate === null ? [] : [p.ci_low ?? p.estimate, p.ci_high ?? p.estimate]);
-  const pct = detail.kind === "categorical";
   let lo = Math.min(...vals), hi = Math.max(...vals);
   if (!vals.length) { lo = 0; hi = 1; }
   if (pct) { lo = 0; hi = Math.min(1, Math.max(...pts.map((p) => p.estimate ?? 0)) * 1.3); }
@@ -371,7 +379,13 @@ async function drawHistory(bucket) {
       if (p.estimate === null) continue;
       const v = pct ? fmtPct : fmtNum;
       const ci = p.ci_low === null ? "no analytic interval" :
-        `${Math.round(data.confidence * 100)} % interval ${v(p.ci_low)} – ${v(p.ci_high)}`;
+        `${Math.round(data.confidence * 100)} % interval ` +
+        (pct ? ciPct(p.ci_low, p.ci_high) : `${fmtNum(p.ci_low)} – ${fmtNum(p.ci_high)}`);
+      if (p.ci_low !== null) {  // whiskers: visible even where the band has one point
+        const cx = x((p.start + p.end) / 2);
+        el("line", { x1: cx, x2: cx, y1: y(p.ci_low), y2: y(p.ci_high), class: "whisker",
+                     stroke: color, opacity: 0.5 }, g);
+      }
       tip(el("circle", { cx: x((p.start + p.end) / 2), cy: y(p.estimate), r: mine.length > 60 ? 2.5 : 4,
                          class: "pt", fill: color, "data-series": name }, g),
         `${fmtSpan(p.start, p.end)}\n${shown}: ${v(p.estimate)}\n${ci}\n` +
@@ -414,6 +428,7 @@ async function drawNow() {
 
 function facts(d) {
   $("n").textContent = fmtInt(d.n);
+  $("n").dataset.n = d.n;
   if (d.as_of) $("asof").textContent = fmtDateTime(Date.parse(d.as_of) / 1000, true);
 }
 
@@ -429,7 +444,7 @@ function bars(svg, rows, opts) {
     const top = y(Math.max(0, r.estimate)), b0 = y(0);
     const shown = opts.label(r);
     const ci = r.ci_low === undefined ? "" :
-      `\n${opts.conf} % interval ${fmtPct(r.ci_low)} – ${fmtPct(r.ci_high)}`;
+      `\n${opts.conf} % interval ${ciPct(r.ci_low, r.ci_high)}`;
     tip(el("rect", { x: x + bw * 0.15, y: Math.min(top, b0), width: Math.max(1, bw * 0.7),
                      height: Math.max(1, Math.abs(b0 - top)), class: "bar", "data-label": r.label ?? r.value }, svg),
       `${shown}: ${fmtPct(r.estimate)}${ci}\nn = ${fmtInt(opts.n)} reports\nmethod: ${opts.method}`);
@@ -440,7 +455,8 @@ function bars(svg, rows, opts) {
                            "text-anchor": opts.rotate ? "start" : "middle" }, svg);
     if (opts.rotate) t.setAttribute("transform", `rotate(50 ${cx} ${f.y1 + 10})`);
     const text = [...shown];
-    t.textContent = text.length > 16 ? text.slice(0, 15).join("") + "…" : shown;
+    const room = opts.rotate ? 16 : Math.max(2, Math.floor(bw / 7));
+    t.textContent = text.length > room ? text.slice(0, room - 1).join("") + "…" : shown;
   });
   el("text", { x: (f.x0 + f.x1) / 2, y: f.h - 4, class: "title", "text-anchor": "middle" }, svg)
     .textContent = opts.xtitle;
@@ -509,7 +525,7 @@ async function distribution(svg, label, withBand) {
     tip(el("circle", { cx: x(domainValue(i)), cy: y(Math.min(1, Math.max(0, r.estimate))), r: 3.5, class: "pt",
                        fill: COLORS[0] }, g),
       `share of reports ≤ ${fmtNum(domainValue(i))}: ${fmtPct(r.estimate)}\n` +
-      `${conf} % interval ${fmtPct(r.ci_low)} – ${fmtPct(r.ci_high)}\nn = ${fmtInt(d.n)} reports\n` +
+      `${conf} % interval ${ciPct(r.ci_low, r.ci_high)}\nn = ${fmtInt(d.n)} reports\n` +
       "method: unbiased range query");
   }
   $("nowTitle").textContent = `Distribution, ${label}: share of reports at or below each value`;

@@ -2,10 +2,12 @@
 
 The range ``[since, until)`` is cut into buckets of ``bucket`` seconds (a multiple of
 the collection's window, aligned to multiples of ``bucket`` since the epoch, so a bucket
-always holds whole windows).  The windows of the whole range are read in one version
-round trip; each bucket is then answered through :meth:`Service.answer` with its own
-version — the (start, n) of its windows, which only grow with flushes — so a bucket
-that no longer changes is computed once and served from the answer cache after that.
+always holds whole windows); ``points=N`` instead picks the shortest such bucket that
+gives at most N points (what a dashboard with a time picker wants).  The windows of
+the whole range are read in one version round trip; each bucket is then answered
+through :meth:`Service.answer` with its own version — the (start, n) of its windows,
+which only grow with flushes — so a bucket that no longer changes is computed once
+and served from the answer cache after that.
 
 Every point carries the bucket's start and end, its number of reports ``n`` and
 windows, the estimate and its confidence interval (``estimate`` is null with a
@@ -94,6 +96,11 @@ def _row(name: str, body: dict[str, Any]) -> dict[str, Any]:
             "ci_low": body.get("ci_low"), "ci_high": body.get("ci_high")}
 
 
+def _count(since: float, until: float, bucket: int) -> int:
+    """Buckets of ``bucket`` seconds (aligned to multiples of it) covering [since, until)."""
+    return int(math.ceil(until / bucket) - math.floor(since / bucket))
+
+
 def _buckets(version: StateVersion, since: float, until: float, bucket: int
              ) -> list[tuple[int, StateVersion]]:
     """(bucket start, its version) for every bucket in [since, until)."""
@@ -115,7 +122,11 @@ async def series(
         = "frequencies",
         bucket: Annotated[int | None, Query(
             ge=1, description="bucket length in seconds, a multiple of the collection's "
-                              "window (default: one window)")] = None,
+                              "window (default: one window, or see points)")] = None,
+        points: Annotated[int | None, Query(
+            ge=1, le=MAX_POINTS, description="instead of bucket: at most this many points; "
+                                             "the bucket is the shortest multiple of the "
+                                             "window that fits")] = None,
         labels: Annotated[list[str] | None, Query(
             description="frequencies/subset: domain values (repeat and/or comma-separate)")]
         = None,
@@ -141,12 +152,21 @@ async def series(
                           f"this one ({spec.oracle_spec['mechanism']}) answers kind={answers}",
                           parameter="kind")
     w = spec.window_seconds
+    now = time.time()
+    until = window.until if window.until is not None else now
+    if bucket is not None and points is not None:
+        raise QueryError("give bucket= or points=, not both", parameter="points")
+    if points is not None:
+        bucket = w
+        if window.since is not None:
+            bucket = max(1, math.ceil((until - window.since) / points / w)) * w
+            while _count(window.since, until, bucket) > points:
+                bucket += w
     bucket = w if bucket is None else bucket
     if bucket % w:
         raise QueryError(f"bucket must be a multiple of the collection's window ({w} s), "
                          f"got {bucket}", parameter="bucket")
-    now = time.time()
-    until = window.until if window.until is not None else now
+    limit = points or MAX_POINTS
     end = math.ceil(until / bucket) * bucket
     if window.since is not None:
         since = math.floor(window.since / bucket) * bucket
@@ -157,7 +177,7 @@ async def series(
                              f"than {MAX_POINTS}; use bucket >= {need} or a shorter "
                              "since/until", parameter="bucket")
     else:  # the most recent MAX_POINTS buckets, from the oldest stored window on
-        since = end - MAX_POINTS * bucket
+        since = end - limit * bucket
     version = await svc.call(svc.store.version(spec, since, end))
     if window.since is None and version.windows:
         oldest = min(s for s, _ in version.windows)

@@ -164,6 +164,15 @@ def test_buckets_merge_whole_windows_and_are_served_from_the_cache_when_unchange
     assert metrics.cache_hits._value.get() - hits == 2  # one per bucket with data
 
 
+def test_points_picks_the_shortest_bucket_that_fits(history: dict[str, Any]) -> None:
+    body = ok(get(history, "os", kind="subset", labels="linux", points=3))
+    assert body["bucket_seconds"] == 2 * W and len(body["points"]) == 2
+    assert ok(get(history, "os", kind="subset", labels="linux", points=4))["bucket_seconds"] == W
+    recent = ok(history["api"].get("/v1/collections/os/series",
+                                   params={"kind": "subset", "labels": "mac", "points": 2}))
+    assert recent["bucket_seconds"] == W and len(recent["points"]) == 2
+
+
 def test_top_follows_the_most_frequent_values_over_the_whole_range(
         history: dict[str, Any]) -> None:
     body = ok(get(history, "os", kind="frequencies", top=2))
@@ -214,6 +223,8 @@ def test_without_since_the_series_starts_at_the_oldest_stored_window(
 @pytest.mark.parametrize(("cid", "params", "status", "parameter", "says"), [
     ("os", {"bucket": W + 1}, 400, "bucket", f"multiple of the collection's window ({W} s)"),
     ("os", {"since": "-30d", "until": "now"}, 400, "bucket", "use bucket >= "),
+    ("os", {"bucket": W, "points": 10}, 400, "points", "not both"),
+    ("os", {"points": 501}, 400, "points", "500"),
     ("os", {"kind": "mean"}, 409, "kind", "answers kind=frequencies, subset"),
     ("load", {"kind": "frequencies"}, 409, "kind", "answers kind=mean"),
     ("os", {"kind": "median"}, 400, "kind", "frequencies"),

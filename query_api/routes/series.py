@@ -182,8 +182,6 @@ async def series(
     if window.since is None and version.windows:
         oldest = min(s for s, _ in version.windows)
         since = max(since, oldest - oldest % bucket)
-    elif window.since is None:
-        since = end - bucket
 
     # What each bucket computes (pure, cached per bucket version by Service.answer).
     items = _items(labels)
@@ -268,7 +266,7 @@ async def series(
         def compute(o: Any, s: ldpcore.State) -> dict[str, Any]:
             return {"rows": [_row("mean", E.mean(o, s, confidence=confidence))]}
 
-    points: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
     for start, bv in _buckets(version, since, end, bucket):
         base = {"start": start, "end": start + bucket, "time": _iso(start), "n": bv.n,
                 "windows": len(bv.windows)}
@@ -290,11 +288,11 @@ async def series(
         if rows is None:
             rows = [{"series": s, "estimate": None, "std_error": None, "ci_low": None,
                      "ci_high": None, "reason": reason} for s in series_names]
-        points.extend(base | r for r in rows)
+        out.extend(base | r for r in rows)
     return {"collection": spec.id, "description": spec.description, "kind": kind,
             "mechanism": spec.oracle_spec["mechanism"], "epsilon": spec.oracle_spec["epsilon"],
             "method": shown, "confidence": confidence, "window_seconds": w,
             "bucket_seconds": bucket, "since": since, "until": end,
             "min_reports": spec.min_reports, "series": series_names,
             "as_of": (_iso(version.last_flush_ms / 1000) if version.last_flush_ms else None),
-            "points": points}
+            "points": out}

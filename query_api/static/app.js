@@ -343,6 +343,13 @@ async function drawHistory(bucket) {
   if (!vals.length) { lo = 0; hi = 1; }
   if (pct) { lo = 0; hi = Math.min(1, Math.max(...pts.map((p) => p.estimate ?? 0)) * 1.3); }
   if (pct && !(hi > 0)) hi = 0.01;
+  if (!pct && vals.length) {
+    // Wide (conservative) intervals must not flatten the estimates: the scale shows the
+    // estimates with room around them, and bands beyond it are cut at the plot's edge.
+    const est = pts.flatMap((p) => p.estimate === null ? [] : [p.estimate]);
+    const e0 = Math.min(...est), e1 = Math.max(...est), room = Math.max(e1 - e0, Math.abs(e1) * 0.1, 1e-9);
+    lo = Math.max(lo, e0 - room); hi = Math.min(hi, e1 + room);
+  }
   const pad = (hi - lo) * 0.05 || Math.abs(hi) * 0.1 || 1;
   if (!pct) { lo -= pad; hi += pad; }
   const f = frame(svg, { B: 40 });
@@ -364,7 +371,11 @@ async function drawHistory(bucket) {
     const flush = () => {
       if (!run.length) return;
       const mid = (p) => x((p.start + p.end) / 2);
-      if (run.every((p) => p.ci_low !== null)) {
+      if (run.length === 1 && run[0].ci_low !== null) {  // a lone point: a whisker
+        const p = run[0];
+        el("line", { x1: mid(p), x2: mid(p), y1: y(p.ci_low), y2: y(p.ci_high), class: "whisker",
+                     stroke: color }, g);
+      } else if (run.every((p) => p.ci_low !== null)) {
         const up = run.map((p) => `${mid(p)},${y(p.ci_high)}`);
         const down = run.slice().reverse().map((p) => `${mid(p)},${y(p.ci_low)}`);
         el("polygon", { points: up.concat(down).join(" "), class: "band", fill: color }, g);
@@ -381,11 +392,6 @@ async function drawHistory(bucket) {
       const ci = p.ci_low === null ? "no analytic interval" :
         `${Math.round(data.confidence * 100)} % interval ` +
         (pct ? ciPct(p.ci_low, p.ci_high) : `${fmtNum(p.ci_low)} – ${fmtNum(p.ci_high)}`);
-      if (p.ci_low !== null) {  // whiskers: visible even where the band has one point
-        const cx = x((p.start + p.end) / 2);
-        el("line", { x1: cx, x2: cx, y1: y(p.ci_low), y2: y(p.ci_high), class: "whisker",
-                     stroke: color, opacity: 0.5 }, g);
-      }
       tip(el("circle", { cx: x((p.start + p.end) / 2), cy: y(p.estimate), r: mine.length > 60 ? 2.5 : 4,
                          class: "pt", fill: color, "data-series": name }, g),
         `${fmtSpan(p.start, p.end)}\n${shown}: ${v(p.estimate)}\n${ci}\n` +
@@ -451,7 +457,8 @@ function bars(svg, rows, opts) {
     if (r.ci_low !== undefined) {
       el("line", { x1: cx, x2: cx, y1: y(Math.max(lo, r.ci_low)), y2: y(Math.min(hi, r.ci_high)), class: "ci" }, svg);
     }
-    const t = el("text", { x: cx, y: f.y1 + 14, class: "label",
+    const t = el("text", { x: cx, y: f.y1 + (detail.emoji ? 18 : 14),
+                           class: detail.emoji ? "label emoji" : "label",
                            "text-anchor": opts.rotate ? "start" : "middle" }, svg);
     if (opts.rotate) t.setAttribute("transform", `rotate(50 ${cx} ${f.y1 + 10})`);
     const text = [...shown];

@@ -226,6 +226,12 @@ def test_dashboard_pick_a_collection_change_the_range_and_hover_in_chromium(
         pick("latency")
         assert driver.find_elements(By.CSS_SELECTOR, "#chart polyline.line")
         assert driver.find_elements(By.CSS_SELECTOR, "#chart polygon.cdfband")
+        # The CDF line stays inside the plot area (clipped there, values clamped to [0, 1]).
+        assert driver.execute_script("""
+            const l = document.querySelector('#chart polyline.line').getBBox();
+            const c = document.querySelector('#chart clipPath rect').getBBox();
+            return l.y >= c.y - 0.5 && l.y + l.height <= c.y + c.height + 0.5 &&
+                   l.x >= c.x - 0.5 && l.x + l.width <= c.x + c.width + 0.5;""")
         assert "median" in driver.find_element(By.ID, "quantiles").text
         text = hover(driver.find_elements(By.CSS_SELECTOR, "#chart circle.pt")[5])
         assert "95 % interval" in text and "method: unbiased range query" in text

@@ -201,16 +201,18 @@ async def series(
                              parameter="labels")
         if items:
             idx = [to_index(spec, x, "labels") for x in items]
-        else:
+        else:  # the top k of the whole range: the sum of the buckets' (cached) states
             k = top or 5
             idx = []
             if version.n >= spec.min_reports:
-                whole, _, _ = await svc.answer(
-                    spec, "frequencies", (m, confidence, k), since, end,
-                    lambda o, s: E.frequencies(o, s, labels=names, method=m,
-                                               confidence=confidence, top=k),
-                    version=version)
-                idx = [r["index"] for r in json.loads(whole)["estimates"]]
+                oracle = svc.oracle(spec)
+                whole = oracle.new_state()
+                for start, bv in _buckets(version, since, end, bucket):
+                    if bv.windows:
+                        whole += await svc.state(spec, bv, start, start + bucket)
+                best = E.frequencies(oracle, whole, labels=names, method=m,
+                                     confidence=confidence, top=k)["estimates"]
+                idx = [r["index"] for r in best]
         params = (m, confidence, tuple(idx))
 
         def compute(o: Any, s: ldpcore.State) -> dict[str, Any]:

@@ -269,8 +269,10 @@ function openStream() {
   source.onopen = () => { $("conn").textContent = "live"; $("conn").classList.add("live"); };
   source.onerror = () => { $("conn").textContent = "reconnecting…"; $("conn").classList.remove("live"); };
   source.addEventListener("estimates", () => {
-    // New reports counted: refresh, at most every 5 s.
-    const wait = Math.max(0, 5000 - (Date.now() - lastRender));
+    // New reports counted: refresh, at most every 5 s, and less often for long ranges
+    // (the whole selected range is read anew when it changed): up to every 2 min for 7 days.
+    const period = Math.min(120000, Math.max(5000, RANGES[range] * 1000 / 1000));  // range / 1000
+    const wait = Math.max(0, period - (Date.now() - lastRender));
     if (!pending) pending = setTimeout(() => { pending = null; render(); }, wait);
   });
 }

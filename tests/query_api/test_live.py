@@ -216,6 +216,8 @@ def test_dashboard_pick_a_collection_change_the_range_and_hover_in_chromium(
         assert driver.find_element(
             By.CSS_SELECTOR, "#ranges button.active").get_attribute("data-range") == "7d"
         # Live: new reports re-render the page (over the event stream).
+        driver.find_element(By.CSS_SELECTOR, '#ranges button[data-range="1h"]').click()
+        wait.until(lambda d: d.current_url.endswith("#os/1h") and ready(d))
         publish_more(pipeline, "os", 3_000, seed=123)
         WebDriverWait(driver, 60).until(
             lambda d: int(d.find_element(By.ID, "n").get_attribute("data-n") or 0) > n0)

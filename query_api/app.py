@@ -9,6 +9,7 @@ registry are owned by its lifespan unless injected (tests inject both).  Routes
 * estimates (:mod:`query_api.routes.estimates`, :mod:`query_api.routes.stream`):
   ``…/frequencies``, ``…/subset``, ``…/heavy-hitters``, ``…/range``, ``…/quantiles``,
   ``…/cdf``, ``…/mean``, ``…/histogram``, ``…/stream`` (SSE), ``/v1/methods``;
+  ``…/series`` (:mod:`query_api.routes.series`): any estimate over time, per bucket;
 * operations (:mod:`query_api.routes.operations`): ``/metrics``, ``/healthz``,
   ``/readyz``; the dashboard at ``/``.
 
@@ -71,7 +72,8 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
     install_error_handlers(app)
     app.add_middleware(HeadAsGet)
     app.add_middleware(RequestMetrics, metrics=metrics)
-    for router in (routes.operations, routes.collections, routes.estimates, routes.stream):
+    for router in (routes.operations, routes.collections, routes.estimates, routes.series,
+                   routes.stream):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     _serve_docs(app)

@@ -236,6 +236,7 @@ def quantiles(oracle: Any, state: ldpcore.State, qs: Sequence[float], *,
     for q in qs:
         if not 0.0 <= q <= 1.0:
             raise QueryError(f"q must be in [0, 1], got {q}", parameter="q")
+    method = check_range_method(method)
     if isinstance(oracle, DistributionEstimates):
         return {"quantiles": [{"q": q, "value": _num(oracle.quantile(state, q))} for q in qs],
                 "method": "ems" if getattr(oracle, "smoothing", True) else "em",
@@ -270,6 +271,7 @@ def _num(x: Any) -> float | int:
 def cdf(oracle: Any, state: ldpcore.State, *, method: str | None = None,
         confidence: float = 0.95, n_effective: float | None = None) -> dict[str, Any]:
     """Cumulative distribution over the ordered domain, with pointwise intervals."""
+    method = check_range_method(method)
     if isinstance(oracle, DistributionEstimates):
         return {"cdf": np.asarray(oracle.cdf(state), dtype=np.float64).tolist(),
                 "method": "ems" if getattr(oracle, "smoothing", True) else "em",
@@ -299,6 +301,7 @@ def histogram(oracle: Any, state: ldpcore.State, *, method: str | None = None,
               confidence: float = 0.95, n_effective: float | None = None) -> dict[str, Any]:
     """The distribution over the domain's bins: EMS for numeric collections, the consistent
     (non-negative, summing to 1) leaves for range collections, with intervals."""
+    method = check_range_method(method)
     if isinstance(oracle, DistributionEstimates):
         values = np.asarray(oracle.distribution(state), dtype=float)
         return {"bins": values.tolist(), "method": "ems", "interval": None,

@@ -16,7 +16,7 @@ __all__ = [
     "ErrorBody", "ErrorResponse", "Answer", "FrequenciesAnswer", "SubsetAnswer",
     "HeavyHittersAnswer", "RangeAnswer", "QuantilesAnswer", "CdfAnswer", "MeanAnswer",
     "HistogramAnswer", "CollectionSummary", "CollectionList", "CollectionDetail",
-    "CollectionCreated", "Deleted", "Methods", "Status", "ERRORS",
+    "CollectionCreated", "Deleted", "Methods", "Status", "ERRORS", "SeriesAnswer",
 ]
 
 
@@ -172,3 +172,30 @@ class Methods(BaseModel):
 
 class Status(BaseModel):
     status: str
+
+
+class SeriesPoint(_Open):
+    start: int
+    end: int
+    time: str
+    n: int
+    windows: int
+    series: str
+    estimate: Any = None
+    std_error: float | None = None
+    ci_low: Any = None
+    ci_high: Any = None
+    reason: str | None = None
+
+
+class SeriesAnswer(_Open):
+    collection: str
+    kind: str
+    method: str
+    confidence: float
+    window_seconds: int
+    bucket_seconds: int
+    since: float | None
+    until: float | None
+    series: list[str]
+    points: list[SeriesPoint]

@@ -110,6 +110,16 @@ class Service:
         self._versions[key] = (now, version)
         return version
 
+    async def state(self, spec: CollectionSpec, version: StateVersion, since: float | None,
+                    until: float | None) -> ldpcore.State:
+        """The summed state of ``version``'s windows, read from Redis once per version."""
+        skey = (spec.id, spec.fingerprint, version.tag, "state", since, until)
+        state: ldpcore.State | None = self.cache.get(skey)
+        if state is None:
+            state = await self.call(self.store.state(spec, version))
+            self.cache.put(skey, state)
+        return state
+
     async def answer(self, spec: CollectionSpec, query: str, params: tuple[Any, ...],
                      since: float | None, until: float | None, compute: Compute,
                      *, version: StateVersion | None = None) -> tuple[bytes, bool, str]:
@@ -126,11 +136,7 @@ class Service:
             self.metrics.cache_hits.inc()
             return hit, True, version.tag
         self.metrics.cache_misses.inc()
-        skey = (spec.id, spec.fingerprint, version.tag, "state", since, until)
-        state = self.cache.get(skey)
-        if state is None:
-            state = await self.call(self.store.state(spec, version))
-            self.cache.put(skey, state)
+        state = await self.state(spec, version, since, until)
         if state.n < spec.min_reports:
             raise NotEnoughReports(state.n, spec.min_reports)
         # Memoized reports of one device in several windows are not independent: the

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .collections import router as collections
 from .estimates import router as estimates
 from .operations import router as operations
+from .series import router as series
 from .stream import router as stream
 
-__all__ = ["collections", "estimates", "operations", "stream"]
+__all__ = ["collections", "estimates", "operations", "series", "stream"]

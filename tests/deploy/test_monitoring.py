@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
 from aggregator.metrics import AggregatorMetrics
+from ldpstream.collections_file import read_collections_file
 from query_api.app import create_app
+from query_api.capabilities import queries_of
 from query_api.config import ApiSettings
 from query_api.metrics import ApiMetrics
 
@@ -117,7 +120,7 @@ def test_dashboard_shows_ingest_rejects_latency_and_live_estimates() -> None:
 @pytest.mark.parametrize("panel_type", ["barchart"])
 def test_live_estimate_panel_calls_a_real_api_route(panel_type: str) -> None:
     app = create_app(ApiSettings(), redis=object())
-    paths = set(app.openapi()["paths"])
+    paths = set(app.openapi()["paths"])  # included routers do not list in app.routes
     panels = [p for p in dashboard()["panels"] if p["type"] == panel_type]
     assert panels
     for p in panels:
@@ -133,3 +136,42 @@ def test_datasources_point_at_the_compose_services() -> None:
     assert used <= set(by_uid)
     assert by_uid["ldp-prometheus"]["url"] == "http://prometheus:9090"
     assert by_uid["ldp-api"]["url"] == "http://api:8000"
+
+
+POINT_FIELDS = {"start", "end", "time", "n", "windows", "series", "estimate", "std_error",
+                "ci_low", "ci_high", "reason"}
+GRAFANA_RANGE = {"since": "${__from:date:seconds}", "until": "${__to:date:seconds}"}
+
+
+def test_history_panels_read_real_series_of_collections_that_answer_them() -> None:
+    """Every ``/series`` panel: a declared route and parameters, a kind its collections
+    (the deployed ones, or every option of ``$collection``) answer, fields a point has."""
+    app = create_app(ApiSettings(), redis=object())
+    op = app.openapi()["paths"]["/v1/collections/{cid}/series"]["get"]
+    declared = {p["name"]: p for p in op["parameters"]}
+    kinds = set(declared["kind"]["schema"]["enum"])
+    specs = {s.id: s for s in read_collections_file(ROOT / "deploy" / "collections.yaml")}
+    board = dashboard()
+    variable = next(v for v in board["templating"]["list"] if v["name"] == "collection")
+    options = [o["value"] for o in variable["options"]]
+    assert options == variable["query"].split(",")
+    targets = [(p, t) for p in board["panels"] for t in p.get("targets", [])
+               if "/series?" in t.get("url", "")]
+    assert len(targets) >= 4
+    for panel, t in targets:
+        assert panel["title"].startswith("History")
+        path, _, query = t["url"].partition("?")
+        m = re.fullmatch(r"/v1/collections/([^/]+)/series", path)
+        assert m, path
+        params = parse_qs(query)
+        assert set(params) <= set(declared), set(params) - set(declared)
+        for name, macro in GRAFANA_RANGE.items():
+            assert params[name] == [macro]  # the dashboard's time picker
+        kind = params["kind"][0]
+        assert kind in kinds
+        for cid in (options if m[1] == "$collection" else [m[1]]):
+            assert cid in specs, f"{panel['title']} reads {cid!r}, which is not deployed"
+            assert kind in queries_of(specs[cid]), f"{cid} cannot answer kind={kind}"
+        assert t["root_selector"] == "points"
+        assert {c["selector"] for c in t["columns"]} <= POINT_FIELDS
+        assert t["datasource"]["uid"] == "ldp-api"

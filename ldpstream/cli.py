@@ -80,6 +80,8 @@ def _health_url(cmdline: list[str], env: dict[str, str]) -> str | None:
 EXPERIMENTS = {
     "le-zia": "le_zia.py", "cormode": "cormode_range.py", "heavy-hitters": "heavy_hitters.py",
     "numeric": "numeric.py", "range-scale": "range_scale.py", "oracles": "oracles.py",
+    "defaults": "defaults.py", "coverage": "coverage.py", "construction": "construction.py",
+    "range-consistent": "range_consistent.py",
 }
 
 
@@ -88,7 +90,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     import subprocess
     from pathlib import Path
 
-    script = Path(__file__).resolve().parent / "bench" / EXPERIMENTS[args.name]
+    script = Path(__file__).resolve().parents[1] / "bench" / EXPERIMENTS[args.name]
     if not script.is_file():
         print(f"{script} not found: experiments run from a source checkout", file=sys.stderr)
         return 2

@@ -73,8 +73,42 @@ def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
     text = out.decode()
     assert "Dashboard:" in text and f"{base}/" in text and "curl" in text
     assert proc.returncode == 0, text
-    assert "stopped." in text
+    assert "stopped; logs and data kept in" in text  # --data-dir is the user's
     assert ("Apache Kafka" if up_broker == "kafka" else "(tansu") in text
     alive = [pid for pid in kids if Path(f"/proc/{pid}").exists()
              and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()]
     assert not alive, f"processes left running: {alive}"
+
+
+def test_up_turns_on_the_admin_token_and_removes_its_temporary_directory() -> None:
+    port = free_port()
+    token = "up-admin-token-1234"
+    proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "up", "--port", str(port),
+                             "--no-simulate", "--admin-token", token, "--broker", "tansu"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=_die_with_parent)
+    base = f"http://127.0.0.1:{port}"
+    spec = {"id": "via-admin", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+            "domain": {"kind": "categories", "labels": ["a", "b"]}}
+    try:
+        deadline = time.monotonic() + 90
+        created = None
+        while time.monotonic() < deadline and created is None:
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            req = urllib.request.Request(f"{base}/v1/collections", method="POST",
+                                         data=json.dumps(spec).encode(),
+                                         headers={"Authorization": f"Bearer {token}",
+                                                  "Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=5) as r:
+                    created = r.status
+            except OSError:
+                time.sleep(0.5)
+        assert created == 201
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    text = out.decode()
+    work = Path(text.split("working directory ", 1)[1].split()[0])
+    assert proc.returncode == 0, text
+    assert f"removed {work}" in text and not work.exists()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -51,6 +52,11 @@ def add_up_parser(sub: Any) -> None:
     p.add_argument("--no-simulate", action="store_true", help="start without devices")
     p.add_argument("--data-dir", default=None,
                    help="where Redis keeps its AOF and Kafka its log (default: tmp)")
+    p.add_argument("--admin-token", default=os.environ.get("LDP_ADMIN_TOKEN"),
+                   help="turn on the admin routes (POST/DELETE /v1/collections) with this "
+                        "bearer token, at least 8 characters (default: $LDP_ADMIN_TOKEN; off)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the temporary working directory (logs, AOF) after stopping")
     p.add_argument("--broker", choices=BROKERS, default="tansu",
                    help="tansu: the embedded broker, memory storage (default); kafka: Apache "
                         "Kafka (KRaft, JDK + jars from scripts/bootstrap.sh)")
@@ -96,6 +102,11 @@ def _demo_collections() -> list[tuple[dict[str, Any], str]]:
 
 
 def run_stack(args: argparse.Namespace) -> int:
+    token = getattr(args, "admin_token", None)
+    if token is not None and len(token) < 8:
+        print("ldpstream up: --admin-token must be at least 8 characters", file=sys.stderr)
+        return 2
+    temporary = args.data_dir is None
     work = Path(args.data_dir or tempfile.mkdtemp(prefix="ldpstream-up-"))
     work.mkdir(parents=True, exist_ok=True)
     logs = work / "logs"
@@ -135,6 +146,8 @@ def run_stack(args: argparse.Namespace) -> int:
                     "LDP_COLLECTIONS_FILE": str(cfile), "LDP_API_PORT": str(port),
                     "LDP_API_HOST": "127.0.0.1", "PYTHONPATH": str(ROOT),
                     "LDP_METRICS_PORT": str(free_port())})
+        if token:
+            env["LDP_ADMIN_TOKEN"] = token
         py = sys.executable
         worker = _spawn([py, "-m", "aggregator"], env, logs / "aggregator.log")
         children.append(("aggregator", worker))
@@ -165,6 +178,10 @@ def run_stack(args: argparse.Namespace) -> int:
               flush=True)
         print(f"  curl -sN {base}/v1/collections/app-version/stream", flush=True)
         print(f"  curl -s {base}/metrics | grep ldp_", flush=True)
+        print(f"  API docs: {base}/docs   methods: {base}/v1/methods", flush=True)
+        if token:
+            print(f"  curl -s -X POST -H 'Authorization: Bearer …' -d @spec.json "
+                  f"{base}/v1/collections   (admin routes on)", flush=True)
         print(f"\nLogs in {logs}. Ctrl-C stops everything.", flush=True)
         while not stop["now"]:
             for name, proc in children:
@@ -187,7 +204,11 @@ def run_stack(args: argparse.Namespace) -> int:
                 proc.wait(5)
         for server in reversed(servers):
             server.stop()
-        print("stopped.", flush=True)
+        if temporary and not getattr(args, "keep", False):
+            shutil.rmtree(work, ignore_errors=True)  # --data-dir and --keep keep it
+            print(f"stopped; removed {work}.", flush=True)
+        else:
+            print(f"stopped; logs and data kept in {work}.", flush=True)
 
 
 def _mk(path: Path) -> Path:

@@ -62,6 +62,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
         try:
             yield
         finally:
+            app.state.service.close()
             if redis is None:
                 await client.aclose()
 

@@ -38,6 +38,8 @@ class ApiSettings:
     LDP_STREAM_INTERVAL_S       1.0                         SSE poll interval for state changes
     LDP_VERSION_TTL_MS          50                          re-read state versions this often
     LDP_CACHE_ENTRIES           1024                        estimate cache size (per state version)
+    LDP_MAX_STALE_MS            2000                        serve a previous version's answer this
+                                                            long while the new one is computed
     ==========================  ==========================  ========================================
 
     Redis credentials and TLS files: ``LDP_REDIS_PASSWORD`` etc., see
@@ -52,6 +54,7 @@ class ApiSettings:
     stream_interval_s: float = 1.0
     cache_entries: int = 1024
     version_ttl_s: float = 0.05
+    max_stale_s: float = 2.0
     redis_options: RedisOptions = RedisOptions()
 
     @classmethod
@@ -73,5 +76,6 @@ class ApiSettings:
                                      0.05, 60.0),
             cache_entries=env_int(env, "LDP_CACHE_ENTRIES", cls.cache_entries, 1, 1_000_000),
             version_ttl_s=env_int(env, "LDP_VERSION_TTL_MS", 50, 0, 60_000) / 1000,
+            max_stale_s=env_int(env, "LDP_MAX_STALE_MS", 2000, 0, 3_600_000) / 1000,
             redis_options=RedisOptions.from_env(env, url=url),
         )

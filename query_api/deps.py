@@ -79,7 +79,7 @@ def require_admin(request: Request, svc: ServiceDep) -> None:
         raise Forbidden("the bearer token is not the admin token", parameter="Authorization")
 
 
-def answer_response(body: bytes, hit: bool, tag: str) -> Response:
-    """An encoded answer with its cache status and state version headers."""
+def answer_response(body: bytes, cache: str, tag: str) -> Response:
+    """An encoded answer with its cache status (hit, miss, stale) and state version."""
     return Response(body, media_type="application/json",
-                    headers={"X-Cache": "hit" if hit else "miss", "X-State-Version": tag})
+                    headers={"X-Cache": cache, "X-State-Version": tag})

@@ -280,7 +280,10 @@ def cdf(oracle: Any, state: ldpcore.State, *, method: str | None = None,
     method = check_range_method(method)
     cdf_m, lo, hi, pts = _range_bands(oracle, state, method, z_value(confidence),
                                       _n(state, n_effective))
-    return {"cdf": cdf_m.tolist(), "method": method, "confidence": confidence,
+    # Beyond 4096 values the answer holds the CDF at its 512 points (the full curve of a
+    # 2^20 domain would be megabytes per answer); "points" says where.
+    values = cdf_m if oracle.domain_size <= 4096 else cdf_m[pts]
+    return {"cdf": values.tolist(), "method": method, "confidence": confidence,
             "interval": _HULL if method != "unbiased" else "analytic",
             "points": pts.tolist(), "ci_low": lo.tolist(), "ci_high": hi.tolist()}
 
@@ -314,12 +317,23 @@ def histogram(oracle: Any, state: ldpcore.State, *, method: str | None = None,
     point = unbiased if method == "unbiased" else np.asarray(
         oracle.leaves(state, method=method), dtype=np.float64)
     d = oracle.domain_size
-    se = np.sqrt([float(oracle.range_variance(n, i, i)) for i in range(d)]) if d <= 4096 \
-        else np.full(d, math.sqrt(float(oracle.range_variance(n, 0, 0))))
+    # Beyond 4096 values the bins are groups of ``bin_width`` consecutive values (at most
+    # 1024 bins): each group is a range, with its own range variance.
+    width = 1 if d <= 4096 else math.ceil(d / 1024)
+    starts = np.arange(0, d, width)
+    ends = np.minimum(starts + width, d) - 1
+    if width > 1:
+        point = np.add.reduceat(point, starts)
+        unbiased = np.add.reduceat(unbiased, starts)
+    se = np.sqrt([float(oracle.range_variance(n, int(a), int(b)))
+                  for a, b in zip(starts, ends, strict=True)])
     lo, hi = _hull(point, unbiased, se, z)
-    return {"bins": point.tolist(), "method": method, "confidence": confidence,
-            "interval": _HULL if method != "unbiased" else "analytic",
-            "ci_low": lo.tolist(), "ci_high": hi.tolist()}
+    out = {"bins": point.tolist(), "method": method, "confidence": confidence,
+           "interval": _HULL if method != "unbiased" else "analytic",
+           "ci_low": lo.tolist(), "ci_high": hi.tolist()}
+    if width > 1:
+        out |= {"bin_width": width, "bin_starts": starts.tolist()}
+    return out
 
 
 def heavy_hitters(oracle: Any, state: ldpcore.State, k: int, *,

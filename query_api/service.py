@@ -9,10 +9,12 @@ state, compute, encode and cache.  Equal versions mean equal states (see
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,6 +60,9 @@ class Service:
         self.store = store
         self.metrics = metrics
         self.cache = AnswerCache(settings.cache_entries)
+        self._latest = AnswerCache(settings.cache_entries)  # per query: the newest answer
+        self._inflight: dict[Any, asyncio.Future[bytes]] = {}
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-estimate")
         self._oracles: dict[str, Any] = {}
         self._versions: dict[Any, tuple[float, StateVersion]] = {}
 
@@ -122,11 +127,18 @@ class Service:
 
     async def answer(self, spec: CollectionSpec, query: str, params: tuple[Any, ...],
                      since: float | None, until: float | None, compute: Compute,
-                     *, version: StateVersion | None = None) -> tuple[bytes, bool, str]:
-        """The encoded JSON answer of ``compute(oracle, state)`` for the current version.
+                     *, version: StateVersion | None = None,
+                     allow_stale: bool = True) -> tuple[bytes, str, str]:
+        """The encoded JSON answer of ``compute(oracle, state, n_eff)`` for the current version.
 
-        Returns (body, cache hit?, version tag).  A hit costs one Redis round trip at
-        most (the version).
+        Returns (body, cache status, version tag); the status is ``hit`` (this version's
+        answer was cached), ``miss`` (computed now) or ``stale``.  While the state keeps
+        changing (a flush every ~200 ms under ingest) an answer that costs more than that
+        would never be cached in time: a previous version's answer at most
+        ``LDP_MAX_STALE_MS`` old is served at once (it names the state it describes:
+        ``state_version``, ``n``, ``as_of``) and the current one is computed in the
+        background.  One computation per (version, query), however many requests wait for
+        it; computations run on one worker thread, so the event loop keeps answering.
         """
         if version is None:
             version = await self.version(spec, since, until)
@@ -134,8 +146,34 @@ class Service:
         hit = self.cache.get(key)
         if hit is not None:
             self.metrics.cache_hits.inc()
-            return hit, True, version.tag
+            return hit, "hit", version.tag
+        qkey = (spec.id, spec.fingerprint, query, params, since, until)
+        latest = self._latest.get(qkey)
+        if (allow_stale and latest is not None
+                and time.monotonic() - latest[0] <= self.settings.max_stale_s):
+            self.metrics.cache_hits.inc()
+            self._start(key, qkey, spec, version, since, until, compute)
+            return latest[1], "stale", latest[2]
         self.metrics.cache_misses.inc()
+        body: bytes = await asyncio.shield(
+            self._start(key, qkey, spec, version, since, until, compute))
+        return body, "miss", version.tag
+
+    def _start(self, key: Any, qkey: Any, spec: CollectionSpec, version: StateVersion,
+               since: float | None, until: float | None, compute: Compute
+               ) -> asyncio.Future[bytes]:
+        """The (single) computation of ``key``, started if none is running."""
+        fut = self._inflight.get(key)
+        if fut is None:
+            fut = asyncio.ensure_future(self._compute(key, qkey, spec, version, since, until,
+                                                      compute))
+            self._inflight[key] = fut
+            fut.add_done_callback(lambda f: (self._inflight.pop(key, None),
+                                             f.cancelled() or f.exception()))
+        return fut
+
+    async def _compute(self, key: Any, qkey: Any, spec: CollectionSpec, version: StateVersion,
+                       since: float | None, until: float | None, compute: Compute) -> bytes:
         state = await self.state(spec, version, since, until)
         if state.n < spec.min_reports:
             raise NotEnoughReports(state.n, spec.min_reports)
@@ -143,9 +181,8 @@ class Service:
         # intervals use the effective sample size (ldpcore.longitudinal).
         n_eff = float(spec.effective_sample_size([n for _, n in version.windows] or [state.n]))
         n_eff = min(float(state.n), max(1.0, n_eff))
-        t0 = time.perf_counter()
-        body = compute(self.oracle(spec), state, n_eff)
-        out = {
+        oracle = self.oracle(spec)
+        head = {
             "collection": spec.id, "fingerprint": spec.fingerprint,
             "mechanism": spec.oracle_spec["mechanism"],
             "epsilon": spec.oracle_spec["epsilon"], "n": state.n,
@@ -154,9 +191,21 @@ class Service:
             "since": since, "until": until,
             "as_of": (datetime.fromtimestamp(version.last_flush_ms / 1000, UTC).isoformat()
                       if version.last_flush_ms else None),
-            "state_version": version.tag, **body,
+            "state_version": version.tag,
         }
-        encoded = json.dumps(out, separators=(",", ":"), allow_nan=False).encode()
-        self.metrics.estimate_seconds.labels(spec.id, query).observe(time.perf_counter() - t0)
+
+        def work() -> tuple[bytes, float]:
+            t0 = time.perf_counter()
+            out = {**head, **compute(oracle, state, n_eff)}
+            return (json.dumps(out, separators=(",", ":"), allow_nan=False).encode(),
+                    time.perf_counter() - t0)
+
+        encoded, took = await asyncio.get_running_loop().run_in_executor(self._executor, work)
+        self.metrics.estimate_seconds.labels(spec.id, key[3]).observe(took)
         self.cache.put(key, encoded)
-        return encoded, False, version.tag
+        self._latest.put(qkey, (time.monotonic(), encoded, version.tag))
+        return encoded
+
+    def close(self) -> None:
+        """Stop the estimation thread (the app's lifespan calls this at shutdown)."""
+        self._executor.shutdown(wait=False, cancel_futures=True)

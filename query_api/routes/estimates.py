@@ -42,6 +42,19 @@ RangeMethod = Annotated[str | None, Query(
                 "or unbiased", json_schema_extra={"enum": list(E.RANGE_METHODS)})]
 
 
+def _labelled(body: dict[str, Any], labels: list[str] | None, at: str) -> dict[str, Any]:
+    """The body with the labels of the values it holds (all, or those at ``body[at]``)."""
+    if labels is None:
+        return body | {"labels": None}
+    if at == "points" and len(body.get("cdf", [])) != len(labels):
+        return body | {"labels": [labels[i] for i in body["points"]]}
+    if at == "bin_starts" and "bin_starts" in body:
+        w = body["bin_width"]
+        return body | {"labels": [f"{labels[a]}–{labels[min(a + w, len(labels)) - 1]}"
+                                  for a in body["bin_starts"]]}
+    return body | {"labels": labels}
+
+
 def _method(method: str | None, task: str) -> str:
     return E._check_method(method if method is not None else E.default_method(task))
 
@@ -139,8 +152,8 @@ async def cdf(svc: ServiceDep, spec: SpecDep, window: WindowDep, method: RangeMe
     labels = labels_of(spec)
     return answer_response(*await svc.answer(
         spec, "cdf", (method, confidence), window.since, window.until,
-        lambda o, s, ne: E.cdf(o, s, method=method, confidence=confidence, n_effective=ne)
-        | {"labels": labels}))
+        lambda o, s, ne: _labelled(E.cdf(o, s, method=method, confidence=confidence,
+                                         n_effective=ne), labels, "points")))
 
 
 @router.get("/collections/{cid}/mean", response_model=None,
@@ -161,8 +174,8 @@ async def histogram(svc: ServiceDep, spec: SpecDep, window: WindowDep,
     labels = labels_of(spec)
     return answer_response(*await svc.answer(
         spec, "histogram", (method, confidence), window.since, window.until,
-        lambda o, s, ne: E.histogram(o, s, method=method, confidence=confidence,
-                                     n_effective=ne) | {"labels": labels}))
+        lambda o, s, ne: _labelled(E.histogram(o, s, method=method, confidence=confidence,
+                                               n_effective=ne), labels, "bin_starts")))
 
 
 @router.get("/methods", response_model=None, responses={200: {"model": Methods}})

@@ -265,7 +265,8 @@ async def series(
         else:
             try:
                 body, _, _ = await svc.answer(spec, f"series:{kind}", params, start,
-                                              start + bucket, compute, version=bv)
+                                              start + bucket, compute, version=bv,
+                                              allow_stale=False)
             except NotEnoughReports as exc:
                 reason = str(exc)
             else:

@@ -98,7 +98,8 @@ async def stream(request: Request, svc: ServiceDep, spec: SpecDep,
                     last = version.tag
                     try:
                         body, _, _ = await svc.answer(spec, "stream", (m, confidence, top),
-                                                      None, None, compute, version=version)
+                                                      None, None, compute, version=version,
+                                                      allow_stale=False)
                         yield (b"id: " + version.tag.encode() + b"\nevent: estimates\ndata: "
                                + body + b"\n\n")
                     except NotEnoughReports as exc:

@@ -61,9 +61,23 @@ def index_offset(spec: CollectionSpec) -> int:
     return int(spec.domain.low) if spec.domain.kind == "integers" else 0
 
 
+_LABELS: dict[str, list[str] | None] = {}
+
+
 def labels_of(spec: CollectionSpec) -> list[str] | None:
     """A display label per domain value, or None for huge domains (values speak for
-    themselves, e.g. a 2^32 heavy-hitter domain)."""
+    themselves, e.g. a 2^32 heavy-hitter domain).  Built once per spec: routes call this
+    on every request, cache hits included."""
+    hit = _LABELS.get(spec.fingerprint, False)
+    if hit is not False:
+        return hit  # type: ignore[return-value]
+    if len(_LABELS) > 1024:
+        _LABELS.clear()
+    out = _LABELS[spec.fingerprint] = _labels(spec)
+    return out
+
+
+def _labels(spec: CollectionSpec) -> list[str] | None:
     dom = spec.domain
     if dom.size > 1 << 20:
         return None

@@ -47,7 +47,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_aggregate(args: argparse.Namespace) -> int:
+    import os
+
     from aggregator.app import main as aggregate_main
+
+    if args.engine:  # the flag wins over LDP_ENGINE
+        os.environ["LDP_ENGINE"] = args.engine
 
     return aggregate_main()
 
@@ -139,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_simulate_parser(sub)
     p = sub.add_parser("aggregate", help="run one aggregator worker (settings: LDP_… env vars)")
+    p.add_argument("--engine", choices=["faust", "aiokafka"], default=None,
+                   help="faust-streaming agent (default) or the direct aiokafka loop "
+                        "(default: LDP_ENGINE, else faust)")
     p.set_defaults(func=_cmd_aggregate)
     p = sub.add_parser("serve", help="run the query API (settings: LDP_… env vars)")
     p.set_defaults(func=_cmd_serve)
@@ -169,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from aggregator.envvars import ConfigError
+    from ldpstream.settings import ConfigError
 
     args = build_parser().parse_args(argv)
     try:

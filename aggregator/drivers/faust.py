@@ -1,0 +1,356 @@
+"""The Faust driver (``--engine faust``, the default): a faust-streaming agent feeds it.
+
+The app (:func:`build_app`) has one agent on the reports topic.  The topic is
+declared with ``acks=False``: Faust tracks and commits nothing for it, because
+positions live in Redis (:mod:`aggregator.accumulator`).  The agent takes event
+batches (``stream.take_events``), groups them by partition and hands them to
+:meth:`Accumulator.process`; a timer flushes the delta at least every
+``LDP_FLUSH_INTERVAL_MS`` (so an idle delta is flushed), and the agent flushes a
+delta of ``LDP_FLUSH_MAX_REPORTS`` reports at once.
+
+Rebalances:
+
+* revoke: Faust stops the flow and waits for the agent to finish its batch, then
+  sends ``app.on_partitions_revoked``; the driver flushes first, then forgets
+  the partitions;
+* assign (``app.on_partitions_assigned``): every assigned partition restarts at
+  its Redis watermark + 1, seeked with ``consumer.seek_wait`` (which runs on
+  Faust's consumer thread);
+* an event fetched in an earlier consumer generation (``message.generation_id``)
+  is dropped: its offset was sought again at the assignment, so it comes back;
+* after the assignment Faust seeks every partition to the group's committed offset
+  (``perform_seek``), which would undo the seek above if the group has one.  This
+  driver commits nothing to its group, but another client may have (the aiokafka
+  engine under the same group id, an operator).  An offset behind the watermark
+  only replays records, which are skipped; one *ahead* would skip records, so the
+  driver checks each partition's first event of a generation: if it lies beyond
+  the position, the partition is sought back, and the events still buffered from
+  the jump (offsets increasing from the first) are dropped until the re-fetched
+  ones arrive (their offsets start again at or below it).
+
+The lost-log canary (see :meth:`Accumulator.reset_to_redis`) lives in a separate
+consumer group, ``<group>.canary``, committed by a small aiokafka client with a
+manual assignment, so Faust's group never holds an offset from this worker.
+Dead letters go through an aiokafka producer with ``acks="all"`` as in the other
+driver.  ``/metrics`` and ``/healthz`` are pages of Faust's web server (port
+``LDP_METRICS_PORT``).
+
+Faust hands out record timestamps in seconds; the accumulator gets milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from ..accumulator import DLQ_REQUEST_BYTES, MAX_MESSAGE_BYTES, Accumulator
+from ..health import health_status, metrics_page
+from ..topics import ensure_topics
+
+__all__ = ["FaustDriver", "build_app", "faust_timestamp_ms", "TAKE_MAX", "TAKE_WITHIN_S"]
+
+log = logging.getLogger("ldpstream.aggregator")
+
+TAKE_MAX = 20_000
+"""Largest batch of events the agent takes at once."""
+TAKE_WITHIN_S = 0.05
+"""How long the agent waits to fill a batch before it processes what it has."""
+
+
+def faust_timestamp_ms(message: Any) -> int:
+    """A Faust record's timestamp (float seconds) in integer milliseconds.
+
+    >>> class M: timestamp = 1_700_000_000.123
+    >>> faust_timestamp_ms(M())
+    1700000000123
+    """
+    return int(round((message.timestamp or 0) * 1000))
+
+
+def _credentials(security: Any) -> Any:
+    if security.protocol == "PLAINTEXT":
+        return None
+    import ssl
+
+    import faust
+
+    ctx = None
+    if security.uses_tls:
+        ctx = ssl.create_default_context(cafile=security.ssl_cafile)
+        if security.ssl_certfile:
+            ctx.load_cert_chain(security.ssl_certfile, security.ssl_keyfile)
+        ctx.check_hostname = security.ssl_check_hostname
+    if security.uses_sasl:
+        return faust.SASLCredentials(username=security.sasl_username,
+                                     password=security.sasl_password,
+                                     mechanism=security.sasl_mechanism, ssl_context=ctx)
+    return faust.SSLCredentials(ctx)
+
+
+def build_app(acc: Accumulator, datadir: str) -> Any:
+    """The faust App of one worker: consumer group ``LDP_CONSUMER_GROUP``, no tables.
+
+    Settings that matter for throughput (all public): big poll batches, a deep
+    stream buffer, fetches up to :data:`MAX_MESSAGE_BYTES` per partition.
+    """
+    import faust
+
+    s = acc.s
+    return faust.App(
+        s.consumer_group,
+        broker=[f"kafka://{hp.strip()}" for hp in s.kafka_bootstrap.split(",")],
+        broker_credentials=_credentials(s.kafka_security),
+        datadir=datadir,
+        store="memory://",
+        autodiscover=False,
+        web_enabled=bool(s.metrics_port),
+        web_port=s.metrics_port or 6066,
+        web_bind=s.metrics_host,
+        web_host=s.metrics_host,
+        web_in_thread=False,
+        topic_partitions=s.topic_partitions,
+        topic_replication_factor=s.topic_replication,
+        topic_allow_declare=False,  # ensure_topics creates them with max.message.bytes
+        consumer_auto_offset_reset="earliest",
+        broker_session_timeout=s.session_timeout_ms / 1000,
+        broker_heartbeat_interval=s.heartbeat_ms / 1000,
+        broker_rebalance_timeout=s.rebalance_timeout_ms / 1000,
+        broker_max_poll_interval=60.0,
+        broker_max_poll_records=50_000,
+        broker_commit_interval=3600.0,
+        consumer_max_fetch_size=MAX_MESSAGE_BYTES,
+        stream_buffer_maxsize=50_000,
+        stream_wait_empty=True,
+        producer_max_request_size=DLQ_REQUEST_BYTES,
+    )
+
+
+class _FaustPositions:
+    """Seeks through Faust's consumer; the lost-log canary in ``<group>.canary``."""
+
+    def __init__(self, app: Any, canary: Any, topic: str) -> None:
+        self.app, self.canary, self.topic = app, canary, topic
+
+    async def committed(self, partition: int) -> int | None:
+        from aiokafka import TopicPartition
+
+        tp = TopicPartition(self.topic, partition)
+        if tp not in self.canary.assignment():
+            self.canary.assign(list(self.canary.assignment() | {tp}))
+        res = await self.canary.committed(tp)
+        return None if res is None else int(res)
+
+    async def seek(self, offsets: Mapping[int, int]) -> None:
+        from faust.types import TP
+
+        await self.app.consumer.seek_wait({TP(self.topic, p): off for p, off in offsets.items()})
+
+    async def commit(self, offsets: Mapping[int, int]) -> None:
+        from aiokafka import TopicPartition
+
+        tps = {TopicPartition(self.topic, p): off for p, off in offsets.items()}
+        missing = set(tps) - self.canary.assignment()
+        if missing:
+            self.canary.assign(list(self.canary.assignment() | missing))
+        await self.canary.commit(tps)
+
+
+class FaustDriver:
+    """Run one accumulator as a faust-streaming app until told to stop.
+
+    Parameters
+    ----------
+    acc : Accumulator
+        Built with ``timestamp_ms=faust_timestamp_ms``.
+    registry : CollectorRegistry
+        Served at ``/metrics``.
+    stall_after : float
+        ``/healthz`` answers 503 once the worker's timer has not turned for this long.
+    """
+
+    def __init__(self, acc: Accumulator, registry: CollectorRegistry | None = None,
+                 stall_after: float = 30.0) -> None:
+        self.acc = acc
+        self.registry = registry if registry is not None else acc.metrics.registry
+        self.stall_after = stall_after
+        self.app: Any = None
+        self._closing = False
+        self._verify: dict[int, tuple[int, int] | None] = {}
+        self.reseeks = 0
+        """Partitions sought back because their first event lay beyond the position."""
+
+    # ---- the agent's work ------------------------------------------------------------
+    async def handle(self, events: Any) -> None:
+        """Process one batch of events (any partitions, offset order within each)."""
+        acc = self.acc
+        acc.stats.last_tick = time.monotonic()
+        if self._closing or not events:
+            return
+        gen = self.app.consumer_generation_id
+        by_part: dict[int, list[Any]] = {}
+        stale = 0
+        for ev in events:
+            m = ev.message
+            if m.generation_id != gen:
+                stale += 1
+                continue
+            lst = by_part.get(m.partition)
+            if lst is None:
+                lst = by_part[m.partition] = []
+            lst.append(m)
+        acc.stats.stale_events += stale
+        for p in [p for p in by_part if p in self._verify]:
+            by_part[p] = await self._verify_first(p, by_part[p])
+        async with acc._lock:
+            for p, msgs in by_part.items():
+                acc.process(p, msgs)
+        if acc.pending_reports >= acc.s.flush_max_reports:
+            await acc.try_flush()
+
+    async def _verify_first(self, p: int, msgs: list[Any]) -> list[Any]:
+        """Guard against a seek that jumped past the position (see the module docstring)."""
+        pos = self.acc.assigned().get(p)
+        state = self._verify.get(p)
+        if pos is None:
+            self._verify.pop(p, None)
+            return msgs
+        if state is None:  # the first event of this generation
+            if msgs[0].offset <= pos:
+                del self._verify[p]
+                return msgs
+            log.warning("partition %d: first record at offset %d, beyond the position %d "
+                        "(a committed offset of the group?): seeking back", p,
+                        msgs[0].offset, pos)
+            self.reseeks += 1
+            self._verify[p] = (pos, msgs[-1].offset)
+            try:
+                await self.acc.positions.seek({p: pos})  # type: ignore[union-attr]
+            except Exception:
+                log.exception("seeking partition %d back failed", p)
+            return []
+        _, last = state
+        for i, m in enumerate(msgs):
+            if m.offset <= last:  # offsets start again: the re-fetched records
+                del self._verify[p]
+                return msgs[i:]
+            last = m.offset
+        self._verify[p] = (state[0], last)
+        return []
+
+    async def on_revoked(self, partitions: list[int]) -> None:
+        for p in partitions:
+            self._verify.pop(p, None)
+        await self.acc.on_partitions_revoked(partitions)
+
+    async def on_assigned(self, partitions: list[int]) -> None:
+        for p in partitions:
+            self._verify[p] = None
+        await self.acc.on_partitions_assigned(partitions)
+
+    async def tick(self) -> None:
+        """The timer: liveness, the periodic (and idle) flush, lag."""
+        acc = self.acc
+        acc.stats.last_tick = time.monotonic()
+        if self._closing:
+            return
+        await acc.try_flush()
+        from faust.types import TP
+
+        consumer = self.app.consumer
+        topic = acc.s.reports_topic
+
+        def high(p: int) -> int | None:
+            try:
+                return consumer.highwater(TP(topic, p))  # type: ignore[no-any-return]
+            except Exception:
+                return None
+        acc.observe_lag(high)
+
+    # ---- the app -----------------------------------------------------------------------
+    def _wire(self, app: Any) -> None:
+        acc, s = self.acc, self.acc.s
+        topic = app.topic(s.reports_topic, key_type=bytes, value_type=bytes,
+                          key_serializer="raw", value_serializer="raw", acks=False)
+        driver = self
+
+        @app.agent(topic, name="ldp-aggregate")
+        async def aggregate(stream: Any) -> None:
+            async for events in stream.take_events(TAKE_MAX, TAKE_WITHIN_S):
+                await driver.handle(events)
+
+        @app.timer(max(s.flush_interval_ms / 1000, 0.01), name="ldp-flush")
+        async def flush_timer() -> None:
+            await driver.tick()
+
+        async def revoked(sender: Any, revoked: Any, **kw: Any) -> None:
+            await driver.on_revoked([tp.partition for tp in revoked
+                                     if tp.topic == s.reports_topic])
+
+        async def assigned(sender: Any, assigned: Any, **kw: Any) -> None:
+            await driver.on_assigned([tp.partition for tp in assigned
+                                      if tp.topic == s.reports_topic])
+
+        app.on_partitions_revoked.connect(revoked, weak=False)
+        app.on_partitions_assigned.connect(assigned, weak=False)
+        registry, stall_after = self.registry, self.stall_after
+
+        @app.page("/metrics")
+        async def metrics(web: Any, request: Any) -> Any:
+            body, ctype = metrics_page(registry)
+            return web.bytes(body, headers={"Content-Type": ctype})
+
+        @app.page("/healthz")
+        async def healthz(web: Any, request: Any) -> Any:
+            code, body = health_status(acc.stats.last_tick, stall_after)
+            return web.bytes(body, status=code, headers={"Content-Type": "application/json"})
+
+    async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
+        """Start the app, run until ``stop`` is set, flush, then stop the app."""
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+        acc, s = self.acc, self.acc.s
+        security = s.kafka_security.aiokafka()
+        await ensure_topics(s.kafka_bootstrap, [s.reports_topic, s.dlq_topic],
+                            s.topic_partitions, replication=s.topic_replication, **security)
+        producer = AIOKafkaProducer(bootstrap_servers=s.kafka_bootstrap, acks="all",
+                                    linger_ms=5, max_request_size=DLQ_REQUEST_BYTES, **security)
+        canary = AIOKafkaConsumer(bootstrap_servers=s.kafka_bootstrap,
+                                  group_id=f"{s.consumer_group}.canary",
+                                  enable_auto_commit=False, **security)
+        with tempfile.TemporaryDirectory(prefix="ldp-faust-") as datadir:
+            self.app = app = build_app(acc, datadir)
+            self._wire(app)
+            acc.producer = producer
+            acc.positions = _FaustPositions(app, canary, s.reports_topic)
+            await producer.start()
+            await canary.start()
+            try:
+                await app.start()
+                if ready is not None:
+                    ready.set()
+                while not stop.is_set() and not app.should_stop:
+                    try:
+                        await asyncio.wait_for(stop.wait(), 0.5)
+                    except TimeoutError:
+                        pass
+                    if app.crashed:
+                        raise RuntimeError(f"faust app crashed: {app.crash_reason!r}")
+                self._closing = True
+                try:
+                    await acc.flush()
+                except Exception:
+                    log.exception("final flush failed; the next worker resumes from the "
+                                  "watermark")
+            finally:
+                self._closing = True
+                try:
+                    await app.stop()
+                finally:
+                    await canary.stop()
+                    await producer.stop()

@@ -161,14 +161,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_health)
     bench = sub.add_parser("bench", help="benchmarks")
     bsub = bench.add_subparsers(dest="bench", required=True)
-    p = bsub.add_parser("pipeline", help="embedded broker + Redis: raw consume vs aggregator")
-    p.add_argument("--reports", type=int, default=10_000_000)
-    p.add_argument("--batch-size", type=int, default=512)
-    p.add_argument("--single-messages", type=int, default=30_000,
-                   help="single-report messages for the small-message rate (0 = skip)")
+    p = bsub.add_parser("pipeline", help="embedded broker + Redis: raw consume vs each engine")
+    p.add_argument("--sizes", default="1,512,4096",
+                   help="reports per message, one case each (comma separated)")
+    p.add_argument("--engines", default="faust,aiokafka", help="engines to measure")
+    p.add_argument("--seconds", type=float, default=10.0,
+                   help="least steady-state window of every figure")
     p.add_argument("--mechanism", default="grr")
     p.add_argument("--domain-size", type=int, default=64)
-    p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=_cmd_bench_pipeline)
     from query_api.bench import add_bench_api_parser
 

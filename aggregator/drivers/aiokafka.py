@@ -100,7 +100,14 @@ class AiokafkaDriver:
                                                max_records=50_000)
                 async with acc._lock:
                     for tp, msgs in batch.items():
-                        acc.process(tp.partition, msgs)
+                        try:
+                            acc.process(tp.partition, msgs)
+                        except Exception:  # Redis unreachable for a collection lookup
+                            log.exception("partition %d: processing failed; reading it again",
+                                          tp.partition)
+                            pos = acc.assigned().get(tp.partition)
+                            if pos is not None:
+                                consumer.seek(tp, pos)
                 idle = not any(batch.values()) and acc.has_delta
                 if (idle or acc.pending_reports >= s.flush_max_reports
                         or time.monotonic() - last_flush >= interval):

@@ -132,10 +132,14 @@ def build_app(acc: Accumulator, datadir: str) -> Any:
 
 
 class _FaustPositions:
-    """Seeks through Faust's consumer; the lost-log canary in ``<group>.canary``."""
+    """Seeks through Faust's consumer; the lost-log canary in ``<group>.canary``.
 
-    def __init__(self, app: Any, canary: Any, topic: str) -> None:
-        self.app, self.canary, self.topic = app, canary, topic
+    Every seek arms the driver's first-event check of the sought partitions: events
+    Faust had already buffered from the old position must not be counted.
+    """
+
+    def __init__(self, driver: FaustDriver, canary: Any, topic: str) -> None:
+        self.driver, self.canary, self.topic = driver, canary, topic
 
     async def committed(self, partition: int) -> int | None:
         from aiokafka import TopicPartition
@@ -149,7 +153,10 @@ class _FaustPositions:
     async def seek(self, offsets: Mapping[int, int]) -> None:
         from faust.types import TP
 
-        await self.app.consumer.seek_wait({TP(self.topic, p): off for p, off in offsets.items()})
+        for p in offsets:
+            self.driver._verify[p] = None
+        await self.driver.app.consumer.seek_wait({TP(self.topic, p): off
+                                                  for p, off in offsets.items()})
 
     async def commit(self, offsets: Mapping[int, int]) -> None:
         from aiokafka import TopicPartition
@@ -205,13 +212,26 @@ class FaustDriver:
                 lst = by_part[m.partition] = []
             lst.append(m)
         acc.stats.stale_events += stale
-        for p in [p for p in by_part if p in self._verify]:
-            by_part[p] = await self._verify_first(p, by_part[p])
-        async with acc._lock:
+        async with acc._lock:  # a flush conflict re-seeks under this lock: not in between
             for p, msgs in by_part.items():
-                acc.process(p, msgs)
+                if p in self._verify:
+                    msgs = await self._verify_first(p, msgs)
+                try:
+                    acc.process(p, msgs)
+                except Exception:  # Redis unreachable for a collection lookup
+                    log.exception("partition %d: processing failed; reading it again", p)
+                    await self._seek_back(p)
         if acc.pending_reports >= acc.s.flush_max_reports:
             await acc.try_flush()
+
+    async def _seek_back(self, p: int) -> None:
+        """Read partition ``p`` again from its position (the buffered events are dropped)."""
+        pos = self.acc.assigned().get(p)
+        if pos is not None:
+            try:
+                await self.acc.positions.seek({p: pos})  # type: ignore[union-attr]
+            except Exception:
+                log.exception("seeking partition %d back failed", p)
 
     async def _verify_first(self, p: int, msgs: list[Any]) -> list[Any]:
         """Guard against a seek that jumped past the position (see the module docstring)."""
@@ -228,11 +248,8 @@ class FaustDriver:
                         "(a committed offset of the group?): seeking back", p,
                         msgs[0].offset, pos)
             self.reseeks += 1
+            await self._seek_back(p)
             self._verify[p] = (pos, msgs[-1].offset)
-            try:
-                await self.acc.positions.seek({p: pos})  # type: ignore[union-attr]
-            except Exception:
-                log.exception("seeking partition %d back failed", p)
             return []
         _, last = state
         for i, m in enumerate(msgs):
@@ -327,7 +344,7 @@ class FaustDriver:
             self.app = app = build_app(acc, datadir)
             self._wire(app)
             acc.producer = producer
-            acc.positions = _FaustPositions(app, canary, s.reports_topic)
+            acc.positions = _FaustPositions(self, canary, s.reports_topic)
             await producer.start()
             await canary.start()
             try:

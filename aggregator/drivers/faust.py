@@ -18,15 +18,15 @@ Rebalances:
   Faust's consumer thread);
 * an event fetched in an earlier consumer generation (``message.generation_id``)
   is dropped: its offset was sought again at the assignment, so it comes back;
-* after the assignment Faust seeks every partition to the group's committed offset
-  (``perform_seek``), which would undo the seek above if the group has one.  This
-  driver commits nothing to its group, but another client may have (the aiokafka
-  engine under the same group id, an operator).  An offset behind the watermark
-  only replays records, which are skipped; one *ahead* would skip records, so the
-  driver checks each partition's first event of a generation: if it lies beyond
-  the position, the partition is sought back, and the events still buffered from
-  the jump (offsets increasing from the first) are dropped until the re-fetched
-  ones arrive (their offsets start again at or below it).
+* a seek does not clear the events Faust has already buffered from the old
+  position, and after the assignment hook Faust itself seeks every partition to
+  the group's committed offset (``perform_seek``), which undoes the seek above if
+  the group has one.  This driver commits nothing to its group, but another client
+  may have (the aiokafka engine under the same group id, an operator).  An offset
+  behind the watermark only replays records, which are skipped; anything *ahead*
+  would skip records.  So the driver takes a partition's events only while they
+  are contiguous from its position (:meth:`FaustDriver.contiguous`): at the first
+  event beyond the next expected offset it drops the rest and seeks back there.
 
 The lost-log canary (see :meth:`Accumulator.reset_to_redis`) lives in a separate
 consumer group, ``<group>.canary``, committed by a small aiokafka client with a
@@ -53,7 +53,8 @@ from ..accumulator import DLQ_REQUEST_BYTES, MAX_MESSAGE_BYTES, Accumulator
 from ..health import health_status, metrics_page
 from ..topics import ensure_topics
 
-__all__ = ["FaustDriver", "build_app", "faust_timestamp_ms", "TAKE_MAX", "TAKE_WITHIN_S"]
+__all__ = ["FaustDriver", "build_app", "faust_timestamp_ms", "TAKE_MAX", "TAKE_WITHIN_S",
+           "HOLE_SEEKS", "HOLE_WAIT_S"]
 
 log = logging.getLogger("ldpstream.aggregator")
 
@@ -61,6 +62,10 @@ TAKE_MAX = 20_000
 """Largest batch of events the agent takes at once."""
 TAKE_WITHIN_S = 0.05
 """How long the agent waits to fill a batch before it processes what it has."""
+HOLE_SEEKS = 3
+"""Seeks back over one gap before it is taken for a hole in the log."""
+HOLE_WAIT_S = 1.0
+"""Least time between two seeks back over the same gap."""
 
 
 def faust_timestamp_ms(message: Any) -> int:
@@ -134,8 +139,8 @@ def build_app(acc: Accumulator, datadir: str) -> Any:
 class _FaustPositions:
     """Seeks through Faust's consumer; the lost-log canary in ``<group>.canary``.
 
-    Every seek arms the driver's first-event check of the sought partitions: events
-    Faust had already buffered from the old position must not be counted.
+    A seek does not drop the events Faust buffered from the old position: the
+    driver's gap check (:meth:`FaustDriver.contiguous`) keeps them out.
     """
 
     def __init__(self, driver: FaustDriver, canary: Any, topic: str) -> None:
@@ -153,8 +158,6 @@ class _FaustPositions:
     async def seek(self, offsets: Mapping[int, int]) -> None:
         from faust.types import TP
 
-        for p in offsets:
-            self.driver._verify[p] = None
         await self.driver.app.consumer.seek_wait({TP(self.topic, p): off
                                                   for p, off in offsets.items()})
 
@@ -188,9 +191,9 @@ class FaustDriver:
         self.stall_after = stall_after
         self.app: Any = None
         self._closing = False
-        self._verify: dict[int, tuple[int, int] | None] = {}
+        self._gap: dict[int, tuple[int, int, float]] = {}  # p -> (offset, seeks, last seek)
         self.reseeks = 0
-        """Partitions sought back because their first event lay beyond the position."""
+        """Seeks back to a partition's position after an event beyond it (a gap)."""
 
     # ---- the agent's work ------------------------------------------------------------
     async def handle(self, events: Any) -> None:
@@ -214,60 +217,93 @@ class FaustDriver:
         acc.stats.stale_events += stale
         async with acc._lock:  # a flush conflict re-seeks under this lock: not in between
             for p, msgs in by_part.items():
-                if p in self._verify:
-                    msgs = await self._verify_first(p, msgs)
+                ok = await self.contiguous(p, msgs)
                 try:
-                    acc.process(p, msgs)
+                    acc.process(p, ok)
                 except Exception:  # Redis unreachable for a collection lookup
                     log.exception("partition %d: processing failed; reading it again", p)
-                    await self._seek_back(p)
+                    await self._seek_back(p, self.acc.assigned().get(p))
         if acc.pending_reports >= acc.s.flush_max_reports:
             await acc.try_flush()
 
-    async def _seek_back(self, p: int) -> None:
-        """Read partition ``p`` again from its position (the buffered events are dropped)."""
+    async def contiguous(self, p: int, msgs: list[Any]) -> list[Any]:
+        """The events of ``msgs`` that continue partition ``p`` from its position.
+
+        Replays (offsets below the position) pass, the accumulator skips them; an
+        event *beyond* the next expected offset is dropped.  After a seek Faust may
+        still deliver events it buffered from the old position, and ``perform_seek``
+        may have moved the fetch to a committed offset ahead: such events come before
+        the ones fetched from the new position, so dropping them is enough.  If the
+        batch *ends* with dropped events, the partition is sought back to the expected
+        offset (again every :data:`HOLE_WAIT_S` while the gap lasts).  A gap that
+        persists over :data:`HOLE_SEEKS` seeks is a real hole in the log (records
+        deleted by retention, transaction markers): then the events are taken as
+        they come.
+        """
         pos = self.acc.assigned().get(p)
-        if pos is not None:
+        if pos is None:
+            return msgs  # not ours (any more): the accumulator ignores them
+        exp = pos
+        keep: list[Any] = []
+        tail = -1  # index of the first event of a trailing run of dropped events
+        for j, m in enumerate(msgs):
+            off = m.offset
+            if off > exp:
+                if tail < 0:
+                    tail = j
+                continue
+            if off == exp:
+                exp = off + 1
+            keep.append(m)
+            tail = -1
+        if tail < 0:
+            self._gap.pop(p, None)
+            return keep
+        gap = self._gap.get(p)
+        if gap is not None and gap[0] == exp:
+            if gap[1] >= HOLE_SEEKS:
+                log.warning("partition %d: no record between offsets %d and %d after %d seeks: "
+                            "taking the log as it is", p, exp, msgs[tail].offset, gap[1])
+                self._gap.pop(p, None)
+                return keep + msgs[tail:]
+            await self._seek_gaps()  # again, if the last seek back is a second old
+            return keep
+        log.warning("partition %d: record at offset %d beyond the next offset %d (a committed "
+                    "offset of the group, or events buffered before a seek): seeking back",
+                    p, msgs[tail].offset, exp)
+        self._gap[p] = (exp, 0, 0.0)
+        await self._seek_gaps()
+        return keep
+
+    async def _seek_gaps(self) -> None:
+        """Seek every partition with a gap back to its expected offset, once a second.
+
+        The timer calls this too: a seek back may itself be undone by Faust's own
+        ``perform_seek`` after an assignment, and then no event would ever come.
+        """
+        now = time.monotonic()
+        for p, (exp, seeks, last) in list(self._gap.items()):
+            if now - last >= HOLE_WAIT_S:
+                self._gap[p] = (exp, seeks + 1, now)
+                self.reseeks += 1
+                await self._seek_back(p, exp)
+
+    async def _seek_back(self, p: int, offset: int | None) -> None:
+        """Read partition ``p`` again from ``offset``."""
+        if offset is not None:
             try:
-                await self.acc.positions.seek({p: pos})  # type: ignore[union-attr]
+                await self.acc.positions.seek({p: offset})  # type: ignore[union-attr]
             except Exception:
                 log.exception("seeking partition %d back failed", p)
 
-    async def _verify_first(self, p: int, msgs: list[Any]) -> list[Any]:
-        """Guard against a seek that jumped past the position (see the module docstring)."""
-        pos = self.acc.assigned().get(p)
-        state = self._verify.get(p)
-        if pos is None:
-            self._verify.pop(p, None)
-            return msgs
-        if state is None:  # the first event of this generation
-            if msgs[0].offset <= pos:
-                del self._verify[p]
-                return msgs
-            log.warning("partition %d: first record at offset %d, beyond the position %d "
-                        "(a committed offset of the group?): seeking back", p,
-                        msgs[0].offset, pos)
-            self.reseeks += 1
-            await self._seek_back(p)
-            self._verify[p] = (pos, msgs[-1].offset)
-            return []
-        _, last = state
-        for i, m in enumerate(msgs):
-            if m.offset <= last:  # offsets start again: the re-fetched records
-                del self._verify[p]
-                return msgs[i:]
-            last = m.offset
-        self._verify[p] = (state[0], last)
-        return []
-
     async def on_revoked(self, partitions: list[int]) -> None:
         for p in partitions:
-            self._verify.pop(p, None)
+            self._gap.pop(p, None)
         await self.acc.on_partitions_revoked(partitions)
 
     async def on_assigned(self, partitions: list[int]) -> None:
         for p in partitions:
-            self._verify[p] = None
+            self._gap.pop(p, None)
         await self.acc.on_partitions_assigned(partitions)
 
     async def tick(self) -> None:
@@ -276,6 +312,9 @@ class FaustDriver:
         acc.stats.last_tick = time.monotonic()
         if self._closing:
             return
+        if self._gap:
+            async with acc._lock:
+                await self._seek_gaps()
         await acc.try_flush()
         from faust.types import TP
 

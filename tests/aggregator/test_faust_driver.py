@@ -1,8 +1,9 @@
 """The Faust driver's own rules, on hand-made events (the accumulator on the real Redis).
 
 * events of an earlier consumer generation are dropped (they are fetched again);
-* a partition whose first event lies beyond its position is sought back, and the
-  events still buffered from the jump are dropped until offsets start again;
+* a partition's events are taken only while contiguous from its position: an event
+  beyond the next offset is dropped with the rest and the partition sought back,
+  unless the gap persists (a hole in the log);
 * Faust's timestamps (float seconds) become integer milliseconds.
 
 The end-to-end behaviour against a real broker is in tests/integration (both engines).
@@ -98,7 +99,7 @@ def test_events_of_an_earlier_generation_are_dropped(
     assert d.acc.pending_reports == 5
 
 
-def test_a_first_event_beyond_the_position_is_sought_back_and_the_jump_dropped(
+def test_an_event_beyond_the_next_offset_is_sought_back_and_the_jump_dropped(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
     d, seeks = _driver(redis_client, ldp_names)
     assert seeks.seeks == [{0: 0, 1: 0}]  # the assignment: watermark + 1
@@ -109,14 +110,37 @@ def test_a_first_event_beyond_the_position_is_sought_back_and_the_jump_dropped(
     assert d.acc.assigned() == {0: 0, 1: 1}
     asyncio.run(d.handle([Event(Msg(0, 82, _value(82))), Event(Msg(0, 0, _value(0))),
                           Event(Msg(0, 1, _value(1)))]))
-    assert d.acc.assigned() == {0: 2, 1: 1}  # 82 was the jump's; 0 and 1 re-fetched
+    assert d.reseeks == 1  # the jump's 82 is dropped, the re-fetched 0 and 1 taken
+    assert d.acc.assigned() == {0: 2, 1: 1}
     assert d.acc.pending_reports == 15
-    # checked once per assignment: later records are taken as they come
-    asyncio.run(d.handle([Event(Msg(0, 5, _value(5)))]))
-    assert d.acc.assigned()[0] == 6 and len(seeks.seeks) == 2
 
 
-def test_a_first_event_at_or_below_the_position_is_taken(
+def test_a_gap_inside_a_batch_cuts_it_there(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    d, seeks = _driver(redis_client, ldp_names)
+    # re-fetched 0..2, then an event still buffered from before a seek (119)
+    asyncio.run(d.handle([Event(Msg(1, o, _value(o))) for o in (0, 1, 2, 119, 120)]))
+    assert d.acc.assigned()[1] == 3 and seeks.seeks[-1] == {1: 3}
+    # still buffered from before (121), then the re-fetched ones: a replay (2), then on
+    asyncio.run(d.handle([Event(Msg(1, o, _value(o))) for o in (121, 2, 3, 4)]))
+    assert d.acc.assigned()[1] == 5 and d.acc.pending_reports == 25 and d.reseeks == 1
+
+
+def test_a_gap_that_persists_is_a_hole_in_the_log_and_is_taken(
+        redis_client: Any, ldp_names: dict[str, str], monkeypatch: Any) -> None:
+    from aggregator.drivers import faust as fd
+
+    monkeypatch.setattr(fd, "HOLE_WAIT_S", 0.0)
+    d, seeks = _driver(redis_client, ldp_names)
+    for _ in range(fd.HOLE_SEEKS):  # offsets 0..9 are gone (retention): 10 comes each time
+        asyncio.run(d.handle([Event(Msg(0, 10, _value(10)))]))
+        assert d.acc.assigned()[0] == 0
+    assert seeks.seeks[1:] == [{0: 0}] * fd.HOLE_SEEKS
+    asyncio.run(d.handle([Event(Msg(0, 10, _value(10)))]))
+    assert d.acc.assigned()[0] == 11 and d.acc.pending_reports == 5
+
+
+def test_an_event_at_or_below_the_position_is_taken(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
     d, seeks = _driver(redis_client, ldp_names)
     asyncio.run(d.handle([Event(Msg(1, 0, _value(3))), Event(Msg(1, 1, _value(4)))]))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,8 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from ldpstream.storage import DEFAULT_PREFIX
 
 __all__ = ["run_from_args", "pipeline", "Rate", "steady_rate"]
 
@@ -85,8 +84,7 @@ def _produce(bootstrap: str, topic: str, spec: Any, messages: int, batch: int,
     pool = [encode_message(spec, oracle.perturb(rng.integers(0, spec.domain.size, batch),
                                                 rng=rng)) for _ in range(16)]
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=50,
-                             batch_size=1 << 20, max_request_size=16 << 20,
-                             buffer_memory=256 << 20)
+                             batch_size=1 << 20, max_request_size=16 << 20)
     key = spec.id.encode()
     try:
         send = producer.send
@@ -127,8 +125,51 @@ async def _raw_consume(bootstrap: str, topic: str, seconds: float, warmup: float
         await c.stop()
 
 
+def _engine_process(settings: Any, total_reports: int, warmup: float, seconds: float,
+                    timeout: float) -> tuple[Rate, dict[str, Any]]:
+    """:func:`_engine` in a fresh interpreter (no state left over from another engine)."""
+    import dataclasses
+    import json
+    import subprocess
+    import sys
+
+    fields = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
+              if f.name not in ("kafka_security", "redis_options")}
+    job = json.dumps({"settings": fields, "total": total_reports, "warmup": warmup,
+                      "seconds": seconds, "timeout": timeout})
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-m", "aggregator.bench", job], cwd=root,
+                          capture_output=True, text=True, timeout=timeout + 120)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"engine run failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    out = json.loads(lines[-1])
+    return Rate(out["rate"], out["seconds"], out["complete"]), out["stats"]
+
+
+def _child(job_json: str) -> int:
+    import json
+
+    import redis as redis_lib
+
+    from .config import WorkerSettings
+
+    job = json.loads(job_json)
+    settings = WorkerSettings(**job["settings"])
+    rc = redis_lib.Redis.from_url(settings.redis_url)
+    try:
+        rate, st = asyncio.run(_engine(settings, rc, job["total"], job["warmup"],
+                                       job["seconds"], job["timeout"]))
+    finally:
+        rc.close()
+    print(json.dumps({"rate": rate.rate, "seconds": rate.seconds, "complete": rate.complete,
+                      "stats": {"flushes": st.flushes, "counted": st.counted}}))
+    return 0
+
+
 async def _engine(settings: Any, redis: Any, total_reports: int, warmup: float,
-                  timeout: float) -> tuple[Rate, Any]:
+                  seconds: float, timeout: float) -> tuple[Rate, Any]:
+    """Run one worker until the topic is counted or the window is long enough."""
     from prometheus_client import CollectorRegistry
 
     from .metrics import AggregatorMetrics
@@ -139,9 +180,15 @@ async def _engine(settings: Any, redis: Any, total_reports: int, warmup: float,
     task = asyncio.create_task(run_worker(acc, stop))
     samples: list[tuple[float, int]] = []
     deadline = time.monotonic() + timeout
+    first: float | None = None
     while acc.stats.counted < total_reports and time.monotonic() < deadline \
             and not task.done():
-        samples.append((time.monotonic(), acc.stats.counted))
+        now = time.monotonic()
+        samples.append((now, acc.stats.counted))
+        if first is None and acc.stats.counted:
+            first = now
+        if first is not None and now - first > warmup + seconds + 0.5:
+            break  # long enough: no need to drain the topic
         await asyncio.sleep(0.1)
     samples.append((time.monotonic(), acc.stats.counted))
     stop.set()
@@ -176,14 +223,14 @@ def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
                                      "domain": {"kind": "integers", "low": 0,
                                                 "high": domain_size - 1}})
     # first guesses, doubled while a worker drains the topic before the window is long enough
-    guess = {1: 2_000_000, 512: 400_000, 4096: 60_000}
+    guess = {1: 8_000_000, 512: 2_000_000, 4096: 100_000}
     guess.update(initial_messages or {})
     res: dict[Any, Any] = {}
+    prefixes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ldp-bench-") as tmp:
         k, r = start_kafka(Path(tmp)), start_redis(Path(tmp))
         rc = redis_lib.Redis.from_url(r.url)
         try:
-            CollectionCatalog(rc).register(spec)
             for size in sizes:
                 msgs, attempt = guess.get(size, 100_000), 0
                 while True:
@@ -201,15 +248,20 @@ def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
                     out(f"  raw consume   {rates['raw'].rate:>14,.0f} reports/s "
                         f"({raw.rate:,.0f} msg/s over {raw.seconds:.1f} s)")
                     for eng in engines:
+                        # its own Redis prefix: watermarks and counts of this run only
+                        prefix = f"{topic}-{eng}:"
+                        CollectionCatalog(rc, prefix).register(spec)
+                        prefixes.append(prefix)
                         s = WorkerSettings(kafka_bootstrap=k.bootstrap, redis_url=r.url,
+                                           redis_prefix=prefix,
                                            reports_topic=topic, dlq_topic="bench-dlq",
                                            consumer_group=f"bench-{topic}-{eng}",
                                            flush_interval_ms=200, engine=eng)
-                        rate, st = asyncio.run(_engine(s, rc, total, warmup, 900))
+                        rate, st = _engine_process(s, total, warmup, seconds, 900)
                         rates[eng] = rate
                         out(f"  {eng:<13} {rate.rate:>14,.0f} reports/s "
                             f"({rate.rate / size:,.0f} msg/s over {rate.seconds:.1f} s; "
-                            f"{st.flushes} flushes, counted {st.counted:,}/{total:,})"
+                            f"{st['flushes']} flushes, counted {st['counted']:,}/{total:,})"
                             + ("" if rate.complete and rate.seconds >= seconds
                                else "  [window too short]"))
                     short = [e for e in engines if rates[e].seconds < seconds]
@@ -223,9 +275,11 @@ def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
                 res[(size, "bytes")] = nbytes
             out("")
             out(table(res, sizes, engines))
-            res["memory"] = _memory(rc, DEFAULT_PREFIX, spec.id)
-            out(f"Redis memory of '{spec.id}': {res['memory']:,} B after every case "
-                "(state size is independent of n)")
+            mem = {pfx: _memory(rc, pfx, spec.id) for pfx in prefixes}
+            res["memory"] = max(mem.values(), default=0)
+            out(f"Redis memory of '{spec.id}' per run: {min(mem.values(), default=0):,} to "
+                f"{res['memory']:,} B, whatever the number of reports counted (state size is "
+                "independent of n)")
         finally:
             rc.close()
             k.stop()
@@ -255,3 +309,10 @@ def run_from_args(args: argparse.Namespace) -> int:
     pipeline(sizes, engines, seconds=args.seconds, mechanism=args.mechanism,
              domain_size=args.domain_size)
     return 0
+
+
+if __name__ == "__main__":  # one engine run of the benchmark, in its own interpreter
+    import sys
+
+    logging.basicConfig(level=logging.WARNING)
+    sys.exit(_child(sys.argv[1]))

@@ -162,8 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks")
     bsub = bench.add_subparsers(dest="bench", required=True)
     p = bsub.add_parser("pipeline", help="embedded broker + Redis: raw consume vs each engine")
-    p.add_argument("--sizes", default="1,512,4096",
-                   help="reports per message, one case each (comma separated)")
+    p.add_argument("--sizes", default="1,512,4096:oue",
+                   help="reports per message, one case each (comma separated; SIZE:MECH "
+                        "picks the mechanism of that case)")
     p.add_argument("--engines", default="faust,aiokafka", help="engines to measure")
     p.add_argument("--seconds", type=float, default=10.0,
                    help="least steady-state window of every figure")

@@ -1,8 +1,9 @@
 """``ldpstream bench pipeline``: raw aiokafka consume vs each engine, per message size.
 
 Everything runs against the embedded tansu broker and a private Redis started here.
-For each message size (reports per message: 1 ≈ 40 B, 512 ≈ 1 KB, 4,096 ≈ 16 KB
-for GRR d = 64) a topic of 4 partitions is filled once, then:
+For each message size (reports per message, by default 1 and 512 reports of GRR
+d = 64: 64 B and 1,086 B; 4,096 reports of OUE d = 64: 32,833 B) a topic of 4
+partitions is filled once, then:
 
 * raw: a plain ``AIOKafkaConsumer`` reads the topic (from the beginning again
   whenever it reaches the end) and counts records;
@@ -207,8 +208,12 @@ def _memory(redis: Any, prefix: str, cid: str) -> int:
 def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
              seconds: float = 10.0, warmup: float = 1.5, mechanism: str = "grr",
              domain_size: int = 64, initial_messages: dict[int, int] | None = None,
-             out: Callable[[str], Any] = print) -> dict[str, Any]:
-    """Run the benchmark; return ``{(size, who): Rate}`` (rates in reports/s) and bytes."""
+             out: Callable[[str], Any] = print,
+             mechanisms: dict[int, str] | None = None) -> dict[Any, Any]:
+    """Run the benchmark; return ``{(size, who): Rate}`` (rates in reports/s) and bytes.
+
+    ``mechanisms`` overrides ``mechanism`` for some sizes (default: OUE for 4,096).
+    """
     import redis as redis_lib
 
     from ldpcore.collection import CollectionSpec
@@ -218,12 +223,14 @@ def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
     from .servers import start_kafka, start_redis
     from .topics import ensure_topics
 
-    spec = CollectionSpec.from_dict({"id": "bench", "oracle": {"mechanism": mechanism,
-                                                                "epsilon": 1.0},
-                                     "domain": {"kind": "integers", "low": 0,
-                                                "high": domain_size - 1}})
+    def spec_of(mech: str) -> CollectionSpec:
+        return CollectionSpec.from_dict({"id": "bench", "oracle": {"mechanism": mech,
+                                                                    "epsilon": 1.0},
+                                         "domain": {"kind": "integers", "low": 0,
+                                                    "high": domain_size - 1}})
+    mechs = {4096: "oue"} if mechanisms is None else mechanisms
     # first guesses, doubled while a worker drains the topic before the window is long enough
-    guess = {1: 8_000_000, 512: 2_000_000, 4096: 100_000}
+    guess = {1: 8_000_000, 512: 2_000_000, 4096: 80_000}
     guess.update(initial_messages or {})
     res: dict[Any, Any] = {}
     prefixes: list[str] = []
@@ -232,6 +239,8 @@ def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
         rc = redis_lib.Redis.from_url(r.url)
         try:
             for size in sizes:
+                mech = mechs.get(size, mechanism)
+                spec = spec_of(mech)
                 msgs, attempt = guess.get(size, 100_000), 0
                 while True:
                     attempt += 1
@@ -239,7 +248,8 @@ def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
                     asyncio.run(ensure_topics(k.bootstrap, [topic, "bench-dlq"], 4))
                     t = time.perf_counter()
                     nbytes = _produce(k.bootstrap, topic, spec, msgs, size)
-                    out(f"[{size} reports/message, {nbytes:,} B] produced {msgs:,} messages "
+                    out(f"[{size} {mech} reports/message, {nbytes:,} B] produced "
+                        f"{msgs:,} messages "
                         f"in {time.perf_counter() - t:.1f} s")
                     total = msgs * size
                     rates: dict[str, Rate] = {}
@@ -273,11 +283,12 @@ def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
                 for who, rate in rates.items():
                     res[(size, who)] = rate
                 res[(size, "bytes")] = nbytes
+                res[(size, "mechanism")] = mech
             out("")
             out(table(res, sizes, engines))
-            mem = {pfx: _memory(rc, pfx, spec.id) for pfx in prefixes}
+            mem = {pfx: _memory(rc, pfx, "bench") for pfx in prefixes}
             res["memory"] = max(mem.values(), default=0)
-            out(f"Redis memory of '{spec.id}' per run: {min(mem.values(), default=0):,} to "
+            out("Redis memory of 'bench' per run: {min(mem.values(), default=0):,} to "
                 f"{res['memory']:,} B, whatever the number of reports counted (state size is "
                 "independent of n)")
         finally:
@@ -289,12 +300,13 @@ def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
 
 def table(res: dict[Any, Any], sizes: tuple[int, ...], engines: tuple[str, ...]) -> str:
     """The results as a Markdown table (reports/s and ratio to raw consume)."""
-    head = "| reports/message | bytes | raw consume | " + " | ".join(
+    head = "| reports/message | message | raw consume | " + " | ".join(
         f"{e} | {e}/raw" for e in engines) + " |"
     rows = [head, "|" + "---|" * (3 + 2 * len(engines))]
     for size in sizes:
         raw = res[(size, "raw")].rate
-        cells = [f"{size:,}", f"{res[(size, 'bytes')]:,}", f"{raw:,.0f}"]
+        cells = [f"{size:,}", f"{res[(size, 'mechanism')]}, {res[(size, 'bytes')]:,} B",
+                 f"{raw:,.0f}"]
         for e in engines:
             r = res[(size, e)]
             cells += [f"{r.rate:,.0f}" + ("" if r.seconds >= 10 else " (short)"),
@@ -304,10 +316,15 @@ def table(res: dict[Any, Any], sizes: tuple[int, ...], engines: tuple[str, ...])
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    sizes = tuple(int(x) for x in args.sizes.split(","))
+    sizes: list[int] = []
+    mechs: dict[int, str] = {}
+    for item in args.sizes.split(","):  # "4096:oue" = 4,096 OUE reports per message
+        n, _, mech = item.strip().partition(":")
+        sizes.append(int(n))
+        mechs[int(n)] = mech or args.mechanism
     engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
-    pipeline(sizes, engines, seconds=args.seconds, mechanism=args.mechanism,
-             domain_size=args.domain_size)
+    pipeline(tuple(sizes), engines, seconds=args.seconds, mechanism=args.mechanism,
+             domain_size=args.domain_size, mechanisms=mechs)
     return 0
 
 

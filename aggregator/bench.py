@@ -288,7 +288,7 @@ def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
             out(table(res, sizes, engines))
             mem = {pfx: _memory(rc, pfx, "bench") for pfx in prefixes}
             res["memory"] = max(mem.values(), default=0)
-            out("Redis memory of 'bench' per run: {min(mem.values(), default=0):,} to "
+            out(f"Redis memory of 'bench' per run: {min(mem.values(), default=0):,} to "
                 f"{res['memory']:,} B, whatever the number of reports counted (state size is "
                 "independent of n)")
         finally:

@@ -297,18 +297,39 @@ class Accumulator:
         if partition in self._suspect:
             self.check_suspect(partition, msgs[0])
             pos = self._pos[partition]
-        ts = self.timestamp_ms
-        groups: dict[tuple[str, int], list[Any]] = defaultdict(list)
+        ts = None if self.timestamp_ms is _ms else self.timestamp_ms
+        groups: dict[tuple[str, int], list[Any]] = {}
+        # The loop below runs once per record: keep it lean.  Consecutive records mostly
+        # share their key and window, so both are looked up only when they change.
+        last_key: Any = None
+        cid, w = "?", 3600
+        lo = hi = 0      # [lo, hi) in ms: the window of the current group
+        group: list[Any] = []
+        skipped = 0
         for m in msgs:
-            if m.offset < pos:
-                self.stats.skipped_replays += 1
+            off = m.offset
+            if off < pos:
+                skipped += 1
                 continue
-            pos = m.offset + 1
-            self.stats.messages += 1
-            cid = message_key(m)
-            dec = self.codec(cid)  # Redis I/O: an outage propagates and is retried
-            w = dec.spec.window_seconds if dec else 3600
-            groups[(cid, window_start(max(ts(m), 0), w))].append(m)
+            pos = off + 1
+            key = m.key
+            if key is None or key != last_key:
+                cid = message_key(m)
+                dec = self.codec(cid)  # Redis I/O: an outage propagates and is retried
+                w = dec.spec.window_seconds if dec else 3600
+                last_key = key
+                lo = hi = 0
+            t = (m.timestamp or 0) if ts is None else ts(m)
+            if not lo <= t < hi:
+                start = window_start(max(int(t), 0), w)
+                lo, hi = start * 1000, (start + w) * 1000
+                gk = (cid, start)
+                group = groups.get(gk)  # type: ignore[assignment]
+                if group is None:
+                    group = groups[gk] = []
+            group.append(m)
+        self.stats.skipped_replays += skipped
+        self.stats.messages += len(msgs) - skipped
         self._pos[partition] = pos
         for (cid, start), group in groups.items():
             self._group(self.codec(cid), cid, start, group)

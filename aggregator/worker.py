@@ -36,10 +36,13 @@ Exactly-once counting over at-least-once delivery, whichever the driver:
 A kill at any moment loses only the un-flushed delta, whose messages lie above the
 watermark and are consumed again.
 
-About speed: stock Faust costs a fixed ~50–150 µs per Kafka message whatever its
-size (its conductor, stream and event objects), so it keeps up with the broker on
-large multi-report messages but not on a flood of single-report ones; that is what
-the direct driver is for.  ``ldpstream bench pipeline`` measures both.
+About speed (``ldpstream bench pipeline``, README): stock Faust costs a fixed
+≈ 70–90 µs per Kafka message whatever its size (its consumer hands every record
+through ``wait_first``, a queue and an event object; 11–14k messages/s on two
+cores), so the Faust engine reaches 6M reports/s on 1 KB messages and about half
+of raw consume on 32 KB ones, but only 2 % of raw on single-report messages.  The
+direct driver adds ≈ 0.6 µs per message to aiokafka's own cost (0.65 of raw on
+single-report messages, 0.7 on 1 KB ones): use it for floods of tiny messages.
 """
 
 from __future__ import annotations

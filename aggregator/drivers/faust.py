@@ -154,7 +154,7 @@ def build_app(acc: Accumulator, datadir: str) -> Any:
         web_in_thread=False,
         topic_partitions=s.topic_partitions,
         topic_replication_factor=s.topic_replication,
-        topic_allow_declare=False,  # ensure_topics creates them with max.message.bytes
+        topic_allow_declare=True,  # its leader topic; ours exist already (ensure_topics)
         consumer_auto_offset_reset="earliest",
         broker_session_timeout=s.session_timeout_ms / 1000,
         broker_heartbeat_interval=s.heartbeat_ms / 1000,

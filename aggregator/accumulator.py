@@ -473,9 +473,6 @@ class Accumulator:
         if seeks and self.positions is not None:
             await self.positions.seek(seeks)
 
-    # Kept for callers of the former worker module.
-    _reset_to_redis = reset_to_redis
-
     # ---- rebalances ---------------------------------------------------------------------
     async def on_partitions_revoked(self, partitions: list[int]) -> None:
         """Flush first; then forget the revoked partitions."""
@@ -516,8 +513,6 @@ class Accumulator:
             self._log_reset(partition, w, first.offset)
         else:
             self._pos[partition] = w + 1  # same log: skip what is counted
-
-    _check_suspect = check_suspect
 
     def _log_reset(self, partition: int, w: int, first_offset: int) -> None:
         log.error("partition %d restarted at offset %d below watermark %d: the broker lost its "

@@ -32,6 +32,19 @@ PER_PARTITION = 120
 AHEAD = 80
 
 
+async def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    c = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    await c.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(4)]
+        c.assign(tps)
+        return {tp.partition: await c.committed(tp) for tp in tps}
+    finally:
+        await c.stop()
+
+
 async def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -49,7 +62,7 @@ async def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int
 
 def test_a_committed_offset_ahead_of_the_watermark_does_not_skip_records(
         kafka: Any, redis_client: Any, redis_server: Any, ldp_names: dict[str, str],
-        tmp_path: Path) -> None:
+        engine: str, tmp_path: Path) -> None:
     CollectionCatalog(redis_client, ldp_names["prefix"]).register(SPEC)
     asyncio.run(ensure_topics(kafka.bootstrap, [ldp_names["topic"]], 4))
     oracle = SPEC.oracle()
@@ -68,5 +81,14 @@ def test_a_committed_offset_ahead_of_the_watermark_does_not_skip_records(
         wait_for(lambda: read_watermarks(redis_client, ldp_names["topic"], ldp_names["prefix"])
                  == {p: PER_PARTITION - 1 for p in range(4)}, 60, "every partition counted")
         assert load_state(redis_client, SPEC, prefix=ldp_names["prefix"]) == expected
+        # The lost-log canary (watermark + 1) is kept up to date: the direct engine in its
+        # own group, the Faust engine in "<group>.canary" (Faust's group keeps what the
+        # other client committed).
+        canary = ldp_names["group"] + (".canary" if engine == "faust" else "")
+        wait_for(lambda: asyncio.run(_committed(kafka.bootstrap, canary, ldp_names["topic"]))
+                 == {p: PER_PARTITION for p in range(4)}, 10, "canary offsets committed")
+        if engine == "faust":
+            assert asyncio.run(_committed(kafka.bootstrap, ldp_names["group"],
+                                          ldp_names["topic"])) == {p: AHEAD for p in range(4)}
     finally:
         assert worker.stop() == 0, worker.output()[-3000:]

@@ -1,4 +1,9 @@
-"""Lifespan of ``ldpstream aggregate``: settings → clients → collections → worker → clean stop."""
+"""Lifespan of ``ldpstream aggregate``: settings → clients → collections → worker → clean stop.
+
+The engine (``LDP_ENGINE`` / ``ldpstream aggregate --engine``) picks the driver:
+Faust serves ``/metrics`` and ``/healthz`` from its own web server; the direct
+aiokafka driver from :class:`aggregator.health.HealthServer`.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +16,10 @@ from collections.abc import AsyncIterator
 from ldpstream.collections_file import read_collections_file
 from ldpstream.storage import CollectionCatalog
 
+from .accumulator import Accumulator
 from .config import WorkerSettings
 from .metrics import AggregatorMetrics
-from .worker import Aggregator
+from .worker import make_accumulator, run_worker
 
 __all__ = ["lifespan", "serve", "main"]
 
@@ -21,7 +27,7 @@ log = logging.getLogger("ldpstream.aggregator")
 
 
 @contextlib.asynccontextmanager
-async def lifespan(settings: WorkerSettings) -> AsyncIterator[Aggregator]:
+async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
     """Own the Redis client, the Prometheus registry and (optionally) the metrics server."""
     import redis
     from prometheus_client import CollectorRegistry
@@ -39,18 +45,25 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Aggregator]:
             CollectionCatalog(client, settings.redis_prefix).register_all(specs)
             log.info("registered %d collection(s) from %s", len(specs),
                      settings.collections_file)
-        agg = Aggregator(settings, client, AggregatorMetrics(registry))
-        if settings.metrics_port:
-            # a loop stuck for several session timeouts has lost its partitions anyway
+        agg = make_accumulator(settings, client, AggregatorMetrics(registry))
+        if settings.metrics_port and settings.engine == "aiokafka":
+            # (the Faust engine serves these pages from Faust's web server)
             server = HealthServer(registry, lambda: agg.stats.last_tick,
                                   host=settings.metrics_host, port=settings.metrics_port,
-                                  stall_after=max(30.0, 3 * settings.session_timeout_ms / 1000)
-                                  ).start()
+                                  stall_after=stall_after(settings)).start()
         yield agg
     finally:
         if server is not None:
             server.shutdown()
         client.close()
+
+
+def stall_after(settings: WorkerSettings) -> float:
+    """Seconds without a loop turn before ``/healthz`` says 503.
+
+    A loop stuck for several session timeouts has lost its partitions anyway.
+    """
+    return max(30.0, 3 * settings.session_timeout_ms / 1000)
 
 
 async def serve(settings: WorkerSettings) -> None:
@@ -60,7 +73,7 @@ async def serve(settings: WorkerSettings) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with lifespan(settings) as agg:
-        await agg.run(stop)
+        await run_worker(agg, stop, stall_after=stall_after(settings))
 
 
 def main() -> int:

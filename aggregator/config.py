@@ -20,6 +20,10 @@ LDP_METRICS_PORT          0 (off)                     /metrics and /healthz (loo
 LDP_METRICS_HOST          127.0.0.1                   bind address of /metrics (0.0.0.0 in pods)
 LDP_SESSION_TIMEOUT_MS    6000                        consumer session timeout (tansu: keep ~6 s)
 LDP_HEARTBEAT_MS          1000                        consumer heartbeat interval
+LDP_REBALANCE_TIMEOUT_MS  10000                       Faust engine: broker rebalance timeout (tansu
+                                                      joins take ~30 s with Faust's default 60 s)
+LDP_ENGINE                faust                       ``faust`` (faust-streaming agent) or
+                                                      ``aiokafka`` (direct consumer loop)
 ========================  ==========================  ==============================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
@@ -45,7 +49,9 @@ from ldpstream.settings import (
 )
 from ldpstream.storage import DEFAULT_PREFIX
 
-__all__ = ["ConfigError", "WorkerSettings"]
+__all__ = ["ConfigError", "ENGINES", "WorkerSettings"]
+
+ENGINES = ("faust", "aiokafka")
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,8 @@ class WorkerSettings:
     metrics_host: str = "127.0.0.1"
     session_timeout_ms: int = 6000
     heartbeat_ms: int = 1000
+    rebalance_timeout_ms: int = 10_000
+    engine: str = "faust"
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
 
@@ -83,6 +91,9 @@ class WorkerSettings:
         if heartbeat * 3 > session:
             raise ConfigError(f"LDP_HEARTBEAT_MS ({heartbeat}) must be at most a third of "
                               f"LDP_SESSION_TIMEOUT_MS ({session})")
+        engine = (env.get("LDP_ENGINE") or cls.engine).strip().lower()
+        if engine not in ENGINES:
+            raise ConfigError(f"LDP_ENGINE must be one of {', '.join(ENGINES)}, got {engine!r}")
         return cls(
             kafka_bootstrap=boot,
             redis_url=url,
@@ -101,6 +112,9 @@ class WorkerSettings:
             metrics_host=env.get("LDP_METRICS_HOST") or cls.metrics_host,
             session_timeout_ms=session,
             heartbeat_ms=heartbeat,
+            rebalance_timeout_ms=env_int(env, "LDP_REBALANCE_TIMEOUT_MS",
+                                         cls.rebalance_timeout_ms, 1000, 600_000),
+            engine=engine,
             kafka_security=KafkaSecurity.from_env(env),
             redis_options=RedisOptions.from_env(env, url=url),
         )

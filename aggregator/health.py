@@ -1,5 +1,9 @@
 """The worker's HTTP side: ``/metrics`` for Prometheus and ``/healthz`` for liveness.
 
+The Faust engine serves both pages from Faust's own web server
+(:mod:`aggregator.drivers.faust`, with :func:`health_status` and
+:func:`metrics_page`); the direct aiokafka engine from :class:`HealthServer`.
+
 ``/healthz`` answers 200 while the consume loop keeps turning (it ticks at least every
 100 ms, idle or not) and 503 once it has been stuck longer than ``stall_after`` seconds:
 a hung worker is restarted by its orchestrator instead of holding its partitions.
@@ -15,7 +19,29 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
-__all__ = ["HealthServer"]
+__all__ = ["HealthServer", "health_status", "metrics_page"]
+
+
+def health_status(last_tick: float, stall_after: float) -> tuple[int, bytes]:
+    """HTTP status and JSON body of ``/healthz`` for a loop that last turned at ``last_tick``.
+
+    >>> health_status(time.monotonic(), 5.0)[0]
+    200
+    >>> health_status(time.monotonic() - 9.0, 5.0)[0]
+    503
+    """
+    age = time.monotonic() - last_tick
+    ok = age <= stall_after
+    body = (f'{{"status": "{"ok" if ok else "stalled"}", '
+            f'"loop_age_seconds": {age:.3f}}}').encode()
+    return (200 if ok else 503), body
+
+
+def metrics_page(registry: CollectorRegistry) -> tuple[bytes, str]:
+    """Prometheus text exposition of ``registry`` and its Content-Type."""
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    return generate_latest(registry), CONTENT_TYPE_LATEST
 
 
 class _Quiet(WSGIRequestHandler):
@@ -43,11 +69,8 @@ class HealthServer:
 
     def _app(self, environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") == "/healthz":
-            age = time.monotonic() - self._last_tick()
-            ok = age <= self.stall_after
-            body = (f'{{"status": "{"ok" if ok else "stalled"}", '
-                    f'"loop_age_seconds": {age:.3f}}}').encode()
-            start("200 OK" if ok else "503 Service Unavailable",
+            code, body = health_status(self._last_tick(), self.stall_after)
+            start("200 OK" if code == 200 else "503 Service Unavailable",
                   [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
             return [body]
         return self._metrics(environ, start)  # type: ignore[no-any-return]

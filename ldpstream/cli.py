@@ -47,7 +47,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_aggregate(args: argparse.Namespace) -> int:
+    import os
+
     from aggregator.app import main as aggregate_main
+
+    if args.engine:  # the flag wins over LDP_ENGINE
+        os.environ["LDP_ENGINE"] = args.engine
 
     return aggregate_main()
 
@@ -141,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_simulate_parser(sub)
     p = sub.add_parser("aggregate", help="run one aggregator worker (settings: LDP_… env vars)")
+    p.add_argument("--engine", choices=["faust", "aiokafka"], default=None,
+                   help="faust-streaming agent (default) or the direct aiokafka loop "
+                        "(default: LDP_ENGINE, else faust)")
     p.set_defaults(func=_cmd_aggregate)
     p = sub.add_parser("serve", help="run the query API (settings: LDP_… env vars)")
     p.set_defaults(func=_cmd_serve)
@@ -155,11 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_health)
     bench = sub.add_parser("bench", help="benchmarks")
     bsub = bench.add_subparsers(dest="bench", required=True)
-    p = bsub.add_parser("pipeline", help="embedded broker + Redis: raw consume vs aggregator")
-    p.add_argument("--reports", type=int, default=10_000_000)
-    p.add_argument("--batch-size", type=int, default=512)
-    p.add_argument("--single-messages", type=int, default=30_000,
-                   help="single-report messages for the small-message rate (0 = skip)")
+    p = bsub.add_parser("pipeline", help="embedded broker + Redis: raw consume vs each engine")
+    p.add_argument("--sizes", default="1,512,4096:oue",
+                   help="reports per message, one case each (comma separated; SIZE:MECH "
+                        "picks the mechanism of that case)")
+    p.add_argument("--engines", default="faust,aiokafka", help="engines to measure")
+    p.add_argument("--seconds", type=float, default=10.0,
+                   help="least steady-state window of every figure")
     p.add_argument("--mechanism", default="grr")
     p.add_argument("--domain-size", type=int, default=64)
     p.add_argument("--seed", type=int, default=1)

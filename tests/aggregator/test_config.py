@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
     ({"LDP_KAFKA_SSL_CAFILE": "/nonexistent.pem"}, "LDP_KAFKA_SSL_CAFILE"),
     ({"LDP_KAFKA_SSL_CHECK_HOSTNAME": "maybe"}, "LDP_KAFKA_SSL_CHECK_HOSTNAME"),
     ({"LDP_REDIS_TLS_CA_FILE": __file__}, "LDP_REDIS_TLS_"),  # TLS file, redis:// URL
+    ({"LDP_ENGINE": "kafka-streams"}, "LDP_ENGINE"),
+    ({"LDP_REBALANCE_TIMEOUT_MS": "10"}, "LDP_REBALANCE_TIMEOUT_MS"),
 ])
 def test_worker_settings_reject_bad_values_naming_the_variable(
         env: dict[str, str], named: str) -> None:
@@ -103,6 +105,16 @@ def test_redis_password_and_tls_files_reach_from_url_arguments() -> None:
                                   "LDP_REDIS_TLS_CA_FILE": __file__}, url="rediss://h:6380/0")
     assert opts.kwargs() == {"username": "ldp", "password": "pw", "ssl_ca_certs": __file__}
     assert "pw" not in repr(opts).replace("ldp", "")
+
+
+def test_engine_defaults_to_faust_and_the_cli_flag_sets_it() -> None:
+    from ldpstream.cli import build_parser
+
+    assert WorkerSettings.from_env({}).engine == "faust"
+    assert WorkerSettings.from_env({"LDP_ENGINE": " AIOKafka "}).engine == "aiokafka"
+    args = build_parser().parse_args(["aggregate", "--engine", "aiokafka"])
+    assert args.engine == "aiokafka"
+    assert build_parser().parse_args(["aggregate"]).engine is None
 
 
 def test_cli_reports_a_bad_variable_without_a_traceback() -> None:

@@ -24,6 +24,9 @@ __all__ = ["ProduceResponseDropper", "Publisher", "WorkerProcess", "group_assign
 
 ROOT = Path(__file__).resolve().parents[2]
 
+ENGINE = "faust"
+"""``LDP_ENGINE`` of the workers started by :func:`worker_env` (set by the ``engine`` fixture)."""
+
 
 def worker_env(kafka: Any, redis_server: Any, names: dict[str, str],
                **extra: str) -> dict[str, str]:
@@ -36,6 +39,7 @@ def worker_env(kafka: Any, redis_server: Any, names: dict[str, str],
         "LDP_DLQ_TOPIC": names["dlq"],
         "LDP_CONSUMER_GROUP": names["group"],
         "LDP_FLUSH_INTERVAL_MS": "100",
+        "LDP_ENGINE": ENGINE,
         "PYTHONPATH": str(ROOT),
     })
     env.update(extra)

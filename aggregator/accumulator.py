@@ -1,0 +1,563 @@
+"""The engine-independent half of a worker: decode, validate, accumulate, flush exactly once.
+
+One :class:`Accumulator` is fed by a driver (:mod:`aggregator.drivers.faust` or
+:mod:`aggregator.drivers.aiokafka`) with one partition's consumed records at a
+time, in offset order.  Everything that decides what is counted lives here:
+
+* decoding and validation through :class:`ldpcore.message.MessageDecoder`
+  (``aggregate_many`` for a (collection, window) group; the bad messages again
+  one by one for their full reason);
+* the local delta of sufficient statistics per (collection, window), the window
+  being the record's timestamp (milliseconds, :func:`ldpcore.collection.window_start`);
+* replay skipping: per partition, the next offset to accept; a record below it
+  was counted already;
+* dead letters (``ldp-reason``, ``ldp-error``, ``ldp-source`` headers), which the
+  broker must acknowledge before a flush commits;
+* the flush, one :data:`ldpstream.storage.FLUSH_SCRIPT` call: the delta and the
+  partition watermarks, atomically, if every watermark is still what this worker
+  last saw (compare-and-set); otherwise the delta is dropped and every partition
+  restarts from its Redis watermark;
+* the broker-lost-its-log check (a "suspect" partition, see :meth:`check_suspect`).
+
+The driver owns the Kafka clients and tells the accumulator how to reach them
+through a :class:`Positions` object (seek, read and commit the group's offsets).
+Kafka's committed offsets are never positions: Redis is the source of truth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ldpcore import ReportError, State
+from ldpcore.collection import window_start
+from ldpcore.message import MessageDecoder, message_report_count, peek_message
+from ldpstream.storage import (
+    FLUSH_SCRIPT,
+    CollectionCatalog,
+    Keys,
+    flush_args,
+    read_flush_times,
+    read_watermarks,
+)
+
+from .config import WorkerSettings
+from .metrics import AggregatorMetrics
+
+__all__ = ["Accumulator", "DeadLetterError", "Positions", "WorkerStats", "MAX_MESSAGE_BYTES",
+           "DLQ_REQUEST_BYTES", "message_key"]
+
+log = logging.getLogger("ldpstream.aggregator")
+
+_UNKNOWN_TTL_S = 5.0
+
+
+MAX_MESSAGE_BYTES = 16 << 20
+"""Largest message a worker fetches per partition, and so the largest dead letter."""
+DLQ_REQUEST_BYTES = MAX_MESSAGE_BYTES + (1 << 20)  # headroom for headers and framing
+_OVERSIZE_KEEP = 64 << 10  # bytes of an oversized message kept in its bounded dead letter
+
+
+class DeadLetterError(RuntimeError):
+    """The broker did not acknowledge a dead letter: the flush must not commit."""
+
+
+class Positions(Protocol):
+    """What the accumulator needs from a driver's Kafka consumer (reports topic only)."""
+
+    async def committed(self, partition: int) -> int | None:
+        """The offset the broker holds for this group and partition (None: none at all)."""
+
+    async def seek(self, offsets: Mapping[int, int]) -> None:
+        """Make the next records of each partition start at its offset."""
+
+    async def commit(self, offsets: Mapping[int, int]) -> None:
+        """Store offsets in the broker (a canary of a lost log, never read as positions)."""
+
+
+@dataclass
+class _DeadLetter:
+    """One message on its way to the dead-letter topic."""
+
+    value: bytes
+    key: bytes | None
+    headers: list[tuple[str, bytes]]
+    future: Any = None
+    oversize: bool = False
+
+    def shrink(self) -> None:
+        """Replace the record by a bounded one: reason ``oversize``, original coordinates."""
+        h = dict(self.headers)
+        self.headers = [("ldp-reason", b"oversize"),
+                        ("ldp-original-reason", h.get("ldp-reason", b"")),
+                        ("ldp-error", h.get("ldp-error", b"")),
+                        ("ldp-source", h.get("ldp-source", b"")),
+                        ("ldp-original-bytes", str(len(self.value)).encode())]
+        self.value = self.value[:_OVERSIZE_KEEP]
+        self.oversize = True
+        self.future = None
+
+
+@dataclass
+class WorkerStats:
+    """Counters for benchmarks and tests (Prometheus has the same, labelled)."""
+
+    counted: int = 0
+    rejected_messages: int = 0
+    flushes: int = 0
+    conflicts: int = 0
+    first_message_at: float | None = None
+    last_flush_at: float | None = None
+    messages: int = 0
+    skipped_replays: int = 0
+    stale_events: int = 0
+    """Records of an earlier consumer generation, dropped (they are fetched again)."""
+    offset_resets: list[tuple[int, int, int]] = field(default_factory=list)
+    last_tick: float = field(default_factory=time.monotonic)
+    """``time.monotonic()`` of the consume loop's last turn (liveness)."""
+
+
+def _ms(m: Any) -> int:
+    return int(m.timestamp or 0)
+
+
+class Accumulator:
+    """The engine-independent state of one worker of the consumer group.
+
+    Parameters
+    ----------
+    settings : WorkerSettings
+    redis : redis.Redis
+        A *sync* client (flushes run in a thread so heartbeats keep flowing).
+    metrics : AggregatorMetrics
+    clock : callable
+        Wall clock (epoch seconds) for retention cut-offs.
+    timestamp_ms : callable
+        A consumed record's timestamp in epoch milliseconds (aiokafka records carry
+        milliseconds already; Faust's carry seconds).
+
+    Records handed to :meth:`process` need ``topic``, ``partition``, ``offset``,
+    ``key``, ``value`` and ``timestamp``.  The driver sets :attr:`positions` (its
+    consumer) and :attr:`producer` (an aiokafka producer for dead letters).
+    """
+
+    def __init__(self, settings: WorkerSettings, redis: Any, metrics: AggregatorMetrics,
+                 clock: Callable[[], float] = time.time,
+                 timestamp_ms: Callable[[Any], int] = _ms) -> None:
+        self.s = settings
+        self.redis = redis
+        self.metrics = metrics
+        self.clock = clock
+        self.timestamp_ms = timestamp_ms
+        self.keys = Keys(settings.redis_prefix)
+        self.registry = CollectionCatalog(redis, settings.redis_prefix)
+        self.flush_script = redis.register_script(FLUSH_SCRIPT)
+        self.stats = WorkerStats()
+        self.positions: Positions | None = None
+        self._codecs: dict[str, MessageDecoder] = {}
+        self._unknown: dict[str, float] = {}
+        self._pos: dict[int, int] = {}        # partition -> next offset to accept
+        self._flushed: dict[int, int] = {}    # partition -> watermark in Redis as we know it
+        self._delta: dict[tuple[str, int], tuple[int, np.ndarray]] = {}
+        self._pending_reports = 0
+        self._ingested: dict[str, int] = defaultdict(int)
+        self._dead: list[_DeadLetter] = []
+        self._rejected: list[tuple[str, str, int]] = []
+        self._producer: Any = None
+        self._lock = asyncio.Lock()
+        self._suspect: dict[int, tuple[int, int]] = {}
+
+    @property
+    def producer(self) -> Any:
+        """The aiokafka producer that sends dead letters (set by the driver)."""
+        return self._producer
+
+    @producer.setter
+    def producer(self, value: Any) -> None:
+        self._producer = value
+
+    @property
+    def pending_reports(self) -> int:
+        """Reports in the local delta, not yet flushed."""
+        return self._pending_reports
+
+    @property
+    def has_delta(self) -> bool:
+        return bool(self._delta)
+
+    def assigned(self) -> dict[int, int]:
+        """partition -> next offset to accept, for every partition this worker holds."""
+        return dict(self._pos)
+
+    # ---- collections ------------------------------------------------------------------
+    def codec(self, cid: str) -> MessageDecoder | None:
+        c = self._codecs.get(cid)
+        if c is not None:
+            return c
+        now = time.monotonic()
+        if now - self._unknown.get(cid, -1e9) < _UNKNOWN_TTL_S:
+            return None
+        spec = self.registry.get(cid)
+        if spec is None:
+            self._unknown[cid] = now
+            return None
+        c = self._codecs[cid] = MessageDecoder(spec)
+        return c
+
+    # ---- consuming ----------------------------------------------------------------------
+    def _reject(self, msg: Any, cid: str, reason: str, error: str, n: int) -> None:
+        self.stats.rejected_messages += 1
+        self.metrics.rejected.labels(cid, reason).inc(max(n, 1))
+        self.metrics.dlq.labels(reason).inc()
+        self._rejected.append((cid, reason, n))
+        headers = [("ldp-reason", reason.encode()),
+                   ("ldp-error", error[:500].encode("utf-8", "replace")),
+                   ("ldp-source", f"{msg.topic}:{msg.partition}:{msg.offset}".encode())]
+        value = msg.value if msg.value is not None else b""
+        self._dead.append(_DeadLetter(bytes(value), msg.key, headers))
+        log.warning("dead-lettered %s:%d:%d (%s): %s", msg.topic, msg.partition, msg.offset,
+                    reason, error[:200])
+
+    def _add(self, dec: MessageDecoder, start: int, state: State) -> None:
+        """Add a decoded batch's state to the local delta of its (collection, window)."""
+        if not state.n:
+            return
+        key = (dec.spec.id, start)
+        old = self._delta.get(key)
+        if old is None:
+            self._delta[key] = (state.n, state.counts)
+        else:
+            old[1].__iadd__(state.counts)
+            self._delta[key] = (old[0] + state.n, old[1])
+        self._pending_reports += state.n
+        self._ingested[dec.spec.id] += state.n
+
+    def _one(self, dec: MessageDecoder | None, cid: str, msg: Any, start: int) -> None:
+        """Validate and count one message, or dead-letter it; never raises on data."""
+        value = msg.value
+        try:
+            try:
+                mid, _ = peek_message(value if value is not None else b"")
+            except ReportError as exc:
+                self._reject(msg, cid, exc.reason, str(exc), 1)
+                return
+            if msg.key is not None and mid != cid:
+                self._reject(msg, cid, "key_mismatch",
+                             f"message key {cid!r} but envelope collection {mid!r}", 1)
+                return
+            if dec is None:
+                self._reject(msg, cid, "unknown_collection",
+                             f"no collection {cid!r} registered", 1)
+                return
+            try:
+                state = dec.aggregate(value)
+            except ReportError as exc:
+                self._reject(msg, cid, exc.reason, str(exc), message_report_count(value))
+                return
+            self._add(dec, start, state)
+        except Exception as exc:  # a poison message: isolate it, keep the worker running
+            log.exception("unexpected error on %s:%d:%d", msg.topic, msg.partition, msg.offset)
+            self._reject(msg, cid, "internal", f"{type(exc).__name__}: {exc}", 1)
+
+    def _group(self, dec: MessageDecoder | None, cid: str, start: int, group: list[Any]) -> None:
+        """One (collection, window)'s messages: the batch decoder, then the bad ones singly."""
+        if dec is not None:
+            try:
+                state, bad = dec.aggregate_many([m.value for m in group])
+                self._add(dec, start, state)
+            except Exception:  # a poison message: find it by handling each one alone
+                log.exception("batch of %d messages of %r failed; isolating", len(group), cid)
+            else:
+                for i, _ in bad:  # re-decoded alone for the full reason (key mismatch …)
+                    self._one(dec, cid, group[i], start)
+                return
+        for m in group:
+            self._one(dec, cid, m, start)
+
+    def process(self, partition: int, msgs: list[Any]) -> None:
+        """Validate and accumulate one partition's messages (never raises on data).
+
+        Records must come in offset order.  A record below the partition's position
+        is a replay and is skipped; records of a partition this worker does not hold
+        are ignored.  A suspect partition's first record decides first.
+        """
+        pos = self._pos.get(partition)
+        if pos is None or not msgs:  # revoked meanwhile
+            return
+        if self.stats.first_message_at is None:
+            self.stats.first_message_at = time.time()
+        if partition in self._suspect:
+            self.check_suspect(partition, msgs[0])
+            pos = self._pos[partition]
+        ts = None if self.timestamp_ms is _ms else self.timestamp_ms
+        groups: dict[tuple[str, int], list[Any]] = {}
+        # The loop below runs once per record: keep it lean.  Consecutive records mostly
+        # share their key and window, so both are looked up only when they change.
+        last_key: Any = None
+        cid, w = "?", 3600
+        lo = hi = 0      # [lo, hi) in ms: the window of the current group
+        group: list[Any] = []
+        skipped = 0
+        for m in msgs:
+            off = m.offset
+            if off < pos:
+                skipped += 1
+                continue
+            pos = off + 1
+            key = m.key
+            if key is None or key != last_key:
+                cid = message_key(m)
+                dec = self.codec(cid)  # Redis I/O: an outage propagates and is retried
+                w = dec.spec.window_seconds if dec else 3600
+                last_key = key
+                lo = hi = 0
+            t = (m.timestamp or 0) if ts is None else ts(m)
+            if not lo <= t < hi:
+                start = window_start(max(int(t), 0), w)
+                lo, hi = start * 1000, (start + w) * 1000
+                gk = (cid, start)
+                group = groups.get(gk)  # type: ignore[assignment]
+                if group is None:
+                    group = groups[gk] = []
+            group.append(m)
+        self.stats.skipped_replays += skipped
+        self.stats.messages += len(msgs) - skipped
+        self._pos[partition] = pos
+        for (cid, start), group in groups.items():
+            self._group(self.codec(cid), cid, start, group)
+
+    # ---- flushing -----------------------------------------------------------------------
+    async def flush(self) -> bool:
+        """Write the delta and watermarks atomically; True if something was committed."""
+        async with self._lock:
+            return await self._flush_locked()
+
+    async def _flush_locked(self) -> bool:
+        parts = {p: (self._flushed.get(p, -1), pos - 1) for p, pos in self._pos.items()
+                 if pos - 1 != self._flushed.get(p, -1)}
+        if not parts and not self._delta:
+            return False
+        if self._dead:
+            await self._send_dead_letters()
+        deltas = {}
+        for (cid, start), (n, counts) in self._delta.items():
+            codec = self._codecs[cid]
+            expire_ms = (start + codec.spec.window_seconds + codec.spec.retention_seconds) * 1000
+            deltas[(cid, start)] = (n, counts, expire_ms)
+        keys, args = flush_args(self.keys, self.s.reports_topic, parts, deltas,
+                                int(self.clock() * 1000))
+        t0 = time.perf_counter()
+        res = await asyncio.to_thread(self.flush_script, keys=keys, args=args)
+        self.metrics.flush_seconds.observe(time.perf_counter() - t0)
+        if int(res[0]) != 1:
+            self.stats.conflicts += 1
+            self.metrics.conflicts.inc()
+            log.warning("flush refused: watermark of partition %s is %s, not what this worker "
+                        "saw; dropping the delta and re-seeking", res[1], res[2])
+            await self.reset_to_redis()
+            return False
+        total = self._pending_reports
+        for cid, n in self._ingested.items():
+            self.metrics.ingested.labels(cid).inc(n)
+        for p, (_, new) in parts.items():
+            self._flushed[p] = new
+            self.metrics.watermark.labels(self.s.reports_topic, str(p)).set(new)
+        self.metrics.flush_reports.observe(total)
+        self.metrics.last_flush.set(time.time())
+        self.metrics.redis_up.set(1)
+        self.stats.counted += total
+        self.stats.flushes += 1
+        self.stats.last_flush_at = time.time()
+        self._clear()
+        await self._commit_canary(parts)
+        return True
+
+    async def _send_dead_letters(self) -> None:
+        """Have the broker acknowledge every pending dead letter, or raise.
+
+        A record the producer or the broker finds too large is replaced by its bounded
+        ``oversize`` form and sent again at once; any other failure leaves the letters
+        pending and raises :class:`DeadLetterError`, so the flush does not commit and
+        the next one sends them again.
+        """
+        from aiokafka.errors import MessageSizeTooLargeError
+
+        for _ in range(2):
+            for dl in self._dead:
+                if dl.future is not None:
+                    continue
+                try:
+                    dl.future = await self._producer.send(
+                        self.s.dlq_topic, value=dl.value, key=dl.key, headers=dl.headers)
+                except MessageSizeTooLargeError:
+                    if dl.oversize:
+                        raise
+                    dl.shrink()
+                    dl.future = await self._producer.send(
+                        self.s.dlq_topic, value=dl.value, key=dl.key, headers=dl.headers)
+            results = await asyncio.gather(*(dl.future for dl in self._dead),
+                                           return_exceptions=True)
+            failed: list[_DeadLetter] = []
+            errors: list[BaseException] = []
+            for dl, res in zip(self._dead, results, strict=True):
+                if not isinstance(res, BaseException):
+                    continue
+                if isinstance(res, MessageSizeTooLargeError) and not dl.oversize:
+                    dl.shrink()
+                else:
+                    dl.future = None
+                    errors.append(res)
+                failed.append(dl)
+            self._dead = failed
+            if not failed:
+                return
+            if errors:
+                break
+        raise DeadLetterError(f"{len(self._dead)} dead letter(s) not acknowledged: "
+                              f"{self._dead and errors[:1]}")
+
+    async def _commit_canary(self, parts: dict[int, tuple[int, int]]) -> None:
+        # Kafka-committed offsets are never read back as positions (Redis is the source of
+        # truth); they tell a broker that lost its log: then the group's offsets are gone.
+        if self.positions is None or not parts:
+            return
+        try:
+            await self.positions.commit({p: new + 1 for p, (_, new) in parts.items()})
+        except Exception as exc:  # rebalance in progress: the next flush commits again
+            log.debug("offset commit skipped: %s", exc)
+
+    def _clear(self) -> None:
+        self._delta.clear()
+        self._ingested.clear()
+        self._rejected.clear()
+        self._pending_reports = 0
+
+    def drop_delta(self) -> None:
+        """Forget the un-flushed delta and dead letters (their records are read again)."""
+        self._clear()
+        self._dead.clear()
+
+    async def reset_to_redis(self, partitions: list[int] | None = None) -> None:
+        """Drop the delta and restart every (given) partition from its Redis watermark."""
+        self.drop_delta()
+        wms = await asyncio.to_thread(read_watermarks, self.redis, self.s.reports_topic,
+                                      self.s.redis_prefix)
+        times = await asyncio.to_thread(read_flush_times, self.redis, self.s.reports_topic,
+                                        self.s.redis_prefix)
+        seeks: dict[int, int] = {}
+        parts = list(self._pos) if partitions is None else partitions
+        # Every await happens before any position changes: records fetched meanwhile from an
+        # old position must not meet a new _pos (they would be taken for a jump and the
+        # re-fetched ones for replays: reports lost in a rebalance, seen on Apache Kafka).
+        committed_of: dict[int, Any] = {}
+        if self.positions is not None:
+            for p in parts:
+                if wms.get(p, -1) >= 0:
+                    committed_of[p] = await self.positions.committed(p)
+        for p in parts:
+            w = wms.get(p, -1)
+            self._flushed[p] = w
+            self._pos[p] = w + 1
+            if self.positions is None:
+                continue
+            committed = committed_of.get(p, 0)
+            if committed is None:
+                # Redis counted up to w but the broker has no offsets for this group: it may
+                # have lost its log (tansu memory storage restart).  Read from the start and
+                # let the first message decide (see check_suspect).
+                self._suspect[p] = (w, times.get(p, 0))
+                self._pos[p] = 0
+                seeks[p] = 0
+            else:
+                self._suspect.pop(p, None)
+                seeks[p] = w + 1
+        if seeks and self.positions is not None:
+            await self.positions.seek(seeks)
+
+    # ---- rebalances ---------------------------------------------------------------------
+    async def on_partitions_revoked(self, partitions: list[int]) -> None:
+        """Flush first; then forget the revoked partitions."""
+        try:
+            await self.flush()
+        except Exception:  # Redis down: the next owner re-reads from the watermark
+            log.exception("flush on revoke failed; dropping the delta")
+            self.drop_delta()
+        for p in partitions:
+            self._pos.pop(p, None)
+            self._flushed.pop(p, None)
+            self._suspect.pop(p, None)
+            with contextlib.suppress(KeyError):  # another worker reports its lag now
+                self.metrics.lag.remove(self.s.reports_topic, str(p))
+
+    async def on_partitions_assigned(self, partitions: list[int]) -> None:
+        """Restart every assigned partition from its Redis watermark (retrying Redis)."""
+        for attempt in range(50):
+            try:
+                await self.reset_to_redis(partitions)
+                log.info("assigned partitions %s at %s", partitions,
+                         {p: self._pos[p] for p in partitions})
+                return
+            except Exception:
+                log.exception("reading watermarks failed (attempt %d)", attempt + 1)
+                await asyncio.sleep(0.2)
+        raise RuntimeError("could not read partition watermarks from Redis")
+
+    def check_suspect(self, partition: int, first: Any) -> None:
+        """Decide whether a partition's log is the one the watermark refers to.
+
+        The message at an offset <= w of the *same* log was produced before the flush
+        that counted offset w; one produced after that flush proves a new log.
+        """
+        w, flushed_at_ms = self._suspect.pop(partition)
+        if first.offset <= w and self.timestamp_ms(first) > flushed_at_ms:
+            self._pos[partition] = first.offset
+            self._log_reset(partition, w, first.offset)
+        else:
+            self._pos[partition] = w + 1  # same log: skip what is counted
+
+    def _log_reset(self, partition: int, w: int, first_offset: int) -> None:
+        log.error("partition %d restarted at offset %d below watermark %d: the broker lost its "
+                  "log (e.g. tansu memory storage restarted); counting the new log from its "
+                  "start", partition, first_offset, w)
+        self.stats.offset_resets.append((partition, w, first_offset))
+        self.metrics.offset_resets.labels(self.s.reports_topic, str(partition)).inc()
+
+    # ---- periodic work ------------------------------------------------------------------
+    async def try_flush(self) -> bool:
+        """Flush, logging (not raising) a failure: the delta is kept and retried later."""
+        try:
+            return await self.flush()
+        except DeadLetterError:
+            log.exception("dead letters not acknowledged; keeping the delta and retrying")
+        except Exception:  # Redis unavailable: keep the delta, retry later
+            self.metrics.redis_up.set(0)
+            log.exception("flush failed; keeping the delta and retrying")
+        return False
+
+    def observe_lag(self, highwater: Callable[[int], int | None]) -> None:
+        """Export high watermark minus next offset for every assigned partition."""
+        for p, pos in list(self._pos.items()):
+            high = highwater(p)
+            if high is not None:
+                self.metrics.lag.labels(self.s.reports_topic, str(p)).set(max(0, high - pos))
+
+
+def message_key(msg: Any) -> str:
+    """The collection id of a record: its key, else its envelope's (``"?"`` if neither)."""
+    if msg.key is not None:
+        try:
+            return str(msg.key.decode("ascii"))
+        except UnicodeDecodeError:
+            return "?"
+    try:
+        return peek_message(msg.value or b"")[0]
+    except ReportError:
+        return "?"

@@ -1,0 +1,1 @@
+"""The two drivers of :class:`aggregator.accumulator.Accumulator`: Faust (default) and aiokafka."""

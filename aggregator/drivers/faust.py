@@ -1,0 +1,445 @@
+"""The Faust driver (``--engine faust``, the default): a faust-streaming agent feeds it.
+
+The app (:func:`build_app`) has one agent on the reports topic.  The topic is
+declared with ``acks=False``: Faust tracks and commits nothing for it, because
+positions live in Redis (:mod:`aggregator.accumulator`).  The agent takes event
+batches (``stream.take_events``), groups them by partition and hands them to
+:meth:`Accumulator.process`; a timer flushes the delta at least every
+``LDP_FLUSH_INTERVAL_MS`` (so an idle delta is flushed), and the agent flushes a
+delta of ``LDP_FLUSH_MAX_REPORTS`` reports at once.
+
+Rebalances:
+
+* revoke: Faust stops the flow and waits for the agent to finish its batch, then
+  sends ``app.on_partitions_revoked``; the driver flushes first, then forgets
+  the partitions;
+* assign (``app.on_partitions_assigned``): every assigned partition restarts at
+  its Redis watermark + 1, seeked with ``consumer.seek_wait`` (which runs on
+  Faust's consumer thread);
+* an event fetched in an earlier consumer generation (``message.generation_id``)
+  is dropped: its offset was sought again at the assignment, so it comes back;
+* a seek does not clear the events Faust has already buffered from the old
+  position, and after the assignment hook Faust itself seeks every partition to
+  the group's committed offset (``perform_seek``), which undoes the seek above if
+  the group has one.  This driver commits nothing to its group, but another client
+  may have (the aiokafka engine under the same group id, an operator).  An offset
+  behind the watermark only replays records, which are skipped; anything *ahead*
+  would skip records.  So the driver takes a partition's events only while they
+  are contiguous from its position (:meth:`FaustDriver.contiguous`): at the first
+  event beyond the next expected offset it drops the rest and seeks back there.
+
+The lost-log canary (see :meth:`Accumulator.reset_to_redis`) lives in a separate
+consumer group, ``<group>.canary``, committed by a small aiokafka client with a
+manual assignment, so Faust's group never holds an offset from this worker.
+Dead letters go through an aiokafka producer with ``acks="all"`` as in the other
+driver.  ``/metrics`` and ``/healthz`` are pages of Faust's web server (port
+``LDP_METRICS_PORT``).
+
+Faust hands out record timestamps in seconds; the accumulator gets milliseconds.
+
+Throughput comes from public settings only: large poll batches and stream buffer
+(:func:`build_app`), batches of up to :data:`TAKE_MAX` events, and a Monitor sensor
+whose per-message hooks do nothing (the worker exports Prometheus metrics, not
+Faust's).  What remains is Faust's fixed cost per Kafka message (≈ 70–90 µs, see
+:mod:`aggregator.worker`), which no setting removes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from ..accumulator import DLQ_REQUEST_BYTES, MAX_MESSAGE_BYTES, Accumulator
+from ..health import health_status, metrics_page
+from ..topics import ensure_topics
+
+__all__ = ["FaustDriver", "build_app", "faust_timestamp_ms", "TAKE_MAX", "TAKE_WITHIN_S",
+           "HOLE_SEEKS", "HOLE_WAIT_S"]
+
+log = logging.getLogger("ldpstream.aggregator")
+
+TAKE_MAX = 20_000
+"""Largest batch of events the agent takes at once."""
+TAKE_WITHIN_S = 0.05
+"""How long the agent waits to fill a batch before it processes what it has."""
+HOLE_SEEKS = 3
+"""Seeks back over one gap before it is taken for a hole in the log."""
+HOLE_WAIT_S = 1.0
+"""Least time between two seeks back over the same gap."""
+
+
+def faust_timestamp_ms(message: Any) -> int:
+    """A Faust record's timestamp (float seconds) in integer milliseconds.
+
+    >>> class M: timestamp = 1_700_000_000.123
+    >>> faust_timestamp_ms(M())
+    1700000000123
+    """
+    return int(round((message.timestamp or 0) * 1000))
+
+
+def _credentials(security: Any) -> Any:
+    if security.protocol == "PLAINTEXT":
+        return None
+    import ssl
+
+    import faust
+
+    ctx = None
+    if security.uses_tls:
+        ctx = ssl.create_default_context(cafile=security.ssl_cafile)
+        if security.ssl_certfile:
+            ctx.load_cert_chain(security.ssl_certfile, security.ssl_keyfile)
+        ctx.check_hostname = security.ssl_check_hostname
+    if security.uses_sasl:
+        return faust.SASLCredentials(username=security.sasl_username,
+                                     password=security.sasl_password,
+                                     mechanism=security.sasl_mechanism, ssl_context=ctx)
+    return faust.SSLCredentials(ctx)
+
+
+def _monitor() -> Any:
+    """Faust's Monitor without its per-message bookkeeping (this app reads none of it).
+
+    Faust's stock Monitor times and counts every message and stream event (a few µs
+    each, the latency deques of its own web pages); the worker's metrics are the
+    Prometheus ones.  Rebalance, commit and send statistics are kept.
+    """
+    from faust.sensors import Monitor
+
+    class PerMessageQuietMonitor(Monitor):
+        def on_message_in(self, tp: Any, offset: int, message: Any) -> None:
+            pass
+
+        def on_stream_event_in(self, tp: Any, offset: int, stream: Any, event: Any) -> None:
+            return None
+
+        def on_stream_event_out(self, tp: Any, offset: int, stream: Any, event: Any,
+                                state: Any = None) -> None:
+            pass
+
+        def on_message_out(self, tp: Any, offset: int, message: Any) -> None:
+            pass
+
+    return PerMessageQuietMonitor()
+
+
+def build_app(acc: Accumulator, datadir: str) -> Any:
+    """The faust App of one worker: consumer group ``LDP_CONSUMER_GROUP``, no tables.
+
+    Settings that matter for throughput (all public): big poll batches, a deep
+    stream buffer, fetches up to :data:`MAX_MESSAGE_BYTES` per partition.
+    """
+    import faust
+
+    s = acc.s
+    return faust.App(
+        s.consumer_group,
+        monitor=_monitor(),
+        broker=[f"kafka://{hp.strip()}" for hp in s.kafka_bootstrap.split(",")],
+        broker_credentials=_credentials(s.kafka_security),
+        datadir=datadir,
+        store="memory://",
+        autodiscover=False,
+        web_enabled=bool(s.metrics_port),
+        web_port=s.metrics_port or 6066,
+        web_bind=s.metrics_host,
+        web_host=s.metrics_host,
+        web_in_thread=False,
+        topic_partitions=s.topic_partitions,
+        topic_replication_factor=s.topic_replication,
+        topic_allow_declare=True,  # its leader topic; ours exist already (ensure_topics)
+        consumer_auto_offset_reset="earliest",
+        broker_session_timeout=s.session_timeout_ms / 1000,
+        broker_heartbeat_interval=s.heartbeat_ms / 1000,
+        broker_rebalance_timeout=s.rebalance_timeout_ms / 1000,
+        broker_max_poll_interval=60.0,
+        broker_max_poll_records=50_000,
+        broker_commit_interval=3600.0,
+        consumer_max_fetch_size=MAX_MESSAGE_BYTES,
+        stream_buffer_maxsize=50_000,
+        stream_wait_empty=True,
+        producer_max_request_size=DLQ_REQUEST_BYTES,
+    )
+
+
+class _FaustPositions:
+    """Seeks through Faust's consumer; the lost-log canary in ``<group>.canary``.
+
+    A seek does not drop the events Faust buffered from the old position: the
+    driver's gap check (:meth:`FaustDriver.contiguous`) keeps them out.
+    """
+
+    def __init__(self, driver: FaustDriver, canary: Any, topic: str) -> None:
+        self.driver, self.canary, self.topic = driver, canary, topic
+
+    async def committed(self, partition: int) -> int | None:
+        from aiokafka import TopicPartition
+
+        tp = TopicPartition(self.topic, partition)
+        if tp not in self.canary.assignment():
+            self.canary.assign(list(self.canary.assignment() | {tp}))
+        res = await self.canary.committed(tp)
+        return None if res is None else int(res)
+
+    async def seek(self, offsets: Mapping[int, int]) -> None:
+        from faust.types import TP
+
+        await self.driver.app.consumer.seek_wait({TP(self.topic, p): off
+                                                  for p, off in offsets.items()})
+
+    async def commit(self, offsets: Mapping[int, int]) -> None:
+        from aiokafka import TopicPartition
+
+        tps = {TopicPartition(self.topic, p): off for p, off in offsets.items()}
+        missing = set(tps) - self.canary.assignment()
+        if missing:
+            self.canary.assign(list(self.canary.assignment() | missing))
+        await self.canary.commit(tps)
+
+
+class FaustDriver:
+    """Run one accumulator as a faust-streaming app until told to stop.
+
+    Parameters
+    ----------
+    acc : Accumulator
+        Built with ``timestamp_ms=faust_timestamp_ms``.
+    registry : CollectorRegistry
+        Served at ``/metrics``.
+    stall_after : float
+        ``/healthz`` answers 503 once the worker's timer has not turned for this long.
+    """
+
+    def __init__(self, acc: Accumulator, registry: CollectorRegistry | None = None,
+                 stall_after: float = 30.0) -> None:
+        self.acc = acc
+        self.registry = registry if registry is not None else acc.metrics.registry
+        self.stall_after = stall_after
+        self.app: Any = None
+        self._closing = False
+        self._gap: dict[int, tuple[int, int, float]] = {}  # p -> (offset, seeks, last seek)
+        self.reseeks = 0
+        """Seeks back to a partition's position after an event beyond it (a gap)."""
+
+    # ---- the agent's work ------------------------------------------------------------
+    async def handle(self, events: Any) -> None:
+        """Process one batch of events (any partitions, offset order within each)."""
+        acc = self.acc
+        acc.stats.last_tick = time.monotonic()
+        if self._closing or not events:
+            return
+        gen = self.app.consumer_generation_id
+        by_part: dict[int, list[Any]] = {}
+        stale = 0
+        for ev in events:
+            m = ev.message
+            if m.generation_id != gen:
+                stale += 1
+                continue
+            lst = by_part.get(m.partition)
+            if lst is None:
+                lst = by_part[m.partition] = []
+            lst.append(m)
+        acc.stats.stale_events += stale
+        async with acc._lock:  # a flush conflict re-seeks under this lock: not in between
+            for p, msgs in by_part.items():
+                ok = await self.contiguous(p, msgs)
+                try:
+                    acc.process(p, ok)
+                except Exception:  # Redis unreachable for a collection lookup
+                    log.exception("partition %d: processing failed; reading it again", p)
+                    await self._seek_back(p, self.acc.assigned().get(p))
+        if acc.pending_reports >= acc.s.flush_max_reports:
+            await acc.try_flush()
+
+    async def contiguous(self, p: int, msgs: list[Any]) -> list[Any]:
+        """The events of ``msgs`` that continue partition ``p`` from its position.
+
+        Replays (offsets below the position) pass, the accumulator skips them; an
+        event *beyond* the next expected offset is dropped.  After a seek Faust may
+        still deliver events it buffered from the old position, and ``perform_seek``
+        may have moved the fetch to a committed offset ahead: such events come before
+        the ones fetched from the new position, so dropping them is enough.  If the
+        batch *ends* with dropped events, the partition is sought back to the expected
+        offset (again every :data:`HOLE_WAIT_S` while the gap lasts).  A gap that
+        persists over :data:`HOLE_SEEKS` seeks is a real hole in the log (records
+        deleted by retention, transaction markers): then the events are taken as
+        they come.
+        """
+        pos = self.acc.assigned().get(p)
+        if pos is None:
+            return msgs  # not ours (any more): the accumulator ignores them
+        exp = pos
+        keep: list[Any] = []
+        tail = -1  # index of the first event of a trailing run of dropped events
+        for j, m in enumerate(msgs):
+            off = m.offset
+            if off > exp:
+                if tail < 0:
+                    tail = j
+                continue
+            if off == exp:
+                exp = off + 1
+            keep.append(m)
+            tail = -1
+        if tail < 0:
+            self._gap.pop(p, None)
+            return keep
+        gap = self._gap.get(p)
+        if gap is not None and gap[0] == exp:
+            if gap[1] >= HOLE_SEEKS:
+                log.warning("partition %d: no record between offsets %d and %d after %d seeks: "
+                            "taking the log as it is", p, exp, msgs[tail].offset, gap[1])
+                self._gap.pop(p, None)
+                return keep + msgs[tail:]
+            await self._seek_gaps()  # again, if the last seek back is a second old
+            return keep
+        log.warning("partition %d: record at offset %d beyond the next offset %d (a committed "
+                    "offset of the group, or events buffered before a seek): seeking back",
+                    p, msgs[tail].offset, exp)
+        self._gap[p] = (exp, 0, 0.0)
+        await self._seek_gaps()
+        return keep
+
+    async def _seek_gaps(self) -> None:
+        """Seek every partition with a gap back to its expected offset, once a second.
+
+        The timer calls this too: a seek back may itself be undone by Faust's own
+        ``perform_seek`` after an assignment, and then no event would ever come.
+        """
+        now = time.monotonic()
+        for p, (exp, seeks, last) in list(self._gap.items()):
+            if now - last >= HOLE_WAIT_S:
+                self._gap[p] = (exp, seeks + 1, now)
+                self.reseeks += 1
+                await self._seek_back(p, exp)
+
+    async def _seek_back(self, p: int, offset: int | None) -> None:
+        """Read partition ``p`` again from ``offset``."""
+        if offset is not None:
+            try:
+                await self.acc.positions.seek({p: offset})  # type: ignore[union-attr]
+            except Exception:
+                log.exception("seeking partition %d back failed", p)
+
+    async def on_revoked(self, partitions: list[int]) -> None:
+        for p in partitions:
+            self._gap.pop(p, None)
+        await self.acc.on_partitions_revoked(partitions)
+
+    async def on_assigned(self, partitions: list[int]) -> None:
+        for p in partitions:
+            self._gap.pop(p, None)
+        await self.acc.on_partitions_assigned(partitions)
+
+    async def tick(self) -> None:
+        """The timer: liveness, the periodic (and idle) flush, lag."""
+        acc = self.acc
+        acc.stats.last_tick = time.monotonic()
+        if self._closing:
+            return
+        if self._gap:
+            async with acc._lock:
+                await self._seek_gaps()
+        await acc.try_flush()
+        from faust.types import TP
+
+        consumer = self.app.consumer
+        topic = acc.s.reports_topic
+
+        def high(p: int) -> int | None:
+            try:
+                return consumer.highwater(TP(topic, p))  # type: ignore[no-any-return]
+            except Exception:
+                return None
+        acc.observe_lag(high)
+
+    # ---- the app -----------------------------------------------------------------------
+    def _wire(self, app: Any) -> None:
+        acc, s = self.acc, self.acc.s
+        topic = app.topic(s.reports_topic, key_type=bytes, value_type=bytes,
+                          key_serializer="raw", value_serializer="raw", acks=False)
+        driver = self
+
+        @app.agent(topic, name="ldp-aggregate")
+        async def aggregate(stream: Any) -> None:
+            async for events in stream.take_events(TAKE_MAX, TAKE_WITHIN_S):
+                await driver.handle(events)
+
+        @app.timer(max(s.flush_interval_ms / 1000, 0.01), name="ldp-flush")
+        async def flush_timer() -> None:
+            await driver.tick()
+
+        async def revoked(sender: Any, revoked: Any, **kw: Any) -> None:
+            await driver.on_revoked([tp.partition for tp in revoked
+                                     if tp.topic == s.reports_topic])
+
+        async def assigned(sender: Any, assigned: Any, **kw: Any) -> None:
+            await driver.on_assigned([tp.partition for tp in assigned
+                                      if tp.topic == s.reports_topic])
+
+        app.on_partitions_revoked.connect(revoked, weak=False)
+        app.on_partitions_assigned.connect(assigned, weak=False)
+        registry, stall_after = self.registry, self.stall_after
+
+        @app.page("/metrics")
+        async def metrics(web: Any, request: Any) -> Any:
+            body, ctype = metrics_page(registry)
+            return web.bytes(body, headers={"Content-Type": ctype})
+
+        @app.page("/healthz")
+        async def healthz(web: Any, request: Any) -> Any:
+            code, body = health_status(acc.stats.last_tick, stall_after)
+            return web.bytes(body, status=code, headers={"Content-Type": "application/json"})
+
+    async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
+        """Start the app, run until ``stop`` is set, flush, then stop the app."""
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+        acc, s = self.acc, self.acc.s
+        security = s.kafka_security.aiokafka()
+        await ensure_topics(s.kafka_bootstrap, [s.reports_topic, s.dlq_topic],
+                            s.topic_partitions, replication=s.topic_replication, **security)
+        producer = AIOKafkaProducer(bootstrap_servers=s.kafka_bootstrap, acks="all",
+                                    linger_ms=5, max_request_size=DLQ_REQUEST_BYTES, **security)
+        canary = AIOKafkaConsumer(bootstrap_servers=s.kafka_bootstrap,
+                                  group_id=f"{s.consumer_group}.canary",
+                                  enable_auto_commit=False, **security)
+        with tempfile.TemporaryDirectory(prefix="ldp-faust-") as datadir:
+            self.app = app = build_app(acc, datadir)
+            self._wire(app)
+            acc.producer = producer
+            acc.positions = _FaustPositions(self, canary, s.reports_topic)
+            await producer.start()
+            await canary.start()
+            try:
+                await app.start()
+                if ready is not None:
+                    ready.set()
+                while not stop.is_set() and not app.should_stop:
+                    try:
+                        await asyncio.wait_for(stop.wait(), 0.5)
+                    except TimeoutError:
+                        pass
+                    if app.crashed:
+                        raise RuntimeError(f"faust app crashed: {app.crash_reason!r}")
+                self._closing = True
+                try:
+                    await acc.flush()
+                except Exception:
+                    log.exception("final flush failed; the next worker resumes from the "
+                                  "watermark")
+            finally:
+                self._closing = True
+                try:
+                    await app.stop()
+                finally:
+                    await canary.stop()
+                    await producer.stop()

@@ -1,0 +1,152 @@
+"""The Faust driver's own rules, on hand-made events (the accumulator on the real Redis).
+
+* events of an earlier consumer generation are dropped (they are fetched again);
+* a partition's events are taken only while contiguous from its position: an event
+  beyond the next offset is dropped with the rest and the partition sought back,
+  unless the gap persists (a hole in the log);
+* Faust's timestamps (float seconds) become integer milliseconds.
+
+The end-to-end behaviour against a real broker is in tests/integration (both engines).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from prometheus_client import CollectorRegistry
+
+from aggregator.config import WorkerSettings
+from aggregator.drivers.faust import FaustDriver, faust_timestamp_ms
+from aggregator.metrics import AggregatorMetrics
+from aggregator.worker import make_accumulator
+from ldpcore import Reports
+from ldpcore.collection import CollectionSpec, encode_message
+from ldpstream.storage import CollectionCatalog
+
+SPEC = CollectionSpec.from_dict({"id": "fd", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+                                 "domain": {"kind": "integers", "low": 0, "high": 7}})
+
+
+@dataclass
+class Msg:
+    """The fields of a Faust ``ConsumerMessage`` the driver reads."""
+
+    partition: int
+    offset: int
+    value: bytes
+    generation_id: int = 1
+    topic: str = "t"
+    key: bytes | None = b"fd"
+    timestamp: float = field(default_factory=time.time)  # seconds, as Faust gives them
+
+
+@dataclass
+class Event:
+    message: Msg
+
+
+@dataclass
+class App:
+    consumer_generation_id: int = 1
+
+
+class Seeks:
+    """Positions that record seeks (the driver's interface, no Kafka behind it)."""
+
+    def __init__(self) -> None:
+        self.seeks: list[dict[int, int]] = []
+
+    async def committed(self, partition: int) -> int | None:
+        return 0
+
+    async def seek(self, offsets: Mapping[int, int]) -> None:
+        self.seeks.append(dict(offsets))
+
+    async def commit(self, offsets: Mapping[int, int]) -> None:
+        pass
+
+
+def _driver(redis_client: Any, names: dict[str, str]) -> tuple[FaustDriver, Seeks]:
+    s = WorkerSettings(redis_prefix=names["prefix"], reports_topic="t", engine="faust")
+    CollectionCatalog(redis_client, names["prefix"]).register(SPEC)
+    acc = make_accumulator(s, redis_client, AggregatorMetrics(CollectorRegistry()))
+    d = FaustDriver(acc)
+    d.app = App()
+    acc.positions = seeks = Seeks()
+    asyncio.run(d.on_assigned([0, 1]))
+    return d, seeks
+
+
+def _value(seed: int) -> bytes:
+    y = np.random.default_rng(seed).integers(0, 8, 5).astype(np.uint16)
+    o = SPEC.oracle()
+    return encode_message(SPEC, Reports(o.mechanism, o.fingerprint, {"y": y}))
+
+
+def test_events_of_an_earlier_generation_are_dropped(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    d, _ = _driver(redis_client, ldp_names)
+    d.app.consumer_generation_id = 2
+    asyncio.run(d.handle([Event(Msg(0, 0, _value(1), generation_id=1)),
+                          Event(Msg(1, 0, _value(2), generation_id=2))]))
+    assert d.acc.stats.stale_events == 1
+    assert d.acc.assigned() == {0: 0, 1: 1}
+    assert d.acc.pending_reports == 5
+
+
+def test_an_event_beyond_the_next_offset_is_sought_back_and_the_jump_dropped(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    d, seeks = _driver(redis_client, ldp_names)
+    assert seeks.seeks == [{0: 0, 1: 0}]  # the assignment: watermark + 1
+    # perform_seek jumped partition 0 to offset 80: 80, 81 arrive, then 82 in the next batch
+    asyncio.run(d.handle([Event(Msg(0, 80, _value(80))), Event(Msg(0, 81, _value(81))),
+                          Event(Msg(1, 0, _value(100)))]))
+    assert seeks.seeks[-1] == {0: 0} and d.reseeks == 1
+    assert d.acc.assigned() == {0: 0, 1: 1}
+    asyncio.run(d.handle([Event(Msg(0, 82, _value(82))), Event(Msg(0, 0, _value(0))),
+                          Event(Msg(0, 1, _value(1)))]))
+    assert d.reseeks == 1  # the jump's 82 is dropped, the re-fetched 0 and 1 taken
+    assert d.acc.assigned() == {0: 2, 1: 1}
+    assert d.acc.pending_reports == 15
+
+
+def test_a_gap_inside_a_batch_cuts_it_there(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    d, seeks = _driver(redis_client, ldp_names)
+    # re-fetched 0..2, then an event still buffered from before a seek (119)
+    asyncio.run(d.handle([Event(Msg(1, o, _value(o))) for o in (0, 1, 2, 119, 120)]))
+    assert d.acc.assigned()[1] == 3 and seeks.seeks[-1] == {1: 3}
+    # still buffered from before (121), then the re-fetched ones: a replay (2), then on
+    asyncio.run(d.handle([Event(Msg(1, o, _value(o))) for o in (121, 2, 3, 4)]))
+    assert d.acc.assigned()[1] == 5 and d.acc.pending_reports == 25 and d.reseeks == 1
+
+
+def test_a_gap_that_persists_is_a_hole_in_the_log_and_is_taken(
+        redis_client: Any, ldp_names: dict[str, str], monkeypatch: Any) -> None:
+    from aggregator.drivers import faust as fd
+
+    monkeypatch.setattr(fd, "HOLE_WAIT_S", 0.0)
+    d, seeks = _driver(redis_client, ldp_names)
+    for _ in range(fd.HOLE_SEEKS):  # offsets 0..9 are gone (retention): 10 comes each time
+        asyncio.run(d.handle([Event(Msg(0, 10, _value(10)))]))
+        assert d.acc.assigned()[0] == 0
+    assert seeks.seeks[1:] == [{0: 0}] * fd.HOLE_SEEKS
+    asyncio.run(d.handle([Event(Msg(0, 10, _value(10)))]))
+    assert d.acc.assigned()[0] == 11 and d.acc.pending_reports == 5
+
+
+def test_an_event_at_or_below_the_position_is_taken(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    d, seeks = _driver(redis_client, ldp_names)
+    asyncio.run(d.handle([Event(Msg(1, 0, _value(3))), Event(Msg(1, 1, _value(4)))]))
+    assert d.acc.assigned()[1] == 2 and d.reseeks == 0 and len(seeks.seeks) == 1
+
+
+def test_faust_seconds_become_milliseconds_without_float_error() -> None:
+    for ms in (0, 1, 1_699_999_999_999, 1_700_000_000_123, 3_600_000 * 471_000 - 1):
+        assert faust_timestamp_ms(Msg(0, 0, b"", timestamp=ms / 1000.0)) == ms

@@ -169,6 +169,12 @@ def build_app(acc: Accumulator, datadir: str) -> Any:
     )
 
 
+def _log_seek_failure(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("seek after an assignment failed (the gap check seeks again): %s",
+                  task.exception())
+
+
 class _FaustPositions:
     """Seeks through Faust's consumer; the lost-log canary in ``<group>.canary``.
 
@@ -191,8 +197,16 @@ class _FaustPositions:
     async def seek(self, offsets: Mapping[int, int]) -> None:
         from faust.types import TP
 
-        await self.driver.app.consumer.seek_wait({TP(self.topic, p): off
-                                                  for p, off in offsets.items()})
+        wanted = {TP(self.topic, p): off for p, off in offsets.items()}
+        if self.driver._in_rebalance:
+            # The assignment callback can run on the consumer thread's own method queue,
+            # where awaiting seek_wait (queued on that same thread) never returns: seek once
+            # the callback is over.  Meanwhile the gap check keeps out any event that does
+            # not continue from the partition's position.
+            task = asyncio.ensure_future(self.driver.app.consumer.seek_wait(wanted))
+            task.add_done_callback(_log_seek_failure)
+            return
+        await self.driver.app.consumer.seek_wait(wanted)
 
     async def commit(self, offsets: Mapping[int, int]) -> None:
         from aiokafka import TopicPartition
@@ -225,6 +239,7 @@ class FaustDriver:
         self.app: Any = None
         self._closing = False
         self._gap: dict[int, tuple[int, int, float]] = {}  # p -> (offset, seeks, last seek)
+        self._in_rebalance = False  # inside the assignment callback (see _FaustPositions.seek)
         self.reseeks = 0
         """Seeks back to a partition's position after an event beyond it (a gap)."""
 
@@ -337,7 +352,11 @@ class FaustDriver:
     async def on_assigned(self, partitions: list[int]) -> None:
         for p in partitions:
             self._gap.pop(p, None)
-        await self.acc.on_partitions_assigned(partitions)
+        self._in_rebalance = True
+        try:
+            await self.acc.on_partitions_assigned(partitions)
+        finally:
+            self._in_rebalance = False
 
     async def tick(self) -> None:
         """The timer: liveness, the periodic (and idle) flush, lag."""

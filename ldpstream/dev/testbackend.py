@@ -29,7 +29,7 @@ TestBackend(backend='containers', brokers=('kafka',), kafka=None, redis=None)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -186,16 +186,10 @@ def start_kafka_container(image: str | None = None, timeout: float = 120.0) -> C
         .with_env("KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
         .with_env("KAFKA_MESSAGE_MAX_BYTES", str(16 << 20))
     )
-    container.start()
     server = ContainerServer(container, f"{LOOPBACK}:{port}", f"kafka://{LOOPBACK}:{port}",
                              "kafka")
-    try:
-        wait_port(port, timeout)
-        _wait_kafka_metadata(server.bootstrap, timeout)
-    except Exception:
-        server.stop()
-        raise
-    return server
+    return _started(server, port, timeout,
+                    lambda: _wait_kafka_metadata(server.bootstrap, timeout))
 
 
 def start_redis_container(image: str | None = None, timeout: float = 60.0) -> ContainerServer:
@@ -204,11 +198,17 @@ def start_redis_container(image: str | None = None, timeout: float = 60.0) -> Co
     port = free_port()
     container = (_docker_container(image).with_bind_ports(6379, port)
                  .with_command("redis-server --appendonly yes --appendfsync always --save ''"))
-    container.start()
     server = ContainerServer(container, "", f"redis://{LOOPBACK}:{port}/0", None)
+    return _started(server, port, timeout, lambda: _wait_redis_ping(server.url, timeout))
+
+
+def _started(server: ContainerServer, port: int, timeout: float,
+             ready: Callable[[], None]) -> ContainerServer:
+    """Start ``server``'s container and wait until it answers (stopped again on failure)."""
+    server.container.start()
     try:
         wait_port(port, timeout)
-        _wait_redis_ping(server.url, timeout)
+        ready()
     except Exception:
         server.stop()
         raise

@@ -21,6 +21,7 @@ from aggregator.worker import Aggregator, DeadLetterError, ensure_topics
 from ldpcore import Reports
 from ldpcore.collection import CollectionSpec, encode_message
 from ldpstream.storage import CollectionCatalog, load_state, read_watermarks
+from tests.integration.helpers import read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -60,22 +61,6 @@ def _reports(y: Any) -> Reports:
 def _good(seed: int, n: int = 20) -> bytes:
     """Perturbed-looking reports of values 0..14 (15 is the poison below)."""
     return encode_message(SPEC, _reports(np.random.default_rng(seed).integers(0, 15, n)))
-
-
-def read_topic(bootstrap: str, topic: str, expected: int) -> list[Any]:
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                             consumer_timeout_ms=2000, group_id=None)
-    out: list[Any] = []
-    try:
-        for _ in range(15):
-            out += list(consumer)
-            if len(out) >= expected:
-                break
-    finally:
-        consumer.close()
-    return out
 
 
 def test_an_unexpected_exception_dead_letters_only_its_message(

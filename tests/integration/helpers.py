@@ -291,3 +291,21 @@ class ProduceResponseDropper:
         with self._lock:
             socks, self._socks = self._socks, []
         self._close(*socks)
+
+
+def read_topic(bootstrap: str, topic: str, expected: int) -> list[Any]:
+    """Every record of ``topic`` from the start, reading until ``expected`` have come (or
+    about 30 s of silence)."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                             consumer_timeout_ms=2000, group_id=None)
+    out: list[Any] = []
+    try:
+        for _ in range(15):
+            out += list(consumer)
+            if len(out) >= expected:
+                break
+    finally:
+        consumer.close()
+    return out

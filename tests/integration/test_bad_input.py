@@ -16,7 +16,7 @@ from ldpstream.dev.servers import free_port
 from ldpstream.storage import CollectionCatalog, load_state
 from producer.sdk import Client
 
-from .helpers import WorkerProcess, wait_for, worker_env
+from .helpers import WorkerProcess, read_topic, wait_for, worker_env
 
 pytestmark = pytest.mark.integration
 
@@ -51,22 +51,6 @@ def bad_messages() -> list[tuple[str, bytes | None, bytes]]:
     ]
 
 
-def read_dlq(bootstrap: str, topic: str, expected: int) -> list[Any]:
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                             consumer_timeout_ms=2000, group_id=None)
-    out: list[Any] = []
-    try:
-        for _ in range(15):
-            out += list(consumer)
-            if len(out) >= expected:
-                break
-    finally:
-        consumer.close()
-    return out
-
-
 def test_every_kind_of_bad_input_is_dead_lettered_and_counts_are_unaffected(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
@@ -93,7 +77,7 @@ def test_every_kind_of_bad_input_is_dead_lettered_and_counts_are_unaffected(
             json_client.close()
         wait_for(lambda: load_state(redis_client, SPEC, prefix=ldp_names["prefix"]).n
                  >= expected.n, 60, "good reports counted")
-        dlq = read_dlq(kafka.bootstrap, ldp_names["dlq"], len(bad))
+        dlq = read_topic(kafka.bootstrap, ldp_names["dlq"], len(bad))
         got = sorted((dict(m.headers)["ldp-reason"].decode(), m.value) for m in dlq)
         assert got == sorted((reason, value) for reason, _, value in bad)
         for m in dlq:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
+import numpy as np
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
@@ -52,12 +52,12 @@ def live_view(o: Any, s: ldpcore.State, *, labels: list[str] | None, method: str
             rows = sorted(rows, key=lambda r: -r["estimate"])[:top]
         c = E.cdf(o, s, confidence=confidence, n_effective=n_effective)
         d = o.domain_size
-        n = s.n if n_effective is None else max(1, min(s.n, int(n_effective)))
-        pts = sorted({round(i * (d - 1) / 63) for i in range(64)})
+        pts = np.unique(np.round(np.arange(64) * (d - 1) / 63).astype(int))
+        se = E._prefix_se(o, E._n(s, n_effective), pts)
         return {"method": hist["method"], "interval": hist["interval"], "estimates": rows,
                 "cdf": c["cdf"], "cdf_points": c["points"], "cdf_low": c["ci_low"],
                 "cdf_high": c["ci_high"],
-                "cdf_se": [[i, math.sqrt(float(o.range_variance(n, 0, i)))] for i in pts]}
+                "cdf_se": [[int(i), float(e)] for i, e in zip(pts, se, strict=True)]}
     return E.frequencies(o, s, labels=labels, method=method, confidence=confidence, top=top,
                          n_effective=n_effective)
 

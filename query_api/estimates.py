@@ -239,7 +239,7 @@ def quantiles(oracle: Any, state: ldpcore.State, qs: Sequence[float], *,
     method = check_range_method(method)
     if isinstance(oracle, DistributionEstimates):
         return {"quantiles": [{"q": q, "value": _num(oracle.quantile(state, q))} for q in qs],
-                "method": "ems" if getattr(oracle, "smoothing", True) else "em",
+                "method": _reconstruction(oracle),
                 "interval": None, "interval_reason": _NUMERIC_REASON}
     require(oracle, RangeQueries, "quantile")
     method = check_range_method(method)
@@ -264,6 +264,11 @@ _NUMERIC_REASON = ("the EMS reconstruction is smoothed and biased; no interval t
                    "its level is available at live cost (the mean has one)")
 
 
+def _reconstruction(oracle: Any) -> str:
+    """How a numeric distribution was rebuilt: EM, or EM with smoothing (Square Wave)."""
+    return "ems" if getattr(oracle, "smoothing", True) else "em"
+
+
 def _num(x: Any) -> float | int:
     return int(x) if isinstance(x, (int, np.integer)) else float(x)
 
@@ -274,7 +279,7 @@ def cdf(oracle: Any, state: ldpcore.State, *, method: str | None = None,
     method = check_range_method(method)
     if isinstance(oracle, DistributionEstimates):
         return {"cdf": np.asarray(oracle.cdf(state), dtype=np.float64).tolist(),
-                "method": "ems" if getattr(oracle, "smoothing", True) else "em",
+                "method": _reconstruction(oracle),
                 "interval": None, "interval_reason": _NUMERIC_REASON}
     require(oracle, RangeQueries, "cdf")
     method = check_range_method(method)
@@ -307,7 +312,7 @@ def histogram(oracle: Any, state: ldpcore.State, *, method: str | None = None,
     method = check_range_method(method)
     if isinstance(oracle, DistributionEstimates):
         values = np.asarray(oracle.distribution(state), dtype=float)
-        return {"bins": values.tolist(), "method": "ems", "interval": None,
+        return {"bins": values.tolist(), "method": _reconstruction(oracle), "interval": None,
                 "interval_reason": _NUMERIC_REASON}
     require(oracle, RangeQueries, "histogram")
     method = check_range_method(method)
@@ -379,7 +384,8 @@ def numeric_summary(oracle: Any, state: ldpcore.State, *, confidence: float,
     rows = [{"label": f"{c:.4g}", "index": i, "estimate": float(v), "std_error": None,
              "ci_low": None, "ci_high": None}
             for i, (c, v) in enumerate(zip(centers, values, strict=True))]
-    return {"method": "ems", "estimates": rows, "cdf": np.cumsum(values).tolist(),
+    return {"method": _reconstruction(oracle), "estimates": rows,
+            "cdf": np.cumsum(values).tolist(),
             "mean": m, "interval_reason": _NUMERIC_REASON}
 
 

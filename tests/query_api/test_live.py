@@ -17,10 +17,12 @@ import pytest
 
 import ldpcore
 from ldpcore.collection import CollectionSpec
+from ldpstream.storage import load_state
 from producer.demo import demo_collections
 from producer.sdk import Client
 from producer.simulate import simulate
 
+from ..integration.helpers import wait_for
 from .conftest import ADMIN
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]  # tests the API, not the broker
@@ -273,6 +275,12 @@ def test_emoji_labels_are_drawn_as_emoji_and_the_cut_off_is_stated(
     with Client(pipeline["kafka"].bootstrap, pipeline["names"]["topic"]) as producer:
         simulate(cs, lambda b: producer.send(cs, b), dist="zipf:1.2", reports=6_000,
                  batch_sizes=[2000], seed=5)
+    # A snapshot page never refreshes: load it only once every report is counted.
+    import redis
+
+    with redis.Redis.from_url(pipeline["redis_url"]) as client:
+        wait_for(lambda: load_state(client, cs, prefix=pipeline["names"]["prefix"]).n
+                 >= 6_000, 90, "the emoji reports counted", interval=0.3)
     driver = _driver(_need_chrome())
     try:
         driver.get(api_server + "/?static=1#emoji-ui/1h")

@@ -233,3 +233,27 @@ def test_batch_decoder_counts_the_good_and_names_the_bad(spec: CollectionSpec) -
     for i in (1, 2, 5, 6):
         expect += dec.aggregate(mixed[i])
     assert state == expect
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_batch_decoder_of_equal_length_messages_matches_one_by_one(spec: CollectionSpec) -> None:
+    """The one-length fast path (single-report messages) agrees with decoding each alone."""
+    rng = np.random.default_rng(12)
+    dec = DECODERS[spec.id]
+    good = [valid_message(spec, rng, "binary", n=1) for _ in range(40)]
+    state, bad = dec.aggregate_many(good)
+    assert not bad
+    assert state == sum((dec.aggregate(v) for v in good[1:]), dec.aggregate(good[0]))
+    # A flipped byte anywhere: the same length, so only the byte check can catch it.
+    for pos in sorted({0, 4, 5, len(good[0]) // 2, len(good[0]) - 1}):
+        batch = list(good)
+        batch[17] = batch[17][:pos] + bytes([batch[17][pos] ^ 0xFF]) + batch[17][pos + 1:]
+        try:
+            alone = dec.aggregate(batch[17])
+        except ReportError:
+            alone = None
+        state, bad = dec.aggregate_many(batch)
+        assert [i for i, _ in bad] == ([] if alone is not None else [17])
+        expect = sum((dec.aggregate(v) for i, v in enumerate(batch) if i not in (0, 17)),
+                     dec.aggregate(batch[0]))
+        assert state == (expect if alone is None else expect + alone)

@@ -1,0 +1,411 @@
+r"""Several questions per device: each report answers ``k`` sampled attributes at ε/k.
+
+A device holds one value per attribute (categorical, integer or numeric, each with
+its own oracle).  Per report it samples ``k`` of the ``m`` attributes uniformly
+without replacement, independently of its values, and perturbs each sampled value
+with that attribute's oracle at :math:`\varepsilon/k`.  By sequential composition
+the report is ε-LDP; which attributes were sampled reveals nothing (it does not
+depend on the values).  ``k = 1`` *partitions the users* across the questions
+(parallel composition); ``k = m`` *splits the budget* (every user answers every
+question at :math:`\varepsilon/m`).  The lecture slides ("On answering multiple
+questions") and Wang et al., "Collecting and analyzing multidimensional data with
+local differential privacy", ICDE 2019 (Algorithm 4, :math:`k = \max(1,
+\min(d, \lfloor \varepsilon/2.5 \rfloor))`) show that sampling (small k) is more
+accurate: for OLH the split variance :math:`4e^{\varepsilon/m}/(n(e^{\varepsilon/m}
+- 1)^2)` exceeds the partition variance :math:`4 m e^{\varepsilon}/(n(e^{\varepsilon}
+- 1)^2)` for every m ≥ 2 (:mod:`ldpcore.multi.compare`).
+
+Estimation per attribute.  Let :math:`n_j` be the number of reports that sampled
+attribute j (:math:`n_j \sim \mathrm{Bin}(n, k/m)`, :math:`E[n_j] = nk/m`, stored in
+the state).  Because the sample is independent of the values, the attribute's own
+unbiased estimator applied to those :math:`n_j` reports is unbiased for the whole
+population, with conditional variance :math:`\mathrm{Var}_j(\varepsilon/k, n_j)`
+(the attribute oracle's analytic variance at n_j reports); its expectation is
+:math:`\approx \mathrm{Var}_j(\varepsilon/k, n)\,m/k` — the estimate is scaled by
+the realised sampling fraction :math:`n_j/n` rather than the nominal k/m, which
+removes the sampling noise of the Horvitz–Thompson form :math:`(m/k)\sum y/n`
+(offered for numeric vectors in :mod:`ldpcore.multi.vector`).
+
+Reports are columnar: ``attrs`` is an m-bit mask of the sampled attributes (exactly
+k bits set); for each attribute ``name`` and each column ``c`` of its oracle a column
+``name.c``, zero in the reports that did not sample it.  The state is additive:
+``[n_0 … n_{m-1}]`` followed by every attribute oracle's flattened state.
+
+:meth:`~ldpcore.base.Mechanism.perturb` takes the *mixed-radix* index of the value
+tuple (attribute 0 most significant, :meth:`MultiAttribute.combine`), so the domain
+``[0, ∏ d_j)`` (at most 2^62) behaves like any mechanism's for the generic checks
+and the ε audit; devices call :meth:`MultiAttribute.perturb_attributes` with an
+``(n, m)`` array of per-attribute indices.
+
+>>> import ldpcore
+>>> o = ldpcore.make_oracle("multi", epsilon=2.0, attributes=[
+...     {"name": "os", "mechanism": "grr", "domain_size": 3},
+...     {"name": "age", "mechanism": "pm", "bins": 10, "low": 0, "high": 100}])
+>>> o.domain_size, o.attribute("os").epsilon, [c.name for c in o.report_columns]
+(30, 2.0, ['attrs', 'os.y', 'age.y'])
+>>> st = o.aggregate(o.perturb_attributes([[0, 3], [2, 9], [1, 5]], rng=1))
+>>> o.attribute_counts(st).tolist() == [o.attribute_state(st, a).n for a in ("os", "age")]
+True
+>>> round(o.attribute_variance("os", 1000) / o.attribute("os").variance(1000), 6)  # m/k
+2.0
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._validate import as_rng, check_epsilon, check_int
+from ..base import Column, FloatArray, IntArray, Mechanism, Reports, State
+from ..capabilities import AttributeEstimates, FrequencyEstimates, MeanEstimates
+from ..errors import ParameterError, ReportError
+from ..limits import MAX_STATE_CELLS, epsilon_range
+
+__all__ = ["MultiAttribute", "MAX_ATTRIBUTES", "MAX_PRODUCT", "ATTRIBUTE_NAME_RE"]
+
+MAX_ATTRIBUTES = 64
+"""At most this many attributes per collection (the sampled-attributes mask is ≤ 8 bytes)."""
+MAX_PRODUCT = 1 << 62
+"""The product of the attributes' domain sizes (the mixed-radix domain) is at most 2^62."""
+ATTRIBUTE_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+
+
+def _check_attributes(raw: Any) -> list[dict[str, Any]]:
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence) or not raw:
+        raise ParameterError(f"attributes must be a non-empty list of 1 to {MAX_ATTRIBUTES} "
+                             "objects {name, mechanism, ...}")
+    if len(raw) > MAX_ATTRIBUTES:
+        raise ParameterError(f"attributes: at most {MAX_ATTRIBUTES}, got {len(raw)}")
+    out = []
+    for i, a in enumerate(raw):
+        if not isinstance(a, Mapping):
+            raise ParameterError(f"attributes[{i}] must be an object {{name, mechanism, ...}}, "
+                                 f"got {type(a).__name__}")
+        name = a.get("name")
+        if not isinstance(name, str) or not ATTRIBUTE_NAME_RE.match(name):
+            raise ParameterError(f"attributes[{i}].name must match {ATTRIBUTE_NAME_RE.pattern}, "
+                                 f"got {name!r}")
+        if not all(isinstance(k, str) for k in a):
+            raise ParameterError(f"attributes[{i}] ({name}): parameter names must be strings")
+        if "mechanism" not in a:
+            raise ParameterError(f"attributes[{i}] ({name}) needs a 'mechanism'")
+        if "epsilon" in a:
+            raise ParameterError(f"attributes[{i}] ({name}): epsilon is derived (the "
+                                 "collection's ε divided by sample); do not give it")
+        out.append(dict(a))
+    names = [a["name"] for a in out]
+    dup = sorted({x for x in names if names.count(x) > 1})
+    if dup:
+        raise ParameterError(f"attribute names must be distinct, repeated: {dup}")
+    return out
+
+
+class MultiAttribute(Mechanism, AttributeEstimates):
+    """m attributes, each with its own oracle; a report answers ``sample`` of them at ε/k.
+
+    Parameters
+    ----------
+    epsilon:
+        The privacy budget of one report (all its sampled attributes together).
+    attributes:
+        A list of ``{"name": ..., "mechanism": ..., <that mechanism's parameters
+        except epsilon>}``; names match ``[A-Za-z][A-Za-z0-9_-]{0,63}`` and are
+        distinct; 1 to 64 attributes.  A mechanism that estimates neither
+        frequencies nor means (e.g. a nested ``multi``) is refused.
+    sample:
+        k in [1, m], the attributes answered per report, each at ε/k.
+    domain_size:
+        Optional; if given it must equal ∏ d_j (the mixed-radix domain).
+
+    See the module docstring for the estimators and the paper.
+    """
+
+    mechanism = "multi"
+
+    def __init__(self, *, epsilon: float, attributes: Sequence[Mapping[str, Any]] | None = None,
+                 sample: int = 1, domain_size: int | None = None) -> None:
+        lo, hi = epsilon_range(self.mechanism)
+        eps = check_epsilon(epsilon, low=lo, high=hi,
+                            context=f"for mechanism {self.mechanism!r}")
+        if domain_size is not None:
+            check_int("domain_size", domain_size, low=2, high=MAX_PRODUCT)
+        attrs = _check_attributes(attributes)
+        m = len(attrs)
+        self.sample = check_int("sample", sample, low=1, high=m)
+        from ..registry import make_oracle
+
+        subs: list[Mechanism] = []
+        for i, a in enumerate(attrs):
+            params = {k: v for k, v in a.items() if k != "name"}
+            try:
+                sub = make_oracle(**params, epsilon=eps / self.sample)
+            except ParameterError as exc:
+                raise ParameterError(f"attributes[{i}] ({a['name']}): {exc}") from None
+            if isinstance(sub, AttributeEstimates) or not isinstance(
+                    sub, (FrequencyEstimates, MeanEstimates)):
+                raise ParameterError(f"attributes[{i}] ({a['name']}): mechanism "
+                                     f"{sub.mechanism!r} cannot be an attribute (it must "
+                                     "estimate frequencies or a mean)")
+            subs.append(sub)
+        product = math.prod(s.domain_size for s in subs)
+        if product > MAX_PRODUCT:
+            raise ParameterError(f"the attributes' domain sizes multiply to {product} > 2^62 "
+                                 "(the mixed-radix domain); use fewer bins or values")
+        if product < 2:
+            raise ParameterError("the attributes' domain must have at least 2 values")
+        if domain_size is not None and domain_size != product:
+            raise ParameterError(f"domain_size {domain_size} does not match the product of the "
+                                 f"attributes' domain sizes {product}")
+        self._names = tuple(a["name"] for a in attrs)
+        self._subs = tuple(subs)
+        sizes = [math.prod(s.state_shape) for s in subs]
+        self._offsets = tuple(int(x) for x in np.cumsum([m, *sizes])[:-1])
+        self._cells = m + sum(sizes)
+        if self._cells > MAX_STATE_CELLS:
+            raise ParameterError(f"the attributes' states hold {self._cells} cells > "
+                                 f"{MAX_STATE_CELLS}")
+        self._radix = tuple(s.domain_size for s in subs)
+        super().__init__(epsilon=eps, domain_size=product)
+
+    # ---- description -------------------------------------------------------------------
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"sample": self.sample, "attributes": [
+            {"name": name, **{k: v for k, v in sub.spec.items() if k != "epsilon"}}
+            for name, sub in zip(self._names, self._subs, strict=True)]}
+
+    @property
+    def attribute_names(self) -> tuple[str, ...]:
+        return self._names
+
+    @property
+    def sampling_probability(self) -> float:
+        """k/m: the probability that a report answers a given attribute."""
+        return self.sample / len(self._names)
+
+    def _index(self, name: str) -> int:
+        try:
+            return self._names.index(name)
+        except ValueError:
+            raise ParameterError(f"unknown attribute {name!r}; attributes: "
+                                 f"{list(self._names)}") from None
+
+    def attribute(self, name: str) -> Mechanism:
+        """The oracle (at ε/k) of attribute ``name``."""
+        return self._subs[self._index(name)]
+
+    @property
+    def report_columns(self) -> tuple[Column, ...]:
+        cols = [Column("attrs", "uint8", bits=len(self._names))]
+        for name, sub in zip(self._names, self._subs, strict=True):
+            cols.extend(Column(f"{name}.{c.name}", c.dtype, min(c.low, 0), c.high, c.bits)
+                        for c in sub.report_columns)
+        return tuple(cols)
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (self._cells,)
+
+    @property
+    def report_bits(self) -> int:
+        """Bits of one report: the mask plus the k sampled attributes' reports (the
+        widest k)."""
+        widths = sorted((s.report_bits for s in self._subs), reverse=True)
+        return len(self._names) + sum(widths[:self.sample])
+
+    # ---- device side -------------------------------------------------------------------
+    def combine(self, values: Any) -> IntArray:
+        """Per-attribute indices, shape (n, m), → mixed-radix indices in [0, ∏ d_j).
+
+        >>> import ldpcore
+        >>> o = ldpcore.make_oracle("multi", epsilon=1.0, attributes=[
+        ...     {"name": "a", "mechanism": "grr", "domain_size": 3},
+        ...     {"name": "b", "mechanism": "grr", "domain_size": 4}])
+        >>> o.combine([[2, 1], [0, 3]]).tolist(), o.split(o.combine([[2, 1]])).tolist()
+        ([9, 3], [[2, 1]])
+        """
+        vals = self._check_matrix(values)
+        out = np.zeros(vals.shape[0], dtype=np.int64)
+        for j, d in enumerate(self._radix):
+            out = out * d + vals[:, j]
+        return out
+
+    def split(self, index: Any) -> IntArray:
+        """Inverse of :meth:`combine`: mixed-radix indices → (n, m) per-attribute indices."""
+        x = np.asarray(index, dtype=np.int64).copy()
+        out = np.zeros((x.size, len(self._radix)), dtype=np.int64)
+        for j in range(len(self._radix) - 1, -1, -1):
+            out[:, j] = x % self._radix[j]
+            x //= self._radix[j]
+        return out
+
+    def _check_matrix(self, values: Any) -> IntArray:
+        m = len(self._names)
+        arr = np.asarray(values)
+        if arr.ndim == 1 and arr.size == m:
+            arr = arr.reshape(1, m)
+        if arr.ndim != 2 or arr.shape[1] != m:
+            raise ParameterError(f"values must be an (n, {m}) array: one index per attribute "
+                                 f"{list(self._names)}, got shape {arr.shape}")
+        if arr.size and arr.dtype.kind not in "iu":
+            if not (arr.dtype.kind == "f" and np.all(np.isfinite(arr))
+                    and np.all(arr == np.floor(arr))):
+                raise ParameterError(f"values must be integer indices, got dtype {arr.dtype}")
+        vals = arr.astype(np.int64, copy=False)
+        for j, (name, d) in enumerate(zip(self._names, self._radix, strict=True)):
+            col = vals[:, j]
+            if col.size and (col.min() < 0 or col.max() >= d):
+                bad = int(col.min()) if col.min() < 0 else int(col.max())
+                raise ParameterError(f"attribute {name!r}: values must be integers in "
+                                     f"[0, {d}), found {bad}")
+        return vals
+
+    def perturb_attributes(self, values: Any,
+                           rng: np.random.Generator | int | None = None) -> Reports:
+        """Perturb (n, m) per-attribute indices (one row per device) into n reports."""
+        vals = self._check_matrix(values)
+        return Reports(self.mechanism, self.fingerprint, self._perturb_matrix(vals, as_rng(rng)))
+
+    def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        return self._perturb_matrix(self.split(values), rng)
+
+    def sample_mask(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """(n, m) booleans: k attributes per row, uniformly without replacement."""
+        m, k = len(self._names), self.sample
+        if k == m:
+            return np.ones((n, m), dtype=bool)
+        mask = np.zeros((n, m), dtype=bool)
+        if k == 1:
+            mask[np.arange(n), rng.integers(0, m, size=n)] = True
+            return mask
+        chosen = np.argsort(rng.random((n, m)), axis=1)[:, :k]
+        mask[np.arange(n)[:, None], chosen] = True
+        return mask
+
+    def _perturb_matrix(self, vals: IntArray, rng: np.random.Generator,
+                        unit: FloatArray | None = None) -> dict[str, np.ndarray]:
+        n, m = vals.shape[0], len(self._names)
+        mask = self.sample_mask(n, rng)
+        cols: dict[str, np.ndarray] = {
+            "attrs": np.packbits(mask, axis=1, bitorder="little").reshape(n, (m + 7) // 8)}
+        for j, (name, sub) in enumerate(zip(self._names, self._subs, strict=True)):
+            rows = np.flatnonzero(mask[:, j])
+            if unit is not None:
+                t = 2 * unit[rows, j] - 1
+                part = sub.report_columns_of_t(t, rng)  # type: ignore[attr-defined]
+            else:
+                part = sub._perturb(vals[rows, j], rng)
+            for c in sub.report_columns:
+                full = np.zeros((n, c.width) if c.bits else n, dtype=c.dtype)
+                full[rows] = part[c.name]
+                cols[f"{name}.{c.name}"] = full
+        return cols
+
+    # ---- server side -------------------------------------------------------------------
+    def _mask(self, columns: Mapping[str, np.ndarray]) -> np.ndarray:
+        attrs = np.asarray(columns["attrs"], dtype=np.uint8)
+        m = len(self._names)
+        return np.unpackbits(attrs, axis=1, count=m, bitorder="little").astype(bool)
+
+    def _sub_columns(self, j: int, columns: Mapping[str, np.ndarray],
+                     rows: np.ndarray) -> dict[str, np.ndarray]:
+        name, sub = self._names[j], self._subs[j]
+        return {c.name: columns[f"{name}.{c.name}"][rows] for c in sub.report_columns}
+
+    def _validate_columns(self, columns: dict[str, np.ndarray]) -> None:
+        mask = self._mask(columns)
+        if mask.shape[0] and np.any(mask.sum(axis=1) != self.sample):
+            raise ReportError(f"column 'attrs' must mark exactly {self.sample} of the "
+                              f"{len(self._names)} attributes in every report",
+                              reason="out_of_range")
+        for j, (name, sub) in enumerate(zip(self._names, self._subs, strict=True)):
+            off = ~mask[:, j]
+            for c in sub.report_columns:
+                key = f"{name}.{c.name}"
+                if np.any(columns[key][off]):
+                    raise ReportError(f"column {key!r} is nonzero in a report that did not "
+                                      f"sample attribute {name!r}", reason="out_of_range")
+            part = self._sub_columns(j, columns, np.flatnonzero(mask[:, j]))
+            try:
+                sub.validate(Reports(sub.mechanism, sub.fingerprint, part))
+            except ReportError as exc:
+                raise ReportError(f"attribute {name!r}: {exc}", reason=exc.reason) from None
+
+    def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
+        mask = self._mask(columns)
+        out = np.zeros(self.state_shape, dtype=np.int64)
+        m = len(self._names)
+        out[:m] = mask.sum(axis=0)
+        for j, sub in enumerate(self._subs):
+            part = self._sub_columns(j, columns, np.flatnonzero(mask[:, j]))
+            size = math.prod(sub.state_shape)
+            out[self._offsets[j]:self._offsets[j] + size] = sub._aggregate(part).ravel()
+        return out
+
+    # ---- estimation --------------------------------------------------------------------
+    def attribute_counts(self, state: State) -> IntArray:
+        """n_j: the number of reports that answered each attribute, shape (m,)."""
+        self.check_state(state)
+        return state.counts[:len(self._names)].copy()
+
+    def attribute_state(self, state: State, name: str) -> State:
+        """The state of attribute ``name``'s oracle over the n_j reports that answered it.
+
+        Every estimator of that oracle (frequencies, means, ranges, its analytic variance
+        at ``n = n_j``) applies unchanged and is unbiased for the whole population.
+        """
+        self.check_state(state)
+        j = self._index(name)
+        sub = self._subs[j]
+        size = math.prod(sub.state_shape)
+        counts = state.counts[self._offsets[j]:self._offsets[j] + size]
+        return State(sub.fingerprint, int(state.counts[j]), counts.reshape(sub.state_shape).copy())
+
+    def attribute_frequencies(self, state: State, name: str) -> FloatArray:
+        """Unbiased frequencies of a categorical attribute (its oracle's estimator on n_j)."""
+        sub = self.attribute(name)
+        if not isinstance(sub, FrequencyEstimates):
+            raise ParameterError(f"attribute {name!r} ({sub.mechanism}) does not estimate "
+                                 "frequencies")
+        return sub.estimate(self.attribute_state(state, name))
+
+    def attribute_mean(self, state: State, name: str) -> float:
+        """Unbiased mean of a numeric attribute, in value units."""
+        sub = self.attribute(name)
+        if not isinstance(sub, MeanEstimates):
+            raise ParameterError(f"attribute {name!r} ({sub.mechanism}) does not estimate a mean")
+        return sub.mean(self.attribute_state(state, name))
+
+    def attribute_variance(self, name: str, n: int, frequency: float = 0.0) -> float:
+        r"""Expected variance of attribute ``name``'s frequency estimate from n reports in
+        total: :math:`\mathrm{Var}_j(\varepsilon/k, n)\cdot m/k` (its oracle's variance at
+        the expected :math:`n_j = nk/m`; given the realised n_j use
+        ``attribute(name).variance(n_j)``)."""
+        sub = self.attribute(name)
+        if not isinstance(sub, FrequencyEstimates):
+            raise ParameterError(f"attribute {name!r} ({sub.mechanism}) does not estimate "
+                                 "frequencies")
+        return sub.variance(n, frequency) / self.sampling_probability
+
+    def attribute_mean_variance(self, name: str, n: int) -> float:
+        r"""Expected (worst-case) variance of attribute ``name``'s mean from n reports in
+        total: :math:`\mathrm{Var}_j(\varepsilon/k, n)\cdot m/k`."""
+        sub = self.attribute(name)
+        if not isinstance(sub, MeanEstimates):
+            raise ParameterError(f"attribute {name!r} ({sub.mechanism}) does not estimate a mean")
+        return sub.mean_variance(n) / self.sampling_probability
+
+    @classmethod
+    def _unit_test_params(cls) -> list[dict[str, Any]]:
+        return [
+            {"attributes": [{"name": "os", "mechanism": "grr", "domain_size": 3},
+                            {"name": "age", "mechanism": "pm", "bins": 4}]},
+            {"sample": 2, "attributes": [
+                {"name": "a", "mechanism": "oue", "domain_size": 5},
+                {"name": "b", "mechanism": "duchi", "bins": 2},
+                {"name": "c", "mechanism": "olh", "domain_size": 6}]},
+        ]

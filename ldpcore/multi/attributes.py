@@ -19,12 +19,16 @@ Estimation per attribute.  Let :math:`n_j` be the number of reports that sampled
 attribute j (:math:`n_j \sim \mathrm{Bin}(n, k/m)`, :math:`E[n_j] = nk/m`, stored in
 the state).  Because the sample is independent of the values, the attribute's own
 unbiased estimator applied to those :math:`n_j` reports is unbiased for the whole
-population, with conditional variance :math:`\mathrm{Var}_j(\varepsilon/k, n_j)`
-(the attribute oracle's analytic variance at n_j reports); its expectation is
-:math:`\approx \mathrm{Var}_j(\varepsilon/k, n)\,m/k` — the estimate is scaled by
-the realised sampling fraction :math:`n_j/n` rather than the nominal k/m, which
-removes the sampling noise of the Horvitz–Thompson form :math:`(m/k)\sum y/n`
-(offered for numeric vectors in :mod:`ldpcore.multi.vector`).
+population of n users.  Given :math:`n_j` its variance is the oracle's analytic
+variance at :math:`n_j` reports, :math:`\mathrm{Var}_j(\varepsilon/k, n_j)`, plus
+the variance of drawing those :math:`n_j` users out of n,
+:math:`S^2 (n - n_j)/(n_j (n - 1))` (:math:`S^2 = f(1-f)` for a frequency; the
+slides' comparison assumes this "sample variance is small", true at small ε); with
+:math:`n_j \approx nk/m` the first term is :math:`\mathrm{Var}_j(\varepsilon/k, n)
+\,m/k`.  The estimate is scaled by the realised sampling fraction :math:`n_j/n`
+rather than the nominal k/m, which removes part of the sampling noise of the
+Horvitz–Thompson form :math:`(m/k)\sum y/n` (offered for numeric vectors in
+:mod:`ldpcore.multi.vector`).
 
 Reports are columnar: ``attrs`` is an m-bit mask of the sampled attributes (exactly
 k bits set); for each attribute ``name`` and each column ``c`` of its oracle a column
@@ -33,9 +37,10 @@ k bits set); for each attribute ``name`` and each column ``c`` of its oracle a c
 
 :meth:`~ldpcore.base.Mechanism.perturb` takes the *mixed-radix* index of the value
 tuple (attribute 0 most significant, :meth:`MultiAttribute.combine`), so the domain
-``[0, ∏ d_j)`` (at most 2^62) behaves like any mechanism's for the generic checks
-and the ε audit; devices call :meth:`MultiAttribute.perturb_attributes` with an
-``(n, m)`` array of per-attribute indices.
+``[0, ∏ d_j)`` behaves like any mechanism's for the generic checks and the ε audit
+(when ∏ d_j ≤ 2^62; ``domain_size`` is capped there); devices call
+:meth:`MultiAttribute.perturb_attributes` with an ``(n, m)`` array of per-attribute
+indices.
 
 >>> import ldpcore
 >>> o = ldpcore.make_oracle("multi", epsilon=2.0, attributes=[
@@ -65,13 +70,28 @@ from ..capabilities import AttributeEstimates, FrequencyEstimates, MeanEstimates
 from ..errors import ParameterError, ReportError
 from ..limits import MAX_STATE_CELLS, epsilon_range
 
-__all__ = ["MultiAttribute", "MAX_ATTRIBUTES", "MAX_PRODUCT", "ATTRIBUTE_NAME_RE"]
+__all__ = ["MultiAttribute", "MAX_ATTRIBUTES", "MAX_PRODUCT", "ATTRIBUTE_NAME_RE",
+           "sampling_variance"]
 
 MAX_ATTRIBUTES = 64
 """At most this many attributes per collection (the sampled-attributes mask is ≤ 8 bytes)."""
 MAX_PRODUCT = 1 << 62
-"""The product of the attributes' domain sizes (the mixed-radix domain) is at most 2^62."""
+"""``domain_size`` is the product of the attributes' domain sizes, capped at 2^62; beyond
+it the mixed-radix index is unavailable (:attr:`MultiAttribute.mixed_radix`)."""
 ATTRIBUTE_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+
+
+def sampling_variance(spread: float, n: int, reports: float) -> float:
+    r"""Variance of the mean of ``reports`` values drawn without replacement from n values
+    of population variance ``spread`` (:math:`S^2 (n - n_j)/(n_j (n - 1))`; 0 when all
+    are drawn).
+
+    >>> sampling_variance(0.25, 1000, 1000), round(sampling_variance(0.25, 1001, 500), 6)
+    (0.0, 0.000251)
+    """
+    if n <= 1 or reports >= n:
+        return 0.0
+    return spread * (n - reports) / (reports * (n - 1))
 
 
 def _check_attributes(raw: Any) -> list[dict[str, Any]]:
@@ -119,7 +139,7 @@ class MultiAttribute(Mechanism, AttributeEstimates):
     sample:
         k in [1, m], the attributes answered per report, each at ε/k.
     domain_size:
-        Optional; if given it must equal ∏ d_j (the mixed-radix domain).
+        Optional; if given it must equal min(∏ d_j, 2^62) (the mixed-radix domain).
 
     See the module docstring for the estimators and the paper.
     """
@@ -151,15 +171,10 @@ class MultiAttribute(Mechanism, AttributeEstimates):
                                      f"{sub.mechanism!r} cannot be an attribute (it must "
                                      "estimate frequencies or a mean)")
             subs.append(sub)
-        product = math.prod(s.domain_size for s in subs)
-        if product > MAX_PRODUCT:
-            raise ParameterError(f"the attributes' domain sizes multiply to {product} > 2^62 "
-                                 "(the mixed-radix domain); use fewer bins or values")
-        if product < 2:
-            raise ParameterError("the attributes' domain must have at least 2 values")
+        product = min(math.prod(s.domain_size for s in subs), MAX_PRODUCT)
         if domain_size is not None and domain_size != product:
             raise ParameterError(f"domain_size {domain_size} does not match the product of the "
-                                 f"attributes' domain sizes {product}")
+                                 f"attributes' domain sizes (capped at 2^62): {product}")
         self._names = tuple(a["name"] for a in attrs)
         self._subs = tuple(subs)
         sizes = [math.prod(s.state_shape) for s in subs]
@@ -169,6 +184,9 @@ class MultiAttribute(Mechanism, AttributeEstimates):
             raise ParameterError(f"the attributes' states hold {self._cells} cells > "
                                  f"{MAX_STATE_CELLS}")
         self._radix = tuple(s.domain_size for s in subs)
+        self.mixed_radix = math.prod(self._radix) <= MAX_PRODUCT
+        """True when value tuples fit one index (∏ d_j ≤ 2^62): :meth:`perturb` and
+        :meth:`combine` work; else only :meth:`perturb_attributes`."""
         super().__init__(epsilon=eps, domain_size=product)
 
     # ---- description -------------------------------------------------------------------
@@ -229,10 +247,16 @@ class MultiAttribute(Mechanism, AttributeEstimates):
         ([9, 3], [[2, 1]])
         """
         vals = self._check_matrix(values)
+        self._need_radix()
         out = np.zeros(vals.shape[0], dtype=np.int64)
         for j, d in enumerate(self._radix):
             out = out * d + vals[:, j]
         return out
+
+    def _need_radix(self) -> None:
+        if not self.mixed_radix:
+            raise ParameterError("the attributes' domain sizes multiply to more than 2^62, so a "
+                                 "value tuple has no single index: use perturb_attributes")
 
     def split(self, index: Any) -> IntArray:
         """Inverse of :meth:`combine`: mixed-radix indices → (n, m) per-attribute indices."""
@@ -271,6 +295,7 @@ class MultiAttribute(Mechanism, AttributeEstimates):
         return Reports(self.mechanism, self.fingerprint, self._perturb_matrix(vals, as_rng(rng)))
 
     def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        self._need_radix()
         return self._perturb_matrix(self.split(values), rng)
 
     def sample_mask(self, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -380,24 +405,46 @@ class MultiAttribute(Mechanism, AttributeEstimates):
             raise ParameterError(f"attribute {name!r} ({sub.mechanism}) does not estimate a mean")
         return sub.mean(self.attribute_state(state, name))
 
-    def attribute_variance(self, name: str, n: int, frequency: float = 0.0) -> float:
-        r"""Expected variance of attribute ``name``'s frequency estimate from n reports in
-        total: :math:`\mathrm{Var}_j(\varepsilon/k, n)\cdot m/k` (its oracle's variance at
-        the expected :math:`n_j = nk/m`; given the realised n_j use
-        ``attribute(name).variance(n_j)``)."""
+    def _reports(self, n: int, reports: int | None) -> tuple[int, float]:
+        n = check_int("n", n, low=1)
+        if reports is None:
+            return n, n * self.sampling_probability
+        return n, float(check_int("reports", reports, low=1, high=n))
+
+    def attribute_variance(self, name: str, n: int, frequency: float = 0.0, *,
+                           reports: int | None = None) -> float:
+        r"""Variance of attribute ``name``'s frequency estimate, as an estimate of the
+        frequency among all n reporting users:
+
+        .. math:: \mathrm{Var}_j(\varepsilon/k, n_j, f)
+                  + f(1-f)\,\frac{n - n_j}{n_j (n - 1)}
+
+        (the oracle's variance at the :math:`n_j` reports that answered it, plus the
+        variance of drawing those :math:`n_j` of the n users without replacement).
+        ``reports`` is the realised :math:`n_j`; by default its expectation nk/m.
+        """
         sub = self.attribute(name)
         if not isinstance(sub, FrequencyEstimates):
             raise ParameterError(f"attribute {name!r} ({sub.mechanism}) does not estimate "
                                  "frequencies")
-        return sub.variance(n, frequency) / self.sampling_probability
+        n, n_j = self._reports(n, reports)
+        f = float(frequency)
+        return sub.variance(n, f) * n / n_j + sampling_variance(f * (1 - f), n, n_j)
 
-    def attribute_mean_variance(self, name: str, n: int) -> float:
-        r"""Expected (worst-case) variance of attribute ``name``'s mean from n reports in
-        total: :math:`\mathrm{Var}_j(\varepsilon/k, n)\cdot m/k`."""
+    def attribute_mean_variance(self, name: str, n: int, *, reports: int | None = None,
+                                spread: float | None = None) -> float:
+        r"""Worst-case variance of attribute ``name``'s mean as an estimate of the mean of
+        all n reporting users: the oracle's worst-case variance at :math:`n_j` reports plus
+        :math:`S^2 (n - n_j)/(n_j(n-1))`, with :math:`S^2` the population variance of the
+        values (``spread``; by default its bound :math:`((high - low)/2)^2`).  Both terms
+        peak together (half the values at each end), so the sum is attained."""
         sub = self.attribute(name)
         if not isinstance(sub, MeanEstimates):
             raise ParameterError(f"attribute {name!r} ({sub.mechanism}) does not estimate a mean")
-        return sub.mean_variance(n) / self.sampling_probability
+        n, n_j = self._reports(n, reports)
+        if spread is None:
+            spread = ((sub.high - sub.low) / 2) ** 2  # type: ignore[attr-defined]
+        return sub.mean_variance(n) * n / n_j + sampling_variance(float(spread), n, n_j)
 
     @classmethod
     def _unit_test_params(cls) -> list[dict[str, Any]]:

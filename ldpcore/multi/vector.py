@@ -13,16 +13,19 @@ Two unbiased estimators of :math:`\bar t_j` from the same additive state:
 
 * the *ratio* estimator (:meth:`NumericVector.means`, the default): the mean of the
   :math:`n_j` reports that sampled dimension j,
-  :math:`\hat t_j = \frac{1}{n_j}\sum_{i: j \in S_i} y_{ij}`, with conditional variance
-  :math:`\frac{1}{n_j^2}\sum_i \mathrm{Var}[y \mid t_{ij}] \le V_{\max}(\varepsilon/k)/n_j`
-  where for PM :math:`\mathrm{Var}[y\mid t] = \frac{t^2}{e^{\varepsilon/2}-1} +
-  \frac{e^{\varepsilon/2}+3}{3(e^{\varepsilon/2}-1)^2}` and for Duchi
+  :math:`\hat t_j = \frac{1}{n_j}\sum_{i: j \in S_i} y_{ij}`, with variance given
+  :math:`n_j` at most :math:`V_{\max}(\varepsilon/k)/n_j + S_j^2 (n - n_j)/(n_j(n-1))`
+  (the mechanism's noise plus drawing :math:`n_j` of the n users, :math:`S_j^2 \le 1`
+  the population variance of dimension j), where for PM
+  :math:`\mathrm{Var}[y\mid t] = \frac{t^2}{e^{\varepsilon/2}-1}
+  + \frac{e^{\varepsilon/2}+3}{3(e^{\varepsilon/2}-1)^2}` and for Duchi
   :math:`\mathrm{Var}[y\mid t] = B^2 - t^2` (:mod:`ldpcore.numeric.mean`);
 * the paper's *scaled* (Horvitz–Thompson) estimator :math:`\hat t_j = \frac{d}{k}
   \cdot\frac1n\sum_{i: j \in S_i} y_{ij}` (:meth:`NumericVector.scaled_means`), with
   :math:`\mathrm{Var} = \frac1{n^2}\sum_i\big[\frac dk(\mathrm{Var}[y\mid t_{ij}] +
-  t_{ij}^2) - t_{ij}^2\big]` — larger than the ratio form's by about
-  :math:`(\frac dk - 1)\overline{t_j^2}/n` (the sampling noise the ratio removes).
+  t_{ij}^2) - t_{ij}^2\big]` — about :math:`(\frac dk - 1)\bar t_j^2/n` more than the
+  ratio form's (the noise of the realised :math:`n_j` that the ratio removes; equal when
+  the mean is 0).
 
 Values are perturbed *continuously* (:meth:`NumericVector.perturb_vectors`): no
 binning bias.  The mechanism is a :class:`~ldpcore.multi.MultiAttribute` whose
@@ -74,15 +77,15 @@ class NumericVector(MultiAttribute):
     epsilon:
         Budget of one report.
     dimensions:
-        d in [1, 62].
+        d in [1, 64].
     sample:
         k in [1, d], or ``"auto"`` for :func:`recommended_sample` (resolved in the spec).
     base:
         ``"pm"`` (default) or ``"duchi"``, run at ε/k per sampled dimension.
     bins:
         Bins of [-1, 1] per dimension for the *binned* path (:meth:`perturb` with
-        mixed-radix indices, used by collections and the generic checks); 2^(bins·d)
-        at most 2^62.  :meth:`perturb_vectors` does not bin.
+        mixed-radix indices, used by collections and the generic checks; needs
+        bins^d ≤ 2^62).  :meth:`perturb_vectors` does not bin.
     """
 
     mechanism = "vector"
@@ -96,8 +99,8 @@ class NumericVector(MultiAttribute):
         if domain_size is not None:
             check_int("domain_size", domain_size, low=2, high=1 << 62)
         if dimensions is None:
-            raise ParameterError("mechanism 'vector' needs dimensions (an integer in [1, 62])")
-        d = check_int("dimensions", dimensions, low=1, high=min(62, MAX_ATTRIBUTES))
+            raise ParameterError("mechanism 'vector' needs dimensions (an integer in [1, 64])")
+        d = check_int("dimensions", dimensions, low=1, high=MAX_ATTRIBUTES)
         if base not in _BASES:
             raise ParameterError(f"base must be one of {list(_BASES)}, got {base!r}")
         bins = check_int("bins", bins, low=2, high=1 << 20)
@@ -141,11 +144,13 @@ class NumericVector(MultiAttribute):
         return out
 
     def mean_variances(self, state: State) -> FloatArray:
-        """Worst-case variance of each ratio estimate given the realised n_j, shape (d,)."""
+        """Worst-case variance of each ratio estimate given the realised n_j, shape (d,):
+        PM/Duchi's at n_j reports plus the sampling term of drawing n_j of the n users
+        (:meth:`~ldpcore.multi.MultiAttribute.attribute_mean_variance`)."""
         n_j = self.attribute_counts(state)
-        sub = self.attribute(self.attribute_names[0])
-        return np.array([sub.mean_variance(int(c)) if c else np.inf  # type: ignore[attr-defined]
-                         for c in n_j])
+        return np.array([self.attribute_mean_variance(name, state.n, reports=int(c))
+                         if c else np.inf for name, c in zip(self.attribute_names, n_j,
+                                                             strict=True)])
 
     def _y_sums(self, state: State) -> FloatArray:
         """Σ y over the reports of each dimension (continuous units)."""

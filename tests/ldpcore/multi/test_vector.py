@@ -38,10 +38,11 @@ def test_both_estimators_are_unbiased_within_their_variance(base: str, sample: i
 
 
 def test_pm_at_the_worst_case_has_exactly_the_stated_variances() -> None:
-    # every t_j = 1: PM's per-report variance is at its maximum, so the worst-case
+    # half the t_j at -1, half at +1: PM's per-report variance is at its maximum and so
+    # is the population variance S^2 = n/(n-1) · 1 of the sampling term, so the worst-case
     # formulas are exact (the ratio one given n_j, the scaled one unconditionally).
     o, n, runs = make(epsilon=1.0, dimensions=3), 3_000, 300
-    x = np.ones((n, 3))
+    x = np.where(np.arange(n)[:, None] % 2 == 0, 1.0, -1.0) * np.ones((1, 3))
     rng = np.random.default_rng(2)
     states = [o.aggregate(o.perturb_vectors(x, rng=rng)) for _ in range(runs)]
     ratio = np.array([o.means(s) for s in states])
@@ -50,8 +51,10 @@ def test_pm_at_the_worst_case_has_exactly_the_stated_variances() -> None:
     tol = Z * math.sqrt(2 / (runs - 1))
     assert np.all(np.abs(ratio.var(axis=0, ddof=1) / cond - 1) <= tol)
     assert np.all(np.abs(scaled.var(axis=0, ddof=1) / o.scaled_mean_variance(n) - 1) <= tol)
-    # the ratio form removes the sampling noise: here (d/k - 1) t^2 / n of it
-    assert o.scaled_mean_variance(n) > o.mean_variance(n)
+    # with every t = 1 (no spread) the ratio form removes the noise of n_j that the
+    # scaled form keeps: (d/k - 1) t^2 / n of it
+    gap = o.scaled_mean_variance(n) - o.attribute_mean_variance("x0", n, spread=0.0)
+    assert gap == pytest.approx((3 - 1) / n, rel=1e-3)
 
 
 def test_sample_auto_is_algorithm_4s_k() -> None:
@@ -68,10 +71,9 @@ def test_a_sampled_dimension_gets_epsilon_over_k() -> None:
 
 @pytest.mark.parametrize("kw,match", [
     ({"epsilon": 1.0}, "needs dimensions"),
-    ({"epsilon": 1.0, "dimensions": 63}, r"dimensions must be .*\[1, 62\]"),
+    ({"epsilon": 1.0, "dimensions": 65}, r"dimensions must be .*\[1, 64\]"),
     ({"epsilon": 1.0, "dimensions": 3, "base": "sw"}, "base must be one of"),
     ({"epsilon": 1.0, "dimensions": 3, "sample": 4}, r"sample must be .*\[1, 3\]"),
-    ({"epsilon": 1.0, "dimensions": 40, "bins": 4}, "multiply to"),
 ])
 def test_bad_vector_parameters_are_parameter_errors(kw: dict[str, object], match: str) -> None:
     with pytest.raises(ParameterError, match=match):

@@ -179,3 +179,20 @@ def test_values_outside_an_attributes_domain_name_the_attribute() -> None:
         o.perturb_attributes([[0, 6, 3]], rng=1)
     with pytest.raises(ParameterError, match=r"\(n, 3\) array"):
         o.perturb_attributes([[0, 1]], rng=1)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 6.0])
+def test_the_effective_size_covers_the_sampling_term_for_every_frequency(epsilon: float
+                                                                         ) -> None:
+    o, n, n_j = make(1, epsilon=epsilon), 30_000, 10_000
+    for name in ("os", "lang"):
+        sub = o.attribute(name)
+        ne = o.attribute_effective_size(name, n, n_j)
+        assert ne < n_j
+        for f in np.linspace(0, 1, 37):
+            full = o.attribute_variance(name, n, float(f), reports=n_j)
+            assert sub.variance(1, float(f)) / ne >= full * (1 - 1e-6)  # type: ignore[attr-defined]
+    ne_age = o.attribute_effective_size("age", n, n_j)
+    assert o.attribute("age").mean_variance(1) / ne_age == pytest.approx(  # type: ignore[attr-defined]
+        o.attribute_mean_variance("age", n, reports=n_j))
+    assert make(3).attribute_effective_size("os", n, n) == n  # every report answers it

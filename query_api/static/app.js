@@ -326,6 +326,8 @@ async function drawHistory(bucket) {
   const svg = $("history"), strip = $("counts"), legend = $("legend");
   const qs = seriesQuery(bucket);
   legend.replaceChildren();
+  const hideHistory = detail.kind === "attributes";  // no per-attribute series yet
+  svg.style.display = strip.style.display = hideHistory ? "none" : "";
   if (!qs) {
     frame(svg); frame(strip, { B: 18, T: 4 });
     $("histTitle").textContent = "History";

@@ -1,8 +1,8 @@
 """Several questions per user: partitioning users beats splitting ε (lecture slides, "On
 answering multiple questions"; Wang et al., ICDE 2019, for numerical vectors).
 
-    .venv/bin/python bench/multiattr.py            # n = 100,000, 5 runs (~1 min)
-    .venv/bin/python bench/multiattr.py --quick    # n = 20,000, 2 runs
+    .venv/bin/python bench/multiattr.py            # n = 100,000, 5 runs (~5 min)
+    .venv/bin/python bench/multiattr.py --quick    # n = 20,000, 2 runs (~10 s)
 
 Each of n users holds m attributes.  *Partition users*: a user answers one sampled
 attribute at ε (``multi``/``vector`` with sample = 1).  *Split ε*: a user answers all m

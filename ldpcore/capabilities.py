@@ -132,6 +132,10 @@ class AttributeEstimates(ABC):
     def attribute_state(self, state: State, name: str) -> State:
         """The sub-state of attribute ``name`` (its oracle's estimators apply to it)."""
 
+    @abstractmethod
+    def attribute_counts(self, state: State) -> Any:
+        """How many reports answered each attribute (an int array, declaration order)."""
+
 
 CAPABILITIES: dict[str, type] = {
     "frequencies": FrequencyEstimates,

@@ -538,6 +538,10 @@ def _attribute_params(params: dict[str, Any], domain: Domain) -> None:
     in declaration order or a mapping name → spec), by default ``adaptive`` (GRR or OLH)
     for categories and integers and ``pm`` for intervals; its size (and interval) come
     from the attribute's domain."""
+    if params["mechanism"] == "vector":
+        raise ParameterError("mechanism 'vector' is the library's [-1, 1]^d mean estimator; a "
+                             "collection declares mechanism 'multi' with interval attributes "
+                             "(pm or duchi) instead")
     multi = params["mechanism"] == "multi"
     if domain.kind == "attributes" and not multi:
         raise ParameterError(f"a domain of kind 'attributes' needs mechanism 'multi', got "

@@ -58,6 +58,8 @@ def test_attribute_oracles_can_be_named_by_mapping_or_list() -> None:
     ({"mechanism": "multi", "attributes": {"os": {"mechanism": "grr", "domain_size": 4}}},
      DOMAIN, r"\(os\).domain_size 4 does not match the domain's 3"),
     ({"mechanism": "multi", "sample": 4}, DOMAIN, r"sample must be .*\[1, 3\]"),
+    ({"mechanism": "vector", "dimensions": 2}, {"kind": "integers", "low": 0, "high": 3},
+     "declares mechanism 'multi' with interval attributes"),
     ({"mechanism": "multi"}, {"kind": "attributes", "attributes": [
         {"name": "a", "kind": "categories", "labels": ["x", "y"]},
         {"name": "a", "kind": "categories", "labels": ["x", "y"]}]}, "distinct"),

@@ -415,8 +415,11 @@ class CollectionSpec:
 
     @property
     def attribute_names(self) -> tuple[str, ...]:
-        """The attributes of a ``multi`` collection (empty for the others)."""
-        return tuple(n for n, _ in self.domain.attributes)
+        """The attributes of a ``multi`` collection, then its 2-way marginals ``"a*b"``
+        (empty for the others)."""
+        pairs = self.oracle_spec.get("pairs") or []
+        return (tuple(n for n, _ in self.domain.attributes)
+                + tuple("*".join(p["attributes"]) for p in pairs))
 
     def attribute_spec(self, name: str) -> CollectionSpec:
         """The view of one attribute of a ``multi`` collection as a collection of its own:
@@ -433,7 +436,8 @@ class CollectionSpec:
         >>> sub.id, sub.oracle_spec["mechanism"], sub.oracle_spec["epsilon"], sub.domain.bins
         ('profile.age', 'pm', 2.0, 10)
         """
-        dom = self.domain.attribute(name)
+        dom = (_pair_domain(self.domain, name) if "*" in name
+               else self.domain.attribute(name))
         oracle: Any = self.oracle()
         sub = oracle.attribute(name)
         return CollectionSpec(f"{self.id}.{name}", dict(sub.spec), dom,
@@ -483,6 +487,26 @@ class CollectionSpec:
         return longitudinal.multiwindow_variance(
             tl if tl is not None else self.oracle(), window_counts, self.memoization,
             frequency=frequency, reports_per_window=self.reports_per_window)
+
+
+def _value_labels(dom: Domain) -> list[str]:
+    if dom.kind == "categories":
+        return list(dom.labels)
+    if dom.kind == "integers":
+        return [str(int(dom.low) + i) for i in range(dom.size)]
+    w = (dom.high - dom.low) / dom.bins
+    return [f"[{dom.low + i * w:g}, {dom.low + (i + 1) * w:g})" for i in range(dom.bins)]
+
+
+def _pair_domain(domain: Domain, name: str) -> Domain:
+    """The domain of the 2-way marginal ``"a*b"``: categories ``"x & y"`` (index
+    i_a·d_b + i_b), or plain integers beyond 65,536 pairs."""
+    a, _, b = name.partition("*")
+    da, db = domain.attribute(a), domain.attribute(b)
+    if da.size * db.size > 1 << 16:
+        return Domain("integers", low=0, high=da.size * db.size - 1)
+    return Domain("categories", labels=tuple(f"{x} & {y}" for x in _value_labels(da)
+                                             for y in _value_labels(db)))
 
 
 def _longitudinal(raw: Mapping[str, Any], oracle: Mechanism

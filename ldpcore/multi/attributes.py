@@ -30,7 +30,10 @@ rather than the nominal k/m, which removes part of the sampling noise of the
 Horvitz–Thompson form :math:`(m/k)\sum y/n` (offered for numeric vectors in
 :mod:`ldpcore.multi.vector`).
 
-Reports are columnar: ``attrs`` is an m-bit mask of the sampled attributes (exactly
+Optional 2-way marginals (``pairs``) are further questions answered with the joint
+value of two attributes: with p pairs a report samples k of the m + p questions.
+
+Reports are columnar: ``attrs`` is an (m + p)-bit mask of the sampled questions (exactly
 k bits set); for each attribute ``name`` and each column ``c`` of its oracle a column
 ``name.c``, zero in the reports that did not sample it.  The state is additive:
 ``[n_0 … n_{m-1}]`` followed by every attribute oracle's flattened state.
@@ -124,6 +127,38 @@ def _check_attributes(raw: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _check_pairs(raw: Any, names: list[str]) -> list[dict[str, Any]]:
+    """Validate ``pairs``: entries ``[a, b]`` or ``{"attributes": [a, b], "mechanism": ...,
+    <its parameters but epsilon>}`` over distinct declared attributes, each pair once."""
+    if raw is None:
+        return []
+    if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Sequence):
+        raise ParameterError("pairs must be a list of [a, b] or {attributes: [a, b], "
+                             "mechanism, ...}")
+    out: list[dict[str, Any]] = []
+    seen: set[frozenset[str]] = set()
+    for i, p in enumerate(raw):
+        spec = dict(p) if isinstance(p, Mapping) else {"attributes": p}
+        ab = spec.get("attributes")
+        if (isinstance(ab, (str, bytes)) or not isinstance(ab, Sequence) or len(ab) != 2
+                or not all(isinstance(x, str) for x in ab)):
+            raise ParameterError(f"pairs[{i}] must name two attributes, e.g. "
+                                 f"[{names[0]!r}, {names[-1]!r}], got {ab!r}")
+        a, b = ab
+        if a == b or a not in names or b not in names:
+            raise ParameterError(f"pairs[{i}] must name two different attributes of "
+                                 f"{names}, got [{a!r}, {b!r}]")
+        if frozenset(ab) in seen:
+            raise ParameterError(f"pairs[{i}]: the pair ({a}, {b}) is declared twice")
+        if "epsilon" in spec or "name" in spec or not all(isinstance(k, str) for k in spec):
+            raise ParameterError(f"pairs[{i}] ({a}*{b}): give attributes, mechanism and its "
+                                 "parameters (epsilon is derived)")
+        seen.add(frozenset(ab))
+        spec["attributes"] = [a, b]
+        out.append(spec)
+    return out
+
+
 class MultiAttribute(Mechanism, AttributeEstimates):
     """m attributes, each with its own oracle; a report answers ``sample`` of them at ε/k.
 
@@ -137,7 +172,13 @@ class MultiAttribute(Mechanism, AttributeEstimates):
         distinct; 1 to 64 attributes.  A mechanism that estimates neither
         frequencies nor means (e.g. a nested ``multi``) is refused.
     sample:
-        k in [1, m], the attributes answered per report, each at ε/k.
+        k in [1, m + p], the questions answered per report, each at ε/k.
+    pairs:
+        Optional 2-way marginals: ``[a, b]`` or ``{"attributes": [a, b], "mechanism":
+        ..., ...}`` (default mechanism ``adaptive``: GRR or OLH over the d_a·d_b value
+        pairs).  Each pair is one more question, named ``"a*b"``, answered with the joint
+        index :math:`v_a d_b + v_b` (the slides' "partition users" across marginals, as
+        in CALM); :meth:`marginal` gives the (d_a, d_b) table.
     domain_size:
         Optional; if given it must equal min(∏ d_j, 2^62) (the mixed-radix domain).
 
@@ -147,7 +188,8 @@ class MultiAttribute(Mechanism, AttributeEstimates):
     mechanism = "multi"
 
     def __init__(self, *, epsilon: float, attributes: Sequence[Mapping[str, Any]] | None = None,
-                 sample: int = 1, domain_size: int | None = None) -> None:
+                 sample: int = 1, pairs: Sequence[Any] | None = None,
+                 domain_size: int | None = None) -> None:
         lo, hi = epsilon_range(self.mechanism)
         eps = check_epsilon(epsilon, low=lo, high=hi,
                             context=f"for mechanism {self.mechanism!r}")
@@ -155,7 +197,12 @@ class MultiAttribute(Mechanism, AttributeEstimates):
             check_int("domain_size", domain_size, low=2, high=MAX_PRODUCT)
         attrs = _check_attributes(attributes)
         m = len(attrs)
-        self.sample = check_int("sample", sample, low=1, high=m)
+        pair_specs = _check_pairs(pairs, [a["name"] for a in attrs])
+        q = m + len(pair_specs)
+        if q > MAX_ATTRIBUTES:
+            raise ParameterError(f"attributes and pairs: at most {MAX_ATTRIBUTES} questions, "
+                                 f"got {q}")
+        self.sample = check_int("sample", sample, low=1, high=q)
         from ..registry import make_oracle
 
         subs: list[Mechanism] = []
@@ -171,19 +218,39 @@ class MultiAttribute(Mechanism, AttributeEstimates):
                                      f"{sub.mechanism!r} cannot be an attribute (it must "
                                      "estimate frequencies or a mean)")
             subs.append(sub)
-        product = min(math.prod(s.domain_size for s in subs), MAX_PRODUCT)
+        names = [a["name"] for a in attrs]
+        self._pairs: tuple[tuple[int, int], ...] = ()
+        for i, pair in enumerate(pair_specs):
+            a, b = pair["attributes"]
+            ia, ib = names.index(a), names.index(b)
+            params = {k: v for k, v in pair.items() if k != "attributes"}
+            params.setdefault("mechanism", "adaptive")
+            params.setdefault("domain_size", subs[ia].domain_size * subs[ib].domain_size)
+            try:
+                sub = make_oracle(**params, epsilon=eps / self.sample)
+            except ParameterError as exc:
+                raise ParameterError(f"pairs[{i}] ({a}*{b}): {exc}") from None
+            if (not isinstance(sub, FrequencyEstimates) or isinstance(sub, MeanEstimates)
+                    or sub.domain_size != subs[ia].domain_size * subs[ib].domain_size):
+                raise ParameterError(f"pairs[{i}] ({a}*{b}): needs a frequency oracle over "
+                                     f"the {subs[ia].domain_size * subs[ib].domain_size} "
+                                     "value pairs")
+            self._pairs += ((ia, ib),)
+            subs.append(sub)
+        product = min(math.prod(s.domain_size for s in subs[:m]), MAX_PRODUCT)
         if domain_size is not None and domain_size != product:
             raise ParameterError(f"domain_size {domain_size} does not match the product of the "
                                  f"attributes' domain sizes (capped at 2^62): {product}")
-        self._names = tuple(a["name"] for a in attrs)
+        self._names = tuple(names) + tuple(f"{names[i]}*{names[j]}" for i, j in self._pairs)
         self._subs = tuple(subs)
+        self._m = m
         sizes = [math.prod(s.state_shape) for s in subs]
-        self._offsets = tuple(int(x) for x in np.cumsum([m, *sizes])[:-1])
-        self._cells = m + sum(sizes)
+        self._offsets = tuple(int(x) for x in np.cumsum([q, *sizes])[:-1])
+        self._cells = q + sum(sizes)
         if self._cells > MAX_STATE_CELLS:
             raise ParameterError(f"the attributes' states hold {self._cells} cells > "
                                  f"{MAX_STATE_CELLS}")
-        self._radix = tuple(s.domain_size for s in subs)
+        self._radix = tuple(s.domain_size for s in subs[:m])
         self.mixed_radix = math.prod(self._radix) <= MAX_PRODUCT
         """True when value tuples fit one index (∏ d_j ≤ 2^62): :meth:`perturb` and
         :meth:`combine` work; else only :meth:`perturb_attributes`."""
@@ -192,9 +259,31 @@ class MultiAttribute(Mechanism, AttributeEstimates):
     # ---- description -------------------------------------------------------------------
     @property
     def params(self) -> dict[str, Any]:
-        return {"sample": self.sample, "attributes": [
+        out: dict[str, Any] = {"sample": self.sample, "attributes": [
             {"name": name, **{k: v for k, v in sub.spec.items() if k != "epsilon"}}
-            for name, sub in zip(self._names, self._subs, strict=True)]}
+            for name, sub in zip(self._names[:self._m], self._subs[:self._m], strict=True)]}
+        if self._pairs:  # left out when absent: specs without pairs keep their fingerprint
+            out["pairs"] = [
+                {"attributes": [self._names[i], self._names[j]],
+                 **{k: v for k, v in sub.spec.items() if k != "epsilon"}}
+                for (i, j), sub in zip(self._pairs, self._subs[self._m:], strict=True)]
+        return out
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The attributes a device holds (one value each), in order; :attr:`attribute_names`
+        adds the 2-way marginals ``"a*b"`` answered from them."""
+        return self._names[:self._m]
+
+    def marginal(self, state: State, a: str, b: str) -> FloatArray:
+        """The 2-way marginal of attributes a and b (declared as a pair): unbiased joint
+        frequencies, shape (d_a, d_b)."""
+        name = f"{a}*{b}"
+        if name not in self._names[self._m:]:
+            raise ParameterError(f"({a}, {b}) is not a declared pair; pairs: "
+                                 f"{list(self._names[self._m:])}")
+        da, db = self.attribute(a).domain_size, self.attribute(b).domain_size
+        return self.attribute_frequencies(state, name).reshape(da, db)
 
     @property
     def attribute_names(self) -> tuple[str, ...]:
@@ -268,19 +357,19 @@ class MultiAttribute(Mechanism, AttributeEstimates):
         return out
 
     def _check_matrix(self, values: Any) -> IntArray:
-        m = len(self._names)
+        m = self._m
         arr = np.asarray(values)
         if arr.ndim == 1 and arr.size == m:
             arr = arr.reshape(1, m)
         if arr.ndim != 2 or arr.shape[1] != m:
             raise ParameterError(f"values must be an (n, {m}) array: one index per attribute "
-                                 f"{list(self._names)}, got shape {arr.shape}")
+                                 f"{list(self.input_names)}, got shape {arr.shape}")
         if arr.size and arr.dtype.kind not in "iu":
             if not (arr.dtype.kind == "f" and np.all(np.isfinite(arr))
                     and np.all(arr == np.floor(arr))):
                 raise ParameterError(f"values must be integer indices, got dtype {arr.dtype}")
         vals = arr.astype(np.int64, copy=False)
-        for j, (name, d) in enumerate(zip(self._names, self._radix, strict=True)):
+        for j, (name, d) in enumerate(zip(self.input_names, self._radix, strict=True)):
             col = vals[:, j]
             if col.size and (col.min() < 0 or col.max() >= d):
                 bad = int(col.min()) if col.min() < 0 else int(col.max())
@@ -315,6 +404,9 @@ class MultiAttribute(Mechanism, AttributeEstimates):
                         unit: FloatArray | None = None) -> dict[str, np.ndarray]:
         n, m = vals.shape[0], len(self._names)
         mask = self.sample_mask(n, rng)
+        if self._pairs:  # the pair questions' values: joint indices
+            joint = [vals[:, i] * self._radix[j] + vals[:, j] for i, j in self._pairs]
+            vals = np.concatenate([vals, np.stack(joint, axis=1)], axis=1)
         cols: dict[str, np.ndarray] = {
             "attrs": np.packbits(mask, axis=1, bitorder="little").reshape(n, (m + 7) // 8)}
         for j, (name, sub) in enumerate(zip(self._names, self._subs, strict=True)):
@@ -482,4 +574,7 @@ class MultiAttribute(Mechanism, AttributeEstimates):
                 {"name": "a", "mechanism": "oue", "domain_size": 5},
                 {"name": "b", "mechanism": "duchi", "bins": 2},
                 {"name": "c", "mechanism": "olh", "domain_size": 6}]},
+            {"attributes": [{"name": "a", "mechanism": "grr", "domain_size": 3},
+                            {"name": "b", "mechanism": "oue", "domain_size": 4}],
+             "pairs": [["a", "b"]]},
         ]

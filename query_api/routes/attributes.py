@@ -6,7 +6,8 @@ Each attribute is answered by its own oracle from its own sub-state (the
 parameters as the collection-level routes (:mod:`query_api.routes.estimates`):
 ``/attributes/{name}/frequencies``, ``subset``, ``heavy-hitters``, ``mean``,
 ``histogram``, ``cdf``, ``quantiles``, ``range`` — as far as that attribute's
-mechanism supports them (a 409 names the ones it does).  Intervals cover the
+mechanism supports them (a 409 names the ones it does).  A declared 2-way marginal is
+the attribute ``"a*b"`` whose values are labelled ``"x & y"``.  Intervals cover the
 frequency (or mean) among *all* n reporting devices: they are computed at the
 attribute's effective sample size
 (:meth:`ldpcore.multi.MultiAttribute.attribute_effective_size`), which adds the
@@ -79,8 +80,9 @@ async def _answer(svc: ServiceDep, spec: CollectionSpec, window: WindowDep, name
             responses={200: {"description": "the attributes, their oracles and report counts"},
                        **ERRORS})
 async def attributes(svc: ServiceDep, spec: SpecDep, window: WindowDep) -> Response:
-    """The attributes of a multi-attribute collection: domain, mechanism, ε/k, the
-    queries each answers and how many reports answered it."""
+    """The attributes of a multi-attribute collection, then its 2-way marginals
+    (``"a*b"``): domain, mechanism, ε/k, the queries each answers and how many reports
+    answered it."""
     require(spec.oracle(), AttributeEstimates, "per-attribute")
 
     def compute(oracle: Any, state: ldpcore.State, n_eff: float) -> dict[str, Any]:
@@ -88,7 +90,9 @@ async def attributes(svc: ServiceDep, spec: SpecDep, window: WindowDep) -> Respo
         rows = []
         for j, name in enumerate(oracle.attribute_names):
             sub = oracle.attribute(name)
-            rows.append({"name": name, "domain": spec.domain.attribute(name).to_dict(),
+            domain = ({"kind": "pair", "attributes": name.split("*")} if "*" in name
+                      else spec.domain.attribute(name).to_dict())
+            rows.append({"name": name, "domain": domain,
                          "mechanism": sub.mechanism, "epsilon": sub.epsilon,
                          "queries": routes_of(type(sub)), "n": int(counts[j])})
         return {"sample": oracle.sample, "sampling_probability": oracle.sampling_probability,

@@ -31,7 +31,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.any_broker]
 
 N = 30_000
 PROFILE = {"id": "profile", "description": "os, apps installed, age",
-           "oracle": {"mechanism": "multi", "epsilon": 2.0, "attributes": {"apps": "oue"}},
+           "oracle": {"mechanism": "multi", "epsilon": 2.0, "attributes": {"apps": "oue"},
+                      "pairs": [["os", "apps"]]},
            "domain": {"kind": "attributes", "attributes": [
                {"name": "os", "kind": "categories", "labels": ["linux", "mac", "win", "bsd"]},
                {"name": "apps", "kind": "integers", "low": 0, "high": 9},
@@ -80,7 +81,7 @@ def test_the_worker_counts_every_report_exactly_once(run: dict[str, Any]) -> Non
 def test_the_attribute_list_names_each_oracle_and_its_reports(run: dict[str, Any]) -> None:
     body = run["client"].get("/v1/collections/profile/attributes").json()
     rows = {a["name"]: a for a in body["attributes"]}
-    assert list(rows) == ["os", "apps", "age"] and body["sample"] == 1
+    assert list(rows) == ["os", "apps", "age", "os*apps"] and body["sample"] == 1
     assert rows["apps"]["mechanism"] == "oue" and rows["age"]["mechanism"] == "pm"
     assert rows["os"]["epsilon"] == 2.0 and "frequencies" in rows["os"]["queries"]
     assert rows["age"]["queries"] == ["mean"]
@@ -104,6 +105,25 @@ def test_per_attribute_frequencies_have_intervals_around_the_truth(run: dict[str
         assert abs(row["estimate"] - f) <= 4 * row["std_error"], (row, f)
     if name == "os":
         assert [row["label"] for row in body["estimates"]] == ["linux", "mac", "win", "bsd"]
+
+
+def test_a_declared_pair_answers_its_two_way_marginal(run: dict[str, Any]) -> None:
+    r = run["client"].get("/v1/collections/profile/attributes/os*apps/frequencies",
+                          params={"method": "base"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    rows = body["estimates"]
+    assert len(rows) == 40 and rows[0]["label"] == "linux & 0" and rows[-1]["label"] == "bsd & 9"
+    assert body["sum"] == pytest.approx(1.0, abs=0.05)
+    assert all(row["ci_low"] < row["estimate"] < row["ci_high"] for row in rows)
+    # the marginal of the pair agrees with the attribute's own estimate (both unbiased)
+    os_rows = run["client"].get("/v1/collections/profile/attributes/os/frequencies",
+                                params={"method": "base"}).json()["estimates"]
+    for i, row in enumerate(os_rows):
+        summed = sum(r["estimate"] for r in rows[10 * i:10 * i + 10])
+        se = np.hypot(row["std_error"], np.sqrt(sum(r["std_error"] ** 2
+                                                     for r in rows[10 * i:10 * i + 10])))
+        assert abs(summed - row["estimate"]) <= 4 * se
 
 
 def test_a_numeric_attribute_answers_its_mean_with_an_interval(run: dict[str, Any]) -> None:
@@ -164,7 +184,7 @@ def test_the_dashboard_shows_each_attribute_in_chromium(run: dict[str, Any]) -> 
         wait.until(lambda d: d.find_element(By.ID, "cid").text == "profile" and ready(d)
                    and d.find_elements(By.CSS_SELECTOR, "#attrs button"))
         buttons = driver.find_elements(By.CSS_SELECTOR, "#attrs button")
-        assert [b.text for b in buttons] == ["os", "apps", "age"]
+        assert [b.text for b in buttons] == ["os", "apps", "age", "os*apps"]
         assert "3 attributes: os, apps, age" in driver.find_element(By.ID, "domain").text
         assert len(driver.find_elements(By.CSS_SELECTOR, "#chart rect.bar")) == 4
         assert len(driver.find_elements(By.CSS_SELECTOR, "#chart line.ci")) == 4

@@ -220,3 +220,34 @@ def test_intervals_at_the_effective_size_cover_the_population_frequencies() -> N
     # 300 runs × 4 values: the coverage's standard error is about 0.006 at 0.95
     assert hit_eff / runs >= 0.93, hit_eff / runs
     assert hit_raw / runs < 0.6, hit_raw / runs
+
+
+def test_a_declared_pair_gives_an_unbiased_two_way_marginal() -> None:
+    o = ldpcore.make_oracle("multi", epsilon=2.0, attributes=ATTRS[:2],
+                            pairs=[["os", "lang"]])
+    assert isinstance(o, MultiAttribute)
+    assert o.attribute_names == ("os", "lang", "os*lang")
+    assert o.input_names == ("os", "lang") and o.attribute("os*lang").domain_size == 24
+    assert ldpcore.make_oracle(**o.spec) == o
+    n, runs = 20_000, 10
+    vals = population(n, 19)[:, :2]
+    joint = np.bincount(vals[:, 0] * 6 + vals[:, 1], minlength=24).reshape(4, 6) / n
+    rng = np.random.default_rng(20)
+    tables = [o.marginal(o.aggregate(o.perturb_attributes(vals, rng=rng)), "os", "lang")
+              for _ in range(runs)]
+    sd = np.sqrt([o.attribute_variance("os*lang", n, float(f)) / runs for f in joint.ravel()])
+    assert np.all(np.abs(np.mean(tables, axis=0).ravel() - joint.ravel()) <= Z * sd)
+    with pytest.raises(ParameterError, match="not a declared pair"):
+        o.marginal(o.new_state(), "lang", "os")
+
+
+@pytest.mark.parametrize("pairs,match", [
+    ([["os", "os"]], "two different attributes"),
+    ([["os", "nope"]], "two different attributes"),
+    ([["os", "lang"], ["lang", "os"]], "declared twice"),
+    ([{"attributes": ["os", "lang"], "mechanism": "pm", "bins": 24}], "frequency oracle"),
+    ("os*lang", "pairs must be a list"),
+])
+def test_bad_pairs_are_parameter_errors(pairs: object, match: str) -> None:
+    with pytest.raises(ParameterError, match=match):
+        ldpcore.make_oracle("multi", epsilon=1.0, attributes=ATTRS, pairs=pairs)

@@ -107,3 +107,14 @@ def test_messages_decode_and_aggregate_exactly_once_per_report() -> None:
     assert o.attribute_counts(state).sum() == 2 * 1000
     sub = s.attribute_spec("os")
     assert o.attribute_state(state, "os").fingerprint == sub.oracle().fingerprint
+
+
+def test_a_collection_declares_pairs_and_labels_their_values() -> None:
+    s = spec(pairs=[["os", "apps"]])
+    assert s.attribute_names == ("os", "apps", "age", "os*apps")
+    sub = s.attribute_spec("os*apps")
+    assert sub.domain.kind == "categories" and sub.domain.size == 3 * 41
+    assert sub.domain.labels[:2] == ("linux & 0", "linux & 1")
+    assert sub.oracle().domain_size == 3 * 41
+    assert CollectionSpec.from_dict(s.to_dict()).fingerprint == s.fingerprint
+    assert spec().fingerprint != s.fingerprint

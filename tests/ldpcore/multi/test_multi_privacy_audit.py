@@ -27,6 +27,9 @@ CASES = {
     "multi-k2": ("multi", {"sample": 2, "attributes": [
         {"name": "a", "mechanism": "grr", "domain_size": 2},
         {"name": "b", "mechanism": "oue", "domain_size": 2}]}),
+    "multi-pair-k1": ("multi", {"pairs": [["a", "b"]], "attributes": [
+        {"name": "a", "mechanism": "grr", "domain_size": 2},
+        {"name": "b", "mechanism": "grr", "domain_size": 2}]}),
     "vector-duchi-k1": ("vector", {"dimensions": 2, "base": "duchi"}),
     "vector-duchi-k2": ("vector", {"dimensions": 2, "sample": 2, "base": "duchi"}),
 }

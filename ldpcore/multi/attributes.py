@@ -13,7 +13,9 @@ local differential privacy", ICDE 2019 (Algorithm 4, :math:`k = \max(1,
 \min(d, \lfloor \varepsilon/2.5 \rfloor))`) show that sampling (small k) is more
 accurate: for OLH the split variance :math:`4e^{\varepsilon/m}/(n(e^{\varepsilon/m}
 - 1)^2)` exceeds the partition variance :math:`4 m e^{\varepsilon}/(n(e^{\varepsilon}
-- 1)^2)` for every m ≥ 2 (:mod:`ldpcore.multi.compare`).
+- 1)^2)` for every m ≥ 2 (:mod:`ldpcore.multi.compare`; oracle noise only — the
+sampling term below can reverse it at large ε, e.g. Duchi at ε = 4 with m = 2, see
+``bench/results/multiattr.md``).
 
 Estimation per attribute.  Let :math:`n_j` be the number of reports that sampled
 attribute j (:math:`n_j \sim \mathrm{Bin}(n, k/m)`, :math:`E[n_j] = nk/m`, stored in
@@ -36,7 +38,8 @@ value of two attributes: with p pairs a report samples k of the m + p questions.
 Reports are columnar: ``attrs`` is an (m + p)-bit mask of the sampled questions (exactly
 k bits set); for each attribute ``name`` and each column ``c`` of its oracle a column
 ``name.c``, zero in the reports that did not sample it.  The state is additive:
-``[n_0 … n_{m-1}]`` followed by every attribute oracle's flattened state.
+the per-question report counts ``[n_0 … n_{m+p-1}]`` followed by every question's
+oracle state, flattened.
 
 :meth:`~ldpcore.base.Mechanism.perturb` takes the *mixed-radix* index of the value
 tuple (attribute 0 most significant, :meth:`MultiAttribute.combine`), so the domain

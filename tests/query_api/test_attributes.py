@@ -88,6 +88,8 @@ def test_the_attribute_list_names_each_oracle_and_its_reports(run: dict[str, Any
     assert sum(a["n"] for a in rows.values()) == N
     listed = run["client"].get("/v1/collections/profile").json()
     assert "attributes" in listed["queries"]
+    # what producer.sdk.fetch_spec rebuilds a device's spec from
+    assert CollectionSpec.from_dict(listed["spec"]).fingerprint == run["spec"].fingerprint
 
 
 @pytest.mark.parametrize("name", ["os", "apps"])

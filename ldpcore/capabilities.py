@@ -13,7 +13,9 @@ declared by the capabilities it inherits:
 * :class:`DistributionEstimates`: a reconstructed distribution over an interval's
   bins, its CDF and quantiles in value units (``sw``);
 * :class:`HeavyHitterSearch`: the most frequent values of a domain too large to
-  enumerate (``pem``).
+  enumerate (``pem``);
+* :class:`AttributeEstimates`: several attributes per report, each estimated by its
+  own oracle from its own sub-state (``multi``, ``vector``; :mod:`ldpcore.multi`).
 
 >>> import ldpcore
 >>> from ldpcore.capabilities import FrequencyEstimates, RangeQueries, capabilities_of
@@ -37,6 +39,7 @@ __all__ = [
     "MeanEstimates",
     "DistributionEstimates",
     "HeavyHitterSearch",
+    "AttributeEstimates",
     "CAPABILITIES",
     "capabilities_of",
 ]
@@ -113,12 +116,34 @@ class HeavyHitterSearch(ABC):
         """The top ``k`` as (value, estimated frequency, standard error)."""
 
 
+class AttributeEstimates(ABC):
+    """Reports answer sampled attributes; each attribute has its own oracle and sub-state."""
+
+    @property
+    @abstractmethod
+    def attribute_names(self) -> tuple[str, ...]:
+        """The attributes, in declaration order."""
+
+    @abstractmethod
+    def attribute(self, name: str) -> Any:
+        """The oracle (a :class:`~ldpcore.base.Mechanism`) of attribute ``name``."""
+
+    @abstractmethod
+    def attribute_state(self, state: State, name: str) -> State:
+        """The sub-state of attribute ``name`` (its oracle's estimators apply to it)."""
+
+    @abstractmethod
+    def attribute_counts(self, state: State) -> Any:
+        """How many reports answered each attribute (an int array, declaration order)."""
+
+
 CAPABILITIES: dict[str, type] = {
     "frequencies": FrequencyEstimates,
     "ranges": RangeQueries,
     "mean": MeanEstimates,
     "distribution": DistributionEstimates,
     "heavy_hitters": HeavyHitterSearch,
+    "attributes": AttributeEstimates,
 }
 """Capability name → type, in a stable order (names are what services show)."""
 

@@ -26,6 +26,7 @@ import numpy as np
 from . import wire
 from .base import Mechanism, Reports, State
 from .capabilities import (
+    AttributeEstimates,
     FrequencyEstimates,
     HeavyHitterSearch,
     MeanEstimates,
@@ -210,6 +211,21 @@ def check_heavy_hitter_search(o: Mechanism) -> None:
         assert 0 <= v < o.domain_size and np.isfinite(f) and se > 0
 
 
+def check_attribute_estimates(o: Mechanism) -> None:
+    """Each attribute's sub-state is its oracle's state of the reports that answered it;
+    the per-attribute report counts add up to sample × n."""
+    assert isinstance(o, AttributeEstimates)
+    st = o.aggregate(o.perturb(_values(o, n=400), rng=10))
+    total = 0
+    for name in o.attribute_names:
+        sub, part = o.attribute(name), o.attribute_state(st, name)
+        sub.check_state(part)
+        assert part.n > 0 and part.counts.min() >= 0
+        total += part.n
+    assert total == getattr(o, "sample", 1) * st.n, (total, st.n)
+    _raises(ParameterError, lambda: o.attribute("no-such-attribute"), "unknown attribute")
+
+
 _COMMON: tuple[Check, ...] = (
     check_spec_round_trip, check_fingerprint_follows_epsilon, check_binary_wire_round_trip,
     check_json_records_round_trip, check_empty_batch, check_aggregation_is_additive,
@@ -223,6 +239,7 @@ _BY_CAPABILITY: tuple[tuple[type, Check], ...] = (
     (RangeQueries, check_range_queries),
     (MeanEstimates, check_mean_estimates),
     (HeavyHitterSearch, check_heavy_hitter_search),
+    (AttributeEstimates, check_attribute_estimates),
 )
 
 

@@ -66,7 +66,9 @@ __all__ = [
 ]
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_KINDS = ("categories", "integers", "interval")
+_KINDS = ("categories", "integers", "interval", "attributes")
+_ATTRIBUTE_KINDS = ("categories", "integers", "interval")
+_MAX_RADIX = 1 << 62  # ldpcore.multi: the mixed-radix index of a value tuple
 MAX_REPORTS_PER_WINDOW = 1_000_000
 _MAX_INT = 2**53 - 1  # exact in every JSON reader
 
@@ -89,7 +91,13 @@ class Domain:
     * ``categories``: ``labels`` (distinct strings), index = position;
     * ``integers``: ``low..high`` inclusive, index = value - low;
     * ``interval``: ``[low, high]`` cut into ``bins`` equal bins, index = bin
-      (values outside are clipped to the first/last bin).
+      (values outside are clipped to the first/last bin);
+    * ``attributes``: several named attributes, each a domain of the kinds above
+      (``{"kind": "attributes", "attributes": [{"name": "os", "kind": "categories",
+      ...}, ...]}``); a value is one device's tuple (a mapping name → value, or a
+      sequence in declaration order), index = the mixed-radix index of the
+      attributes' indices (attribute 0 most significant; :mod:`ldpcore.multi`), so
+      the product of their sizes must be at most 2^62.  Used with mechanism ``multi``.
     """
 
     kind: str
@@ -97,6 +105,7 @@ class Domain:
     low: float = 0
     high: float = 0
     bins: int = 0
+    attributes: tuple[tuple[str, Domain], ...] = ()
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Domain:
@@ -106,10 +115,13 @@ class Domain:
         if kind not in _KINDS:
             raise ParameterError(f"domain.kind must be one of {list(_KINDS)}, got {kind!r}")
         allowed = {"categories": {"kind", "labels"}, "integers": {"kind", "low", "high"},
-                   "interval": {"kind", "low", "high", "bins"}}[kind]
+                   "interval": {"kind", "low", "high", "bins"},
+                   "attributes": {"kind", "attributes"}}[kind]
         extra = sorted(set(raw) - allowed)
         if extra:
             raise ParameterError(f"unknown domain key(s) {extra} for kind {kind!r}")
+        if kind == "attributes":
+            return cls._attributes_from_dict(raw.get("attributes"))
         if kind == "categories":
             labels = raw.get("labels")
             if (not isinstance(labels, list) or len(labels) < 2
@@ -139,7 +151,55 @@ class Domain:
             raise ParameterError(f"domain.bins must be an integer >= 2, got {bins!r}")
         return cls(kind, low=float(low), high=float(high), bins=bins)
 
+    @classmethod
+    def _attributes_from_dict(cls, raw: Any) -> Domain:
+        from .multi.attributes import ATTRIBUTE_NAME_RE, MAX_ATTRIBUTES
+
+        if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_ATTRIBUTES:
+            raise ParameterError(f"domain.attributes must be a list of 1 to {MAX_ATTRIBUTES} "
+                                 "objects {name, kind, ...}")
+        out: list[tuple[str, Domain]] = []
+        for i, a in enumerate(raw):
+            if not isinstance(a, Mapping):
+                raise ParameterError(f"domain.attributes[{i}] must be an object "
+                                     "{name, kind, ...}")
+            name = a.get("name")
+            if not isinstance(name, str) or not ATTRIBUTE_NAME_RE.match(name):
+                raise ParameterError(f"domain.attributes[{i}].name must match "
+                                     f"{ATTRIBUTE_NAME_RE.pattern}, got {name!r}")
+            if a.get("kind") not in _ATTRIBUTE_KINDS:
+                raise ParameterError(f"domain.attributes[{i}] ({name}).kind must be one of "
+                                     f"{list(_ATTRIBUTE_KINDS)}, got {a.get('kind')!r}")
+            try:
+                sub = cls.from_dict({k: v for k, v in a.items() if k != "name"})
+            except ParameterError as exc:
+                raise ParameterError(f"domain.attributes[{i}] ({name}): {exc}") from None
+            out.append((name, sub))
+        names = [n for n, _ in out]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ParameterError(f"domain.attributes names must be distinct, repeated: {dup}")
+        product = math.prod(d.size for _, d in out)
+        if product > _MAX_RADIX:
+            raise ParameterError(f"domain.attributes: the attributes' sizes multiply to "
+                                 f"{product} > 2^62 (a device's tuple must fit one index); "
+                                 "use fewer values or bins")
+        if product < 2:
+            raise ParameterError("domain.attributes must have at least 2 value tuples")
+        return cls("attributes", attributes=tuple(out))
+
+    def attribute(self, name: str) -> Domain:
+        """The domain of attribute ``name`` (kind ``attributes``)."""
+        for n, d in self.attributes:
+            if n == name:
+                return d
+        raise ParameterError(f"unknown attribute {name!r}; attributes: "
+                             f"{[n for n, _ in self.attributes]}")
+
     def to_dict(self) -> dict[str, Any]:
+        if self.kind == "attributes":
+            return {"kind": self.kind,
+                    "attributes": [{"name": n, **d.to_dict()} for n, d in self.attributes]}
         if self.kind == "categories":
             return {"kind": self.kind, "labels": list(self.labels)}
         if self.kind == "integers":
@@ -148,6 +208,8 @@ class Domain:
 
     @property
     def size(self) -> int:
+        if self.kind == "attributes":
+            return math.prod(d.size for _, d in self.attributes)
         if self.kind == "categories":
             return len(self.labels)
         if self.kind == "integers":
@@ -155,7 +217,13 @@ class Domain:
         return self.bins
 
     def index(self, values: Any) -> npt.NDArray[np.int64]:
-        """Map labels / numbers to indices in ``[0, size)``; raises ParameterError if outside."""
+        """Map labels / numbers to indices in ``[0, size)``; raises ParameterError if outside.
+
+        For ``attributes``: ``values`` is a list of device tuples (mappings name → value
+        or sequences in declaration order); the result is their mixed-radix indices.
+        """
+        if self.kind == "attributes":
+            return self._index_tuples(values)
         arr = np.atleast_1d(np.asarray(values, dtype=object if self.kind == "categories"
                                        else np.float64))
         if self.kind == "categories":
@@ -174,6 +242,55 @@ class Domain:
             return (arr - self.low).astype(np.int64)
         width = (self.high - self.low) / self.bins
         return np.clip(np.floor((arr - self.low) / width), 0, self.bins - 1).astype(np.int64)
+
+
+    def attribute_indices(self, values: Any) -> npt.NDArray[np.int64]:
+        """Device tuples → an (n, m) array of per-attribute indices (kind ``attributes``).
+
+        >>> dom = Domain.from_dict({"kind": "attributes", "attributes": [
+        ...     {"name": "os", "kind": "categories", "labels": ["linux", "mac", "win"]},
+        ...     {"name": "age", "kind": "interval", "low": 0, "high": 100, "bins": 10}]})
+        >>> dom.attribute_indices([{"os": "mac", "age": 37.5}, ("win", 99)]).tolist()
+        [[1, 3], [2, 9]]
+        >>> dom.index([{"os": "mac", "age": 37.5}]).tolist()   # 1 * 10 + 3
+        [13]
+        """
+        if self.kind != "attributes":
+            raise ParameterError(f"domain kind {self.kind!r} has no attributes")
+        names = [n for n, _ in self.attributes]
+        rows = list(values) if not isinstance(values, (Mapping, str, bytes)) else [values]
+        cols: list[list[Any]] = [[] for _ in names]
+        for r, row in enumerate(rows):
+            if isinstance(row, Mapping):
+                missing = [n for n in names if n not in row]
+                extra = sorted(str(k) for k in row if k not in names)
+                if missing or extra:
+                    raise ParameterError(f"value {r}: needs exactly the attributes {names}"
+                                         + (f", missing {missing}" if missing else "")
+                                         + (f", unknown {extra}" if extra else ""))
+                items = [row[n] for n in names]
+            elif isinstance(row, (list, tuple)) and len(row) == len(names):
+                items = list(row)
+            else:
+                raise ParameterError(f"value {r} must be a mapping {{{', '.join(names)}}} or a "
+                                     f"sequence of {len(names)} values, got {row!r}")
+            for j, v in enumerate(items):
+                cols[j].append(v)
+        out = np.zeros((len(rows), len(names)), dtype=np.int64)
+        for j, (name, dom) in enumerate(self.attributes):
+            if rows:
+                try:
+                    out[:, j] = dom.index(cols[j])
+                except ParameterError as exc:
+                    raise ParameterError(f"attribute {name!r}: {exc}") from None
+        return out
+
+    def _index_tuples(self, values: Any) -> npt.NDArray[np.int64]:
+        idx = self.attribute_indices(values)
+        out = np.zeros(idx.shape[0], dtype=np.int64)
+        for j, (_, dom) in enumerate(self.attributes):
+            out = out * dom.size + idx[:, j]
+        return out
 
 
 @dataclass(frozen=True)
@@ -246,6 +363,7 @@ class CollectionSpec:
         if bad_keys:
             raise ParameterError(f"oracle parameter names must be strings, got {bad_keys!r}")
         _numeric_params(params, domain)
+        _attribute_params(params, domain)
         if params.setdefault("domain_size", domain.size) != domain.size:
             raise ParameterError(f"oracle.domain_size {params['domain_size']} does not match the "
                                  f"domain's {domain.size} values")
@@ -295,6 +413,40 @@ class CollectionSpec:
         """A fresh oracle for this collection (validates and aggregates its reports)."""
         return make_oracle(**self.oracle_spec)
 
+    @property
+    def attribute_names(self) -> tuple[str, ...]:
+        """The attributes of a ``multi`` collection, then its 2-way marginals ``"a*b"``
+        (empty for the others)."""
+        pairs = self.oracle_spec.get("pairs") or []
+        return (tuple(n for n, _ in self.domain.attributes)
+                + tuple("*".join(p["attributes"]) for p in pairs))
+
+    def attribute_spec(self, name: str) -> CollectionSpec:
+        """The view of one attribute of a ``multi`` collection as a collection of its own:
+        id ``"<id>.<name>"``, the attribute's domain and oracle (at ε/k), this collection's
+        windows and policy.  For estimation and labels only: its fingerprint is not the
+        one reports carry, and its reports live in the parent's state
+        (:meth:`ldpcore.multi.MultiAttribute.attribute_state`).
+
+        >>> spec = CollectionSpec.from_dict({"id": "profile", "oracle": {"mechanism": "multi",
+        ...     "epsilon": 2.0}, "domain": {"kind": "attributes", "attributes": [
+        ...     {"name": "os", "kind": "categories", "labels": ["linux", "mac", "win"]},
+        ...     {"name": "age", "kind": "interval", "low": 0, "high": 100, "bins": 10}]}})
+        >>> sub = spec.attribute_spec("age")
+        >>> sub.id, sub.oracle_spec["mechanism"], sub.oracle_spec["epsilon"], sub.domain.bins
+        ('profile.age', 'pm', 2.0, 10)
+        """
+        dom = (_pair_domain(self.domain, name) if "*" in name
+               else self.domain.attribute(name))
+        oracle: Any = self.oracle()
+        sub = oracle.attribute(name)
+        return CollectionSpec(f"{self.id}.{name}", dict(sub.spec), dom,
+                              f"attribute {name!r} of {self.id!r}", version=self.version,
+                              window_seconds=self.window_seconds,
+                              retention_seconds=self.retention_seconds,
+                              min_reports=self.min_reports, memoization=self.memoization,
+                              reports_per_window=self.reports_per_window)
+
     def two_level(self) -> TwoLevel | None:
         """The two-level scheme of a ``memoization: two-level`` collection, else None."""
         if self.memoization != "two-level" or self.epsilon_1 is None:
@@ -335,6 +487,26 @@ class CollectionSpec:
         return longitudinal.multiwindow_variance(
             tl if tl is not None else self.oracle(), window_counts, self.memoization,
             frequency=frequency, reports_per_window=self.reports_per_window)
+
+
+def _value_labels(dom: Domain) -> list[str]:
+    if dom.kind == "categories":
+        return list(dom.labels)
+    if dom.kind == "integers":
+        return [str(int(dom.low) + i) for i in range(dom.size)]
+    w = (dom.high - dom.low) / dom.bins
+    return [f"[{dom.low + i * w:g}, {dom.low + (i + 1) * w:g})" for i in range(dom.bins)]
+
+
+def _pair_domain(domain: Domain, name: str) -> Domain:
+    """The domain of the 2-way marginal ``"a*b"``: categories ``"x & y"`` (index
+    i_a·d_b + i_b), or plain integers beyond 65,536 pairs."""
+    a, _, b = name.partition("*")
+    da, db = domain.attribute(a), domain.attribute(b)
+    if da.size * db.size > 1 << 16:
+        return Domain("integers", low=0, high=da.size * db.size - 1)
+    return Domain("categories", labels=tuple(f"{x} & {y}" for x in _value_labels(da)
+                                             for y in _value_labels(db)))
 
 
 def _longitudinal(raw: Mapping[str, Any], oracle: Mechanism
@@ -378,6 +550,71 @@ def _numeric_params(params: dict[str, Any], domain: Domain) -> None:
         if _finite(given) != value:
             raise ParameterError(f"oracle.{key} {params[key]!r} does not match the domain's "
                                  f"{value!r}")
+
+
+_DEFAULT_ATTRIBUTE_MECHANISM = {"categories": "adaptive", "integers": "adaptive",
+                                "interval": "pm"}
+
+
+def _attribute_params(params: dict[str, Any], domain: Domain) -> None:
+    """``multi`` takes its attributes from an ``attributes`` domain: each attribute's
+    oracle is ``oracle.attributes[i]`` (``{mechanism, ...}``, optionally ``name``; a list
+    in declaration order or a mapping name → spec), by default ``adaptive`` (GRR or OLH)
+    for categories and integers and ``pm`` for intervals; its size (and interval) come
+    from the attribute's domain."""
+    if params["mechanism"] == "vector":
+        raise ParameterError("mechanism 'vector' is the library's [-1, 1]^d mean estimator; a "
+                             "collection declares mechanism 'multi' with interval attributes "
+                             "(pm or duchi) instead")
+    multi = params["mechanism"] == "multi"
+    if domain.kind == "attributes" and not multi:
+        raise ParameterError(f"a domain of kind 'attributes' needs mechanism 'multi', got "
+                             f"{params['mechanism']!r}")
+    if not multi:
+        return
+    if domain.kind != "attributes":
+        raise ParameterError(f"mechanism 'multi' needs a domain of kind 'attributes', got kind "
+                             f"{domain.kind!r}")
+    names = [n for n, _ in domain.attributes]
+    given = params.get("attributes")
+    if given is None:
+        given = [{} for _ in names]
+    elif isinstance(given, Mapping):
+        unknown = sorted(str(k) for k in given if k not in names)
+        if unknown:
+            raise ParameterError(f"oracle.attributes names {unknown} are not attributes of "
+                                 f"the domain {names}")
+        given = [given.get(n, {}) for n in names]
+    if not isinstance(given, list) or len(given) != len(names):
+        raise ParameterError(f"oracle.attributes must be a list of {len(names)} objects (one "
+                             f"per domain attribute, in order) or a mapping name → object")
+    out = []
+    for (name, dom), raw in zip(domain.attributes, given, strict=True):
+        if isinstance(raw, str):
+            raw = {"mechanism": raw}
+        if not isinstance(raw, Mapping):
+            raise ParameterError(f"oracle.attributes ({name}) must be an object {{mechanism, "
+                                 "...}} or a mechanism name")
+        a = dict(raw)
+        if a.setdefault("name", name) != name:
+            raise ParameterError(f"oracle.attributes names {a['name']!r} where the domain's "
+                                 f"attribute is {name!r} (same order)")
+        a.setdefault("mechanism", _DEFAULT_ATTRIBUTE_MECHANISM[dom.kind])
+        inner = {k: v for k, v in a.items() if k != "name"}
+        try:
+            _numeric_params(inner, dom)
+        except ParameterError as exc:
+            raise ParameterError(f"oracle.attributes ({name}): {exc}") from None
+        if "bins" in inner and inner["bins"] != dom.size:
+            raise ParameterError(f"oracle.attributes ({name}).bins {inner['bins']!r} does not "
+                                 f"match the domain's {dom.size}")
+        inner.pop("bins", None)
+        if inner.setdefault("domain_size", dom.size) != dom.size:
+            raise ParameterError(f"oracle.attributes ({name}).domain_size "
+                                 f"{inner['domain_size']!r} does not match the domain's "
+                                 f"{dom.size} values")
+        out.append({"name": name, **inner})
+    params["attributes"] = out
 
 
 def load_collections(raw: Any) -> list[CollectionSpec]:

@@ -83,6 +83,8 @@ EPSILON_RANGES: dict[str, tuple[float, float]] = {
     "pm": (EPSILON_MIN, 59.6),
     "duchi": (EPSILON_MIN, 29.8),
     "pem": (EPSILON_MIN, 29.8),
+    "multi": (EPSILON_MIN, 29.8),  # and ε/sample within every attribute oracle's range
+    "vector": (EPSILON_MIN, 29.8),
 }
 """Allowed ε per mechanism (closed intervals)."""
 
@@ -104,6 +106,8 @@ DOMAIN_RANGES: dict[str, tuple[int, int]] = {
     "pm": (2, 1 << 20),
     "duchi": (2, 1 << 20),
     "pem": (16, 1 << 62),
+    "multi": (2, 1 << 62),  # the product of the attributes' domain sizes, capped at 2^62
+    "vector": (2, 1 << 62),  # bins^dimensions, capped at 2^62
 }
 """Allowed ``domain_size`` (``bins`` for sw/pm/duchi, ``2^bits`` for pem) per mechanism."""
 
@@ -200,6 +204,18 @@ PARAMETER_RANGES: dict[str, dict[str, str]] = {
             "keep": "integer in [1, 4096]", "eta": "integer in [1, 16], keep*2^eta <= 2^22",
             "pool": "integer in [1, 4096]", "hash_seed": "integer in [0, 2^63-1]",
             "g (derived)": "round(e^eps + 1), lowered so groups*pool*g <= 2^26 and g <= 65536"},
+    "multi": {"epsilon": _eps("multi") + "; each attribute runs at epsilon/sample, within its "
+                                         "mechanism's range",
+              "attributes": "list of 1 to 64 {name, mechanism, <its parameters but epsilon>}, "
+                            "distinct names [A-Za-z][A-Za-z0-9_-]{0,63}",
+              "sample": "integer k in [1, attributes + pairs] (default 1)",
+              "pairs": "optional list of [a, b] or {attributes: [a, b], mechanism, ...}: "
+                       "2-way marginals, each pair of different attributes once",
+              "domain_size": "optional; the product of the attributes' sizes, capped at 2^62"},
+    "vector": {"epsilon": _eps("vector"), "dimensions": "integer in [1, 64]",
+               "sample": "integer in [1, dimensions] or 'auto' (max(1, min(d, floor(eps/2.5))))",
+               "base": "one of pm, duchi", "bins": "integer in [2, 2^20]",
+               "domain_size": "optional; bins^dimensions, capped at 2^62"},
 }
 """Human-readable allowed range of every parameter, per mechanism (JSON-able)."""
 

@@ -38,6 +38,9 @@ MECHANISMS: dict[str, str] = {
     "duchi": "ldpcore.numeric.mean:Duchi",
     # Heavy hitters over 2^bits domains (no enumeration).
     "pem": "ldpcore.heavy.pem:PEM",
+    # Several attributes per report (ldpcore.multi).
+    "multi": "ldpcore.multi.attributes:MultiAttribute",
+    "vector": "ldpcore.multi.vector:NumericVector",
 }
 
 def available_mechanisms() -> list[str]:

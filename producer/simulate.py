@@ -18,6 +18,13 @@ twice in a window, and when every present device has reported the simulator
 waits for the next window.  Without ``rate`` (as fast as possible) rounds are
 virtual windows.
 
+Multi-attribute collections (domain kind ``attributes``, mechanism ``multi``): every
+device holds one value per attribute, drawn *independently* per attribute from
+``--dist`` over that attribute's own domain (e.g. ``zipf:1.1`` over each attribute's
+labels or bins); a device's tuple is its mixed-radix index.  The truth then counts
+each attribute's values: ``SimulationResult.truth`` is the per-attribute counts
+concatenated in declaration order (:func:`truth_by_attribute` splits it).
+
 The ground truth stays in this process (and the ``--truth`` file); only perturbed
 reports reach Kafka.  It counts the true value of every *report* (a device that
 reported in k windows counts k times), which is what an estimate from the summed
@@ -45,7 +52,7 @@ from ldpcore import Reports, State
 from ldpcore.collection import CollectionSpec
 
 __all__ = ["distribution", "generate", "schedule", "Sent", "simulate", "SimulationResult",
-           "Progress", "write_truth"]
+           "Progress", "write_truth", "population_model", "truth_by_attribute"]
 
 
 def distribution(name: str, d: int) -> np.ndarray:
@@ -95,6 +102,48 @@ def _histogram(path: str, name: str | None, d: int) -> np.ndarray:
     return counts
 
 
+def population_model(spec: CollectionSpec, dist: str) -> Any:
+    """What :func:`schedule` draws device values from: the probability vector over the
+    domain, or for an ``attributes`` domain the list of per-attribute vectors (the
+    attributes are independent; see the module docstring)."""
+    if spec.domain.kind == "attributes":
+        return [distribution(dist, d.size) for _, d in spec.domain.attributes]
+    return distribution(dist, spec.domain.size)
+
+
+def _draw(spec: CollectionSpec, probs: Any, rng: np.random.Generator, size: int
+          ) -> np.ndarray:
+    """``size`` device values (domain indices) from :func:`population_model`'s ``probs``."""
+    if spec.domain.kind != "attributes":
+        return rng.choice(spec.domain.size, size=size, p=probs)
+    out = np.zeros(size, dtype=np.int64)
+    for (_, dom), p in zip(spec.domain.attributes, probs, strict=True):
+        out = out * dom.size + rng.choice(dom.size, size=size, p=p)
+    return out
+
+
+def _tally(spec: CollectionSpec, values: np.ndarray) -> np.ndarray:
+    """Truth counts of a batch of domain indices (per attribute, concatenated, for an
+    ``attributes`` domain)."""
+    if spec.domain.kind != "attributes":
+        return np.bincount(values, minlength=spec.domain.size)
+    parts = []
+    x = np.asarray(values, dtype=np.int64).copy()
+    for _, dom in reversed(spec.domain.attributes):
+        parts.append(np.bincount(x % dom.size, minlength=dom.size))
+        x //= dom.size
+    return np.concatenate(parts[::-1])
+
+
+def truth_by_attribute(spec: CollectionSpec, truth: np.ndarray) -> dict[str, np.ndarray]:
+    """Split :attr:`SimulationResult.truth` of an ``attributes`` collection per attribute."""
+    out, pos = {}, 0
+    for name, dom in spec.domain.attributes:
+        out[name] = truth[pos:pos + dom.size]
+        pos += dom.size
+    return out
+
+
 def _batch_sizes(sizes: list[int]) -> Iterator[int]:
     while True:
         yield from sizes
@@ -137,10 +186,9 @@ def schedule(spec: CollectionSpec, probs: np.ndarray, reports: int, devices: int
     oracle = spec.oracle()
     two_level = spec.two_level()
     policy = spec.memoization
-    d = spec.domain.size
     one_shot = devices is None
     nd = min(devices or reports, reports) or 1
-    truth = rng.choice(d, size=nd, p=probs)
+    truth = _draw(spec, probs, rng, nd)
     serial = np.arange(nd, dtype=np.int64)
     next_serial = nd
     # The memo table: one randomized (permanent) answer per device, drawn on the device side.
@@ -158,7 +206,7 @@ def schedule(spec: CollectionSpec, probs: np.ndarray, reports: int, devices: int
         if rnd and churn > 0:
             gone = np.flatnonzero(rng.random(nd) < churn)
             if gone.size:
-                truth[gone] = rng.choice(d, size=gone.size, p=probs)
+                truth[gone] = _draw(spec, probs, rng, gone.size)
                 serial[gone] = np.arange(next_serial, next_serial + gone.size)
                 next_serial += gone.size
                 if memo is not None:
@@ -262,10 +310,10 @@ def simulate(spec: CollectionSpec, send: Callable[[Reports], Any], *, dist: str,
     sizes = batch_sizes or [512]
     if any(b < 1 for b in sizes):
         raise ValueError("batch sizes must be >= 1")
-    probs = distribution(dist, spec.domain.size)
+    probs = population_model(spec, dist)
     oracle = spec.oracle()
     state = oracle.new_state()
-    truth = np.zeros(spec.domain.size, dtype=np.int64)
+    truth = np.zeros_like(_tally(spec, np.zeros(0, dtype=np.int64)), dtype=np.int64)
     bar = Progress(reports, progress)
     if clock is None and rate:
         clock = time.time
@@ -283,7 +331,7 @@ def simulate(spec: CollectionSpec, send: Callable[[Reports], Any], *, dist: str,
             pace_t0, pace_done = now(), done
         send(batch)
         state += oracle.aggregate(batch)
-        truth += np.bincount(true_vals, minlength=spec.domain.size)
+        truth += _tally(spec, true_vals)
         window_counts[rnd] += len(batch)
         done += len(batch)
         messages += 1
@@ -304,6 +352,9 @@ def write_truth(path: str | Path, spec: CollectionSpec, result: SimulationResult
            "counts": result.truth.tolist(), **meta}
     if spec.domain.kind == "categories":
         out["labels"] = list(spec.domain.labels)
+    if spec.domain.kind == "attributes":
+        out["attributes"] = {name: c.tolist()
+                             for name, c in truth_by_attribute(spec, result.truth).items()}
     Path(path).write_text(json.dumps(out, indent=1))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ldpcore.capabilities import (
+    AttributeEstimates,
     DistributionEstimates,
     FrequencyEstimates,
     HeavyHitterSearch,
@@ -28,6 +29,7 @@ ROUTES: dict[type, tuple[str, ...]] = {
     MeanEstimates: ("mean",),
     DistributionEstimates: ("quantiles", "cdf", "histogram"),
     HeavyHitterSearch: ("heavy-hitters",),
+    AttributeEstimates: ("attributes",),
 }
 """Capability → the estimate routes it serves."""
 

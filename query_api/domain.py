@@ -79,7 +79,7 @@ def labels_of(spec: CollectionSpec) -> list[str] | None:
 
 def _labels(spec: CollectionSpec) -> list[str] | None:
     dom = spec.domain
-    if dom.size > 1 << 20:
+    if dom.size > 1 << 20 or dom.kind == "attributes":  # attributes: per attribute
         return None
     if dom.kind == "categories":
         return list(dom.labels)

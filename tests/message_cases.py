@@ -35,6 +35,14 @@ SPEC_DICTS: list[dict[str, Any]] = [
     {"id": "f-pem", "oracle": {"mechanism": "pem", "epsilon": 4.0, "keep": 8, "eta": 4,
                                "pool": 16},
      "domain": {"kind": "integers", "low": 0, "high": 2**16 - 1}},
+    # Several attributes per report (ldpcore.multi): a mask column plus each
+    # attribute's columns, zero where not sampled.
+    {"id": "f-multi", "oracle": {"mechanism": "multi", "epsilon": 2.0, "sample": 2,
+                                 "attributes": {"size": "oue", "age": "duchi"}},
+     "domain": {"kind": "attributes", "attributes": [
+         {"name": "os", "kind": "categories", "labels": ["a", "b", "c"]},
+         {"name": "size", "kind": "integers", "low": 0, "high": 9},
+         {"name": "age", **_NUM}]}},
 ]
 
 

@@ -94,7 +94,12 @@ class PiecewiseMechanism(_MeanOnly):
         return np.where(band, inside, outside)
 
     def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        t = 2 * self._unit_values(values, rng) - 1
+        return self.report_columns_of_t(2 * self._unit_values(values, rng) - 1, rng)
+
+    def report_columns_of_t(self, t: FloatArray, rng: np.random.Generator
+                            ) -> dict[str, np.ndarray]:
+        """The report columns of continuous values t in [-1, 1] (no binning): PM's y in
+        fixed point.  Used by :mod:`ldpcore.multi` for exactly unbiased vector means."""
         y = self.perturb_t(t, rng)
         z = (y + self.C) / (2 * self.C) * _LEVELS
         zi = np.floor(z + rng.random(z.size))  # stochastic rounding keeps E[zi] = z
@@ -209,7 +214,11 @@ class Duchi(_MeanOnly):
         return (1,)
 
     def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        t = 2 * self._unit_values(values, rng) - 1
+        return self.report_columns_of_t(2 * self._unit_values(values, rng) - 1, rng)
+
+    def report_columns_of_t(self, t: FloatArray, rng: np.random.Generator
+                            ) -> dict[str, np.ndarray]:
+        """The report column of continuous values t in [-1, 1] (no binning)."""
         e = math.exp(self.epsilon)
         plus = rng.random(t.size) < ((e - 1) * t + e + 1) / (2 * (e + 1))
         return {"y": plus.astype(np.uint8)}

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from .attributes import router as attributes
 from .collections import router as collections
 from .estimates import router as estimates
 from .operations import router as operations
 from .series import router as series
 from .stream import router as stream
 
-__all__ = ["collections", "estimates", "operations", "series", "stream"]
+__all__ = ["attributes", "collections", "estimates", "operations", "series", "stream"]

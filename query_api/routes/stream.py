@@ -13,6 +13,7 @@ from fastapi.responses import StreamingResponse
 
 import ldpcore
 from ldpcore.capabilities import (
+    AttributeEstimates,
     DistributionEstimates,
     HeavyHitterSearch,
     MeanEstimates,
@@ -37,6 +38,10 @@ def live_view(o: Any, s: ldpcore.State, *, labels: list[str] | None, method: str
               confidence: float, top: int | None, offset: int,
               n_effective: float | None = None) -> dict[str, Any]:
     """What the dashboard shows of a collection, by its mechanism's capabilities."""
+    if isinstance(o, AttributeEstimates):  # several attributes: their report counts (the
+        # per-attribute estimates are under /attributes/{name}/…)
+        return {"attributes": [{"name": a, "n": int(c)} for a, c in
+                               zip(o.attribute_names, o.attribute_counts(s), strict=True)]}
     if isinstance(o, MeanEstimates):  # numeric: distribution (if any) and mean
         return E.numeric_summary(o, s, confidence=confidence, n_effective=n_effective)
     if isinstance(o, HeavyHitterSearch) or not isinstance(o, ldpcore.FrequencyOracle):

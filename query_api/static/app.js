@@ -163,6 +163,7 @@ async function getJSON(url) {
 }
 function kindOf(c) {
   const q = c.queries || [];
+  if (q.includes("attributes")) return "attributes";
   if (q.includes("mean")) return "numeric";
   if (q.includes("cdf")) return "ordered";
   if (q.includes("frequencies")) return "categorical";
@@ -183,6 +184,7 @@ function methodParam(qs) {
   return qs;
 }
 function domainText(d) {
+  if (d.kind === "attributes") return `${d.attributes.length} attributes: ${d.attributes.map((a) => a.name).join(", ")}`;
   if (d.kind === "categories") return `${fmtInt(d.labels.length)} categories`;
   if (d.kind === "integers") return `whole numbers ${fmtInt(d.low)} to ${fmtInt(d.high)}`;
   return `numbers ${fmtNum(d.low)} to ${fmtNum(d.high)} (${d.bins} bins)`;
@@ -324,11 +326,16 @@ async function drawHistory(bucket) {
   const svg = $("history"), strip = $("counts"), legend = $("legend");
   const qs = seriesQuery(bucket);
   legend.replaceChildren();
+  const hideHistory = detail.kind === "attributes";  // no per-attribute series yet
+  svg.style.display = strip.style.display = hideHistory ? "none" : "";
   if (!qs) {
     frame(svg); frame(strip, { B: 18, T: 4 });
     $("histTitle").textContent = "History";
-    $("histNote").textContent = "Heavy-hitter searches have no history over time: the table " +
-      "below lists the most frequent values in the selected time range.";
+    $("histNote").textContent = detail.kind === "attributes"
+      ? "Multi-attribute collections have no history over time yet: below, each attribute " +
+        "in the selected time range."
+      : "Heavy-hitter searches have no history over time: the table " +
+        "below lists the most frequent values in the selected time range.";
     return;
   }
   const data = await getJSON(`${base("series")}?${qs}`);
@@ -429,6 +436,9 @@ async function drawNow() {
   $("big").hidden = true; $("quantiles").hidden = true; $("nowNote").textContent = "";
   svg.style.display = "";
   const label = { "15m": "last 15 minutes", "1h": "last hour", "6h": "last 6 hours", "24h": "last 24 hours", "7d": "last 7 days" }[range];
+  const box = $("attrs");
+  if (box) box.hidden = detail.kind !== "attributes";
+  if (detail.kind === "attributes") return attributesPanel(svg, label);
   if (detail.kind === "categorical") return frequencies(svg, label);
   if (detail.kind === "ordered") return distribution(svg, label, true);
   if (detail.kind === "numeric") return numeric(svg, label);
@@ -582,6 +592,66 @@ async function numeric(svg, label) {
     $("nowTitle").textContent = `Mean, ${label}`;
     $("nowNote").textContent = "This mechanism estimates the mean only (no distribution).";
   }
+}
+
+// ---- multi-attribute collections (GET …/attributes, …/attributes/{name}/…) ------------
+let attrName = null;
+async function attributesPanel(svg, label) {
+  const list = await getJSON(`${base("attributes")}?${rangeParams()}`);
+  facts(list);
+  const attrs = list.attributes;
+  if (!attrs.some((a) => a.name === attrName)) attrName = attrs[0].name;
+  let box = $("attrs");
+  if (!box) {
+    box = document.createElement("div");
+    box.id = "attrs"; box.className = "ranges"; box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "attribute");
+    svg.before(box);
+  }
+  box.hidden = false;
+  box.replaceChildren();
+  for (const a of attrs) {
+    const b = document.createElement("button");
+    b.textContent = a.name; b.dataset.attribute = a.name;
+    b.classList.toggle("active", a.name === attrName);
+    tip(b, `${a.name}: ${a.mechanism}, ε = ${fmtNum(a.epsilon)} per report
+` +
+      `${fmtInt(a.n)} of ${fmtInt(list.n)} reports answered it`);
+    b.addEventListener("click", () => { attrName = a.name; render(); });
+    box.appendChild(b);
+  }
+  const a = attrs.find((x) => x.name === attrName);
+  const path = `attributes/${encodeURIComponent(a.name)}`;
+  const share = `${fmtInt(a.n)} of ${fmtInt(list.n)} reports answered "${a.name}" ` +
+    `(each report answers ${list.sample} of ${attrs.length} attributes, at ε = ${fmtNum(a.epsilon)} each)`;
+  if (a.queries.includes("frequencies")) {
+    const qs = methodParam(rangeParams({ top: String(TOP) }));
+    const d = await getJSON(`${base(path + "/frequencies")}?${qs}`);
+    $("nowTitle").textContent = `${a.name}: share of reports, ${label}`;
+    bars(svg, d.estimates, { label: (r) => showLabel(r.label), n: d.n_attribute, method: d.method,
+                             conf: Math.round(d.confidence * 100), rotate: d.estimates.length > 12,
+                             xtitle: a.name });
+    $("nowNote").textContent = `Bars: estimated share of all reporting devices; whiskers: ` +
+      `${Math.round(d.confidence * 100)} % intervals (method ${d.method}). ${share}.`;
+    return;
+  }
+  if (a.queries.includes("mean")) {
+    const m = await getJSON(`${base(path + "/mean")}?${rangeParams()}`);
+    const big = $("big"), conf = Math.round(m.confidence * 100);
+    big.innerHTML = "";
+    big.append(`${a.name}: mean ${fmtNum(m.estimate)} `);
+    const small = document.createElement("small");
+    small.textContent = `${conf} % interval ${fmtNum(m.ci_low)} – ${fmtNum(m.ci_high)}`;
+    big.appendChild(small);
+    big.hidden = false;
+    svg.style.display = "none";
+    $("nowTitle").textContent = `${a.name}: mean, ${label}`;
+    $("nowNote").textContent = `${share}.`;
+    return;
+  }
+  svg.style.display = "none";
+  $("nowTitle").textContent = `${a.name}, ${label}`;
+  $("nowNote").textContent = `This attribute answers ${a.queries.join(", ")}. ${share}.`;
 }
 
 async function heavy(svg, label) {

@@ -13,7 +13,10 @@ declared by the capabilities it inherits:
 * :class:`DistributionEstimates`: a reconstructed distribution over an interval's
   bins, its CDF and quantiles in value units (``sw``);
 * :class:`HeavyHitterSearch`: the most frequent values of a domain too large to
-  enumerate (``pem``).
+  enumerate (``pem``);
+* :class:`ItemsetSupport`: the support of candidate itemsets of set-valued data
+  (``psi``);
+* :class:`SetSizeEstimates`: the distribution of set sizes (``setsize``).
 
 >>> import ldpcore
 >>> from ldpcore.capabilities import FrequencyEstimates, RangeQueries, capabilities_of
@@ -37,6 +40,8 @@ __all__ = [
     "MeanEstimates",
     "DistributionEstimates",
     "HeavyHitterSearch",
+    "ItemsetSupport",
+    "SetSizeEstimates",
     "CAPABILITIES",
     "capabilities_of",
 ]
@@ -113,12 +118,39 @@ class HeavyHitterSearch(ABC):
         """The top ``k`` as (value, estimated frequency, standard error)."""
 
 
+class ItemsetSupport(ABC):
+    """Estimates the support (fraction of devices holding it) of candidate itemsets."""
+
+    itemsets: list[list[int]]
+    """The candidate itemsets, in the order of the estimates."""
+
+    @abstractmethod
+    def itemset_support(self, state: State) -> tuple[FloatArray, FloatArray]:
+        """(support, standard error) of every candidate itemset."""
+
+
+class SetSizeEstimates(ABC):
+    """Estimates the distribution of set sizes of set-valued data."""
+
+    max_size: int
+
+    @abstractmethod
+    def size_distribution(self, state: State) -> FloatArray:
+        """Estimated probability of every size ``0 .. max_size`` (non-negative, sums to 1)."""
+
+    @abstractmethod
+    def size_percentile(self, state: State, q: float = 0.9) -> int:
+        """Smallest size >= 1 whose estimated CDF reaches ``q``."""
+
+
 CAPABILITIES: dict[str, type] = {
     "frequencies": FrequencyEstimates,
     "ranges": RangeQueries,
     "mean": MeanEstimates,
     "distribution": DistributionEstimates,
     "heavy_hitters": HeavyHitterSearch,
+    "itemsets": ItemsetSupport,
+    "set_sizes": SetSizeEstimates,
 }
 """Capability name → type, in a stable order (names are what services show)."""
 

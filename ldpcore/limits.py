@@ -83,6 +83,9 @@ EPSILON_RANGES: dict[str, tuple[float, float]] = {
     "pm": (EPSILON_MIN, 59.6),
     "duchi": (EPSILON_MIN, 29.8),
     "pem": (EPSILON_MIN, 29.8),
+    "ps": (EPSILON_MIN, 21.5),  # GRR's amplified eps' = ln(l(e^eps-1)+1) <= 29.8 for l <= 4096
+    "psi": (EPSILON_MIN, 21.5),
+    "setsize": (EPSILON_MIN, 29.8),
 }
 """Allowed ε per mechanism (closed intervals)."""
 
@@ -104,6 +107,9 @@ DOMAIN_RANGES: dict[str, tuple[int, int]] = {
     "pm": (2, 1 << 20),
     "duchi": (2, 1 << 20),
     "pem": (16, 1 << 62),
+    "ps": (2, 1 << 22),  # items; the inner oracle sees d + l values
+    "psi": (2, 1 << 22),
+    "setsize": (2, 1 << 22),
 }
 """Allowed ``domain_size`` (``bins`` for sw/pm/duchi, ``2^bits`` for pem) per mechanism."""
 
@@ -130,6 +136,9 @@ def exact_epsilon_max(mechanism: str) -> float:
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if sw_b(mid) >= SW_B_MIN else (lo, mid)
         return lo
+    if mechanism in ("ps", "psi"):
+        # GRR runs at eps' = ln(l (e^eps - 1) + 1) with l up to 4096 (setvalued.ps.MAX_LENGTH).
+        return math.log(math.expm1(e64) / 4096 + 1)
     if mechanism not in EPSILON_RANGES:
         raise UnknownMechanismError(f"mechanism must be one of {sorted(EPSILON_RANGES)}, "
                                     f"got {mechanism!r}")
@@ -200,6 +209,21 @@ PARAMETER_RANGES: dict[str, dict[str, str]] = {
             "keep": "integer in [1, 4096]", "eta": "integer in [1, 16], keep*2^eta <= 2^22",
             "pool": "integer in [1, 4096]", "hash_seed": "integer in [0, 2^63-1]",
             "g (derived)": "round(e^eps + 1), lowered so groups*pool*g <= 2^26 and g <= 65536"},
+    "ps": {"epsilon": _eps("ps"), "domain_size": _dom("ps") + " (items)",
+           "length": "integer l in [1, 4096] (padding length)",
+           "inner": "one of auto, grr (at eps' = ln(l(e^eps-1)+1)), olh (at eps)",
+           "candidates": "optional non-empty list of distinct item indices in [0, d)"},
+    "psi": {"epsilon": _eps("psi"), "domain_size": _dom("psi") + " (items)",
+            "length": "integer l in [1, 4096] (padding length)",
+            "inner": "one of auto, grr (at eps' = ln(l(e^eps-1)+1)), olh (at eps)",
+            "itemsets": "non-empty list of distinct itemsets (non-empty lists of distinct "
+                        "item indices in [0, d)); default every single item"},
+    "setsize": {"epsilon": _eps("setsize"), "domain_size": _dom("setsize") + " (items)",
+                "max_size": "integer in [1, 4096]; default the number of candidates or "
+                            "itemsets, else min(d, 64)",
+                "candidates": "optional list of distinct item indices in [0, d)",
+                "itemsets": "optional list of itemsets (not with candidates)",
+                "inner": "a frequency mechanism or auto (resolved by recommend)"},
 }
 """Human-readable allowed range of every parameter, per mechanism (JSON-able)."""
 

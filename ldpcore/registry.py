@@ -38,6 +38,10 @@ MECHANISMS: dict[str, str] = {
     "duchi": "ldpcore.numeric.mean:Duchi",
     # Heavy hitters over 2^bits domains (no enumeration).
     "pem": "ldpcore.heavy.pem:PEM",
+    # Set-valued data: each device holds a set of items (padding and sampling).
+    "ps": "ldpcore.setvalued.ps:PaddingSampling",
+    "psi": "ldpcore.setvalued.ps:PaddingSamplingItemsets",
+    "setsize": "ldpcore.setvalued.ps:SetSize",
 }
 
 def available_mechanisms() -> list[str]:

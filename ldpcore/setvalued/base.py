@@ -60,7 +60,7 @@ INNER_ORACLES = ("grr", "olh")
 
 
 def amplified_epsilon(epsilon: float, length: int) -> float:
-    r"""The GRR budget :math:`\varepsilon' = \ln(l(e^\varepsilon - 1) + 1)` of padding to ``length``.
+    r"""The GRR budget of padding to ``length``: :math:`\varepsilon' = \ln(l(e^\varepsilon-1)+1)`.
 
     >>> round(amplified_epsilon(1.0, 1), 12), round(amplified_epsilon(1.0, 4), 4)
     (1.0, 2.0635)

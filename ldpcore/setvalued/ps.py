@@ -330,7 +330,8 @@ class SetSize(SetValued, Mechanism, SetSizeEstimates):
         return self.inner._perturb(self.sizes(values), rng)
 
     def _perturb_batch(self, batch: SetBatch, rng: np.random.Generator) -> Reports:
-        return Reports(self.mechanism, self.fingerprint, self.inner._perturb(self.sizes(batch), rng))
+        cols = self.inner._perturb(self.sizes(batch), rng)
+        return Reports(self.mechanism, self.fingerprint, cols)
 
     def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
         return self.inner._aggregate(columns)

@@ -14,6 +14,8 @@ declared by the capabilities it inherits:
   bins, its CDF and quantiles in value units (``sw``);
 * :class:`HeavyHitterSearch`: the most frequent values of a domain too large to
   enumerate (``pem``);
+* :class:`SetItemFrequencies`: the fraction of devices whose *set* holds each
+  item (``ps``; the fractions sum to the mean set size, not to 1);
 * :class:`ItemsetSupport`: the support of candidate itemsets of set-valued data
   (``psi``);
 * :class:`SetSizeEstimates`: the distribution of set sizes (``setsize``).
@@ -41,6 +43,7 @@ __all__ = [
     "DistributionEstimates",
     "HeavyHitterSearch",
     "ItemsetSupport",
+    "SetItemFrequencies",
     "SetSizeEstimates",
     "CAPABILITIES",
     "capabilities_of",
@@ -118,6 +121,17 @@ class HeavyHitterSearch(ABC):
         """The top ``k`` as (value, estimated frequency, standard error)."""
 
 
+class SetItemFrequencies(ABC):
+    """Estimates, per item, the fraction of devices whose set holds it (set-valued data).
+
+    Estimates need not sum to 1 (they sum to the mean set size), so sum-to-one
+    post-processing does not apply; answers are the unbiased estimates.
+    """
+
+    length: int
+    """The padding length l (items per device the estimates account for)."""
+
+
 class ItemsetSupport(ABC):
     """Estimates the support (fraction of devices holding it) of candidate itemsets."""
 
@@ -149,6 +163,7 @@ CAPABILITIES: dict[str, type] = {
     "mean": MeanEstimates,
     "distribution": DistributionEstimates,
     "heavy_hitters": HeavyHitterSearch,
+    "set_items": SetItemFrequencies,
     "itemsets": ItemsetSupport,
     "set_sizes": SetSizeEstimates,
 }

@@ -12,8 +12,11 @@ from ldpcore.capabilities import (
     DistributionEstimates,
     FrequencyEstimates,
     HeavyHitterSearch,
+    ItemsetSupport,
     MeanEstimates,
     RangeQueries,
+    SetItemFrequencies,
+    SetSizeEstimates,
 )
 from ldpcore.collection import CollectionSpec
 from ldpcore.registry import mechanisms_with, oracle_class
@@ -28,6 +31,9 @@ ROUTES: dict[type, tuple[str, ...]] = {
     MeanEstimates: ("mean",),
     DistributionEstimates: ("quantiles", "cdf", "histogram"),
     HeavyHitterSearch: ("heavy-hitters",),
+    SetItemFrequencies: ("top-items",),
+    ItemsetSupport: ("top-itemsets",),
+    SetSizeEstimates: ("set-sizes",),
 }
 """Capability → the estimate routes it serves."""
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._validate import check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, Mechanism, Reports, State
-from ..capabilities import ItemsetSupport, SetSizeEstimates
+from ..capabilities import ItemsetSupport, SetItemFrequencies, SetSizeEstimates
 from ..errors import ParameterError, StateError
 from .base import (
     SetBatch,
@@ -88,7 +88,7 @@ class _Padded(SetValued, Mechanism):
         return ps_variance(self._p, self._q, self.length, n, f)
 
 
-class PaddingSampling(_Padded, FrequencyOracle):
+class PaddingSampling(_Padded, FrequencyOracle, SetItemFrequencies):
     r"""Padding-and-sampling frequency oracle over item sets (PSFO; S&P 2018, §IV).
 
     Each device pads its set (or its intersection with ``candidates``) to

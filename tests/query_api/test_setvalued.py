@@ -63,7 +63,8 @@ def svim(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactory
                          f"{spec.id} counted", interval=0.3)
                 return res
 
-            yield {"api": api, "play": play, "redis": rclient, "prefix": names["prefix"]}
+            yield {"api": api, "play": play, "redis": rclient, "prefix": names["prefix"],
+                   "redis_url": redis_server.url, "tmp": tmp}
     finally:
         worker.stop()
         rclient.close()
@@ -141,3 +142,46 @@ def test_a_device_takes_part_in_one_phase_of_a_partitioned_group() -> None:
         assert sum(sent) == 1
         per_phase[sent.index(True)] += 1
     assert abs(per_phase[0] / 600 - 0.5) < 0.08 and abs(per_phase[1] / 600 - 0.1) < 0.05
+
+
+@pytest.mark.browser
+def test_dashboard_draws_the_set_valued_panels_in_chromium(svim: Any) -> None:
+    import subprocess
+    import sys
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from ldpstream.dev.servers import _die_with_parent, free_port, wait_port
+
+    from ..integration.helpers import ROOT
+    from .conftest import api_env
+    from .test_live import _driver, _need_chrome
+
+    if svim["api"].get("/v1/collections/apps.frequencies").status_code != 200:
+        pytest.skip("runs after the phase test")
+    port = free_port()
+    env = api_env({"redis_url": svim["redis_url"], "names": {"prefix": svim["prefix"]}},
+                  LDP_API_PORT=str(port))
+    with open(svim["tmp"] / "api.log", "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "serve"], cwd=ROOT,
+                                stdout=log, stderr=subprocess.STDOUT, env=env,
+                                preexec_fn=_die_with_parent)
+    driver = _driver(_need_chrome())
+    try:
+        wait_port(port, 30, proc)
+        for cid, title, bars in (("apps.frequencies", "Items held by the most devices", 8),
+                                 ("apps.sizes", "Set sizes", 9)):
+            driver.get(f"http://127.0.0.1:{port}/?view={cid}#{cid}")  # a new page load
+            WebDriverWait(driver, 30).until(
+                lambda d: d.find_element(By.ID, "cid").text == cid
+                and d.execute_script("return document.body.dataset.ready === '1'"))
+            assert title in driver.find_element(By.ID, "nowTitle").text
+            assert len(driver.find_elements(By.CSS_SELECTOR, "#chart rect.bar")) == bars
+            note = driver.find_element(By.ID, "nowNote").text
+            assert "ε per device 2 (" in note and "SVIM" in note, note
+            assert driver.find_element(By.ID, "status").text == ""
+    finally:
+        driver.quit()
+        proc.terminate()
+        proc.wait(10)

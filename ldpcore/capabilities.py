@@ -16,6 +16,11 @@ declared by the capabilities it inherits:
   enumerate (``pem``);
 * :class:`AttributeEstimates`: several attributes per report, each estimated by its
   own oracle from its own sub-state (``multi``, ``vector``; :mod:`ldpcore.multi`).
+* :class:`SetItemFrequencies`: the fraction of devices whose *set* holds each
+  item (``ps``; the fractions sum to the mean set size, not to 1);
+* :class:`ItemsetSupport`: the support of candidate itemsets of set-valued data
+  (``psi``);
+* :class:`SetSizeEstimates`: the distribution of set sizes (``setsize``).
 
 >>> import ldpcore
 >>> from ldpcore.capabilities import FrequencyEstimates, RangeQueries, capabilities_of
@@ -40,6 +45,9 @@ __all__ = [
     "DistributionEstimates",
     "HeavyHitterSearch",
     "AttributeEstimates",
+    "ItemsetSupport",
+    "SetItemFrequencies",
+    "SetSizeEstimates",
     "CAPABILITIES",
     "capabilities_of",
 ]
@@ -135,6 +143,40 @@ class AttributeEstimates(ABC):
     @abstractmethod
     def attribute_counts(self, state: State) -> Any:
         """How many reports answered each attribute (an int array, declaration order)."""
+class SetItemFrequencies(ABC):
+    """Estimates, per item, the fraction of devices whose set holds it (set-valued data).
+
+    Estimates need not sum to 1 (they sum to the mean set size), so sum-to-one
+    post-processing does not apply; answers are the unbiased estimates.
+    """
+
+    length: int
+    """The padding length l (items per device the estimates account for)."""
+
+
+class ItemsetSupport(ABC):
+    """Estimates the support (fraction of devices holding it) of candidate itemsets."""
+
+    itemsets: list[list[int]]
+    """The candidate itemsets, in the order of the estimates."""
+
+    @abstractmethod
+    def itemset_support(self, state: State) -> tuple[FloatArray, FloatArray]:
+        """(support, standard error) of every candidate itemset."""
+
+
+class SetSizeEstimates(ABC):
+    """Estimates the distribution of set sizes of set-valued data."""
+
+    max_size: int
+
+    @abstractmethod
+    def size_distribution(self, state: State) -> FloatArray:
+        """Estimated probability of every size ``0 .. max_size`` (non-negative, sums to 1)."""
+
+    @abstractmethod
+    def size_percentile(self, state: State, q: float = 0.9) -> int:
+        """Smallest size >= 1 whose estimated CDF reaches ``q``."""
 
 
 CAPABILITIES: dict[str, type] = {
@@ -144,6 +186,9 @@ CAPABILITIES: dict[str, type] = {
     "distribution": DistributionEstimates,
     "heavy_hitters": HeavyHitterSearch,
     "attributes": AttributeEstimates,
+    "set_items": SetItemFrequencies,
+    "itemsets": ItemsetSupport,
+    "set_sizes": SetSizeEstimates,
 }
 """Capability name → type, in a stable order (names are what services show)."""
 

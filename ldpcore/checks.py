@@ -29,8 +29,10 @@ from .capabilities import (
     AttributeEstimates,
     FrequencyEstimates,
     HeavyHitterSearch,
+    ItemsetSupport,
     MeanEstimates,
     RangeQueries,
+    SetSizeEstimates,
 )
 from .errors import ParameterError, ReportError, StateError
 from .registry import MECHANISMS, make_oracle, oracle_class
@@ -224,6 +226,24 @@ def check_attribute_estimates(o: Mechanism) -> None:
         total += part.n
     assert total == getattr(o, "sample", 1) * st.n, (total, st.n)
     _raises(ParameterError, lambda: o.attribute("no-such-attribute"), "unknown attribute")
+def check_itemset_support(o: Mechanism) -> None:
+    """One finite support and positive standard error per candidate itemset."""
+    assert isinstance(o, ItemsetSupport)
+    sets = [list(range(i % 4)) for i in range(2000)]
+    sup, se = o.itemset_support(o.aggregate(o.perturb_sets(sets, rng=10)))  # type: ignore
+    assert sup.shape == se.shape == (len(o.itemsets),)
+    assert np.all(np.isfinite(sup)) and np.all(se > 0)
+
+
+def check_set_size_estimates(o: Mechanism) -> None:
+    """The size distribution is a distribution over 0..max_size; percentiles are sizes."""
+    assert isinstance(o, SetSizeEstimates)
+    sets = [list(range(i % 4)) for i in range(2000)]
+    st = o.aggregate(o.perturb_sets(sets, rng=11))  # type: ignore[attr-defined]
+    dist = o.size_distribution(st)
+    assert dist.shape == (o.max_size + 1,) and np.all(dist >= 0)
+    assert abs(float(dist.sum()) - 1.0) < 1e-9
+    assert 1 <= o.size_percentile(st, 0.9) <= max(o.max_size, 1)
 
 
 _COMMON: tuple[Check, ...] = (
@@ -240,6 +260,8 @@ _BY_CAPABILITY: tuple[tuple[type, Check], ...] = (
     (MeanEstimates, check_mean_estimates),
     (HeavyHitterSearch, check_heavy_hitter_search),
     (AttributeEstimates, check_attribute_estimates),
+    (ItemsetSupport, check_itemset_support),
+    (SetSizeEstimates, check_set_size_estimates),
 )
 
 

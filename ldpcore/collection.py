@@ -313,6 +313,8 @@ class CollectionSpec:
     memoization: str = DEFAULT_POLICY
     epsilon_1: float | None = None
     reports_per_window: int = 1
+    protocol: Mapping[str, Any] | None = None
+    """Multi-phase protocol of a set-valued phase collection (:mod:`ldpcore.setvalued.phases`)."""
     _fingerprint: str = field(default="", compare=False, repr=False)
 
     @classmethod
@@ -336,7 +338,7 @@ class CollectionSpec:
             raise ParameterError(f"a collection must be an object, got {type(raw).__name__}")
         known = {"id", "description", "version", "oracle", "domain", "window_seconds",
                  "retention_seconds", "min_reports", "fingerprint", "memoization",
-                 "epsilon_1", "reports_per_window"}
+                 "epsilon_1", "reports_per_window", "protocol"}
         extra = sorted(set(raw) - known)
         if extra:
             raise ParameterError(f"unknown collection key(s) {extra}; allowed: {sorted(known)}")
@@ -369,10 +371,16 @@ class CollectionSpec:
                                  f"domain's {domain.size} values")
         oracle = make_oracle(**params)
         memo, eps1, per_window = _longitudinal(raw, oracle)
+        protocol = None
+        if raw.get("protocol") is not None:
+            from .setvalued.phases import Protocol
+
+            protocol = Protocol.from_dict(raw["protocol"], oracle).to_dict()
         spec = cls(cid, dict(oracle.spec), domain, desc, version=ints["version"],
                    window_seconds=ints["window_seconds"],
                    retention_seconds=ints["retention_seconds"], min_reports=ints["min_reports"],
-                   memoization=memo, epsilon_1=eps1, reports_per_window=per_window)
+                   memoization=memo, epsilon_1=eps1, reports_per_window=per_window,
+                   protocol=protocol)
         given = raw.get("fingerprint")
         if given is not None and given != spec.fingerprint:
             raise ParameterError(f"fingerprint {given!r} does not match the spec's "
@@ -397,6 +405,8 @@ class CollectionSpec:
             out["epsilon_1"] = self.epsilon_1
         if self.reports_per_window != 1:
             out["reports_per_window"] = self.reports_per_window
+        if self.protocol is not None:
+            out["protocol"] = dict(self.protocol)
         return out
 
     def to_json(self) -> str:
@@ -446,6 +456,17 @@ class CollectionSpec:
                               retention_seconds=self.retention_seconds,
                               min_reports=self.min_reports, memoization=self.memoization,
                               reports_per_window=self.reports_per_window)
+    def set_valued(self) -> bool:
+        """True when devices hold a set of the domain's items (mechanisms ps, psi, setsize)."""
+        from .setvalued.phases import is_set_valued
+
+        return is_set_valued(self.oracle_spec)
+
+    def index_sets(self, sets: Any) -> Any:
+        """Sets of labels/values → a :class:`~ldpcore.setvalued.base.SetBatch` of indices."""
+        from .setvalued.phases import index_sets
+
+        return index_sets(self.domain, sets)
 
     def two_level(self) -> TwoLevel | None:
         """The two-level scheme of a ``memoization: two-level`` collection, else None."""

@@ -85,6 +85,9 @@ EPSILON_RANGES: dict[str, tuple[float, float]] = {
     "pem": (EPSILON_MIN, 29.8),
     "multi": (EPSILON_MIN, 29.8),  # and ε/sample within every attribute oracle's range
     "vector": (EPSILON_MIN, 29.8),
+    "ps": (EPSILON_MIN, 21.5),  # GRR's amplified eps' = ln(l(e^eps-1)+1) <= 29.8 for l <= 4096
+    "psi": (EPSILON_MIN, 21.5),
+    "setsize": (EPSILON_MIN, 29.8),
 }
 """Allowed ε per mechanism (closed intervals)."""
 
@@ -108,6 +111,9 @@ DOMAIN_RANGES: dict[str, tuple[int, int]] = {
     "pem": (16, 1 << 62),
     "multi": (2, 1 << 62),  # the product of the attributes' domain sizes, capped at 2^62
     "vector": (2, 1 << 62),  # bins^dimensions, capped at 2^62
+    "ps": (2, 1 << 22),  # items; the inner oracle sees d + l values
+    "psi": (2, 1 << 22),
+    "setsize": (2, 1 << 22),
 }
 """Allowed ``domain_size`` (``bins`` for sw/pm/duchi, ``2^bits`` for pem) per mechanism."""
 
@@ -134,6 +140,9 @@ def exact_epsilon_max(mechanism: str) -> float:
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if sw_b(mid) >= SW_B_MIN else (lo, mid)
         return lo
+    if mechanism in ("ps", "psi"):
+        # GRR runs at eps' = ln(l (e^eps - 1) + 1) with l up to 4096 (setvalued.ps.MAX_LENGTH).
+        return math.log(math.expm1(e64) / 4096 + 1)
     if mechanism not in EPSILON_RANGES:
         raise UnknownMechanismError(f"mechanism must be one of {sorted(EPSILON_RANGES)}, "
                                     f"got {mechanism!r}")
@@ -216,6 +225,21 @@ PARAMETER_RANGES: dict[str, dict[str, str]] = {
                "sample": "integer in [1, dimensions] or 'auto' (max(1, min(d, floor(eps/2.5))))",
                "base": "one of pm, duchi", "bins": "integer in [2, 2^20]",
                "domain_size": "optional; bins^dimensions, capped at 2^62"},
+    "ps": {"epsilon": _eps("ps"), "domain_size": _dom("ps") + " (items)",
+           "length": "integer l in [1, 4096] (padding length)",
+           "inner": "one of auto, grr (at eps' = ln(l(e^eps-1)+1)), olh (at eps)",
+           "candidates": "optional non-empty list of distinct item indices in [0, d)"},
+    "psi": {"epsilon": _eps("psi"), "domain_size": _dom("psi") + " (items)",
+            "length": "integer l in [1, 4096] (padding length)",
+            "inner": "one of auto, grr (at eps' = ln(l(e^eps-1)+1)), olh (at eps)",
+            "itemsets": "non-empty list of distinct itemsets (non-empty lists of distinct "
+                        "item indices in [0, d)); default every single item"},
+    "setsize": {"epsilon": _eps("setsize"), "domain_size": _dom("setsize") + " (items)",
+                "max_size": "integer in [1, 4096]; default the number of candidates or "
+                            "itemsets, else min(d, 64)",
+                "candidates": "optional list of distinct item indices in [0, d)",
+                "itemsets": "optional list of itemsets (not with candidates)",
+                "inner": "a frequency mechanism or auto (resolved by recommend)"},
 }
 """Human-readable allowed range of every parameter, per mechanism (JSON-able)."""
 

@@ -41,6 +41,10 @@ MECHANISMS: dict[str, str] = {
     # Several attributes per report (ldpcore.multi).
     "multi": "ldpcore.multi.attributes:MultiAttribute",
     "vector": "ldpcore.multi.vector:NumericVector",
+    # Set-valued data: each device holds a set of items (padding and sampling).
+    "ps": "ldpcore.setvalued.ps:PaddingSampling",
+    "psi": "ldpcore.setvalued.ps:PaddingSamplingItemsets",
+    "setsize": "ldpcore.setvalued.ps:SetSize",
 }
 
 def available_mechanisms() -> list[str]:

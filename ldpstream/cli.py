@@ -86,8 +86,7 @@ EXPERIMENTS = {
     "le-zia": "le_zia.py", "cormode": "cormode_range.py", "heavy-hitters": "heavy_hitters.py",
     "numeric": "numeric.py", "range-scale": "range_scale.py", "oracles": "oracles.py",
     "defaults": "defaults.py", "coverage": "coverage.py", "construction": "construction.py",
-    "range-consistent": "range_consistent.py",
-    "multiattr": "multiattr.py",
+    "range-consistent": "range_consistent.py", "multiattr": "multiattr.py", "svim": "svim.py",
 }
 
 

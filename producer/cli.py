@@ -59,7 +59,9 @@ def add_simulate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
                    help="probability that a device reports in a given window "
                         f"(default {DEFAULT_PRESENCE})")
     p.add_argument("--dist", default="zipf:1.1",
-                   help="zipf:s | uniform | geometric:p | cauchy:center,height | hist:PATH[:NAME]")
+                   help="zipf:s | uniform | geometric:p | cauchy:center,height | hist:PATH[:NAME]; "
+                        "set-valued collections: zipf:s | zipfsets:s,mean (Zipf items, "
+                        "Geometric set lengths: producer/simulate_sets.py)")
     p.add_argument("--batch-size", type=_sizes, default=[512],
                    help="reports per Kafka message; a comma list cycles (e.g. 1,64,512)")
     p.add_argument("--rate", type=float, default=None, help="reports/s (default: max speed)")

@@ -27,6 +27,13 @@ A :class:`Device` follows its collection's longitudinal policy (see
   collections may share one file (entries are keyed by fingerprint).
 * **randomness**: OS entropy (a generator freshly seeded from the OS for every
   draw) unless a ``rng`` is given (tests and simulations only).
+* **set-valued collections** (mechanisms ``ps``, ``psi``, ``setsize``): the value is
+  a set of labels (any iterable); it is memoized per set like a single value.  In
+  a phase of a partitioned protocol (``protocol: {name: svim | svsm, ...}``) the
+  device takes part in the one phase :func:`ldpcore.setvalued.phases.device_phase`
+  picks from its ``secret`` (default: drawn once and kept in the memo file, else
+  per :class:`Device`); :meth:`Device.message` returns ``None`` for the others, so
+  a device spends ``protocol.epsilon_total`` once per group.
 
 >>> from ldpcore.collection import CollectionSpec
 >>> spec = CollectionSpec.from_dict({"id": "os", "oracle": {"mechanism": "grr", "epsilon": 1.0},
@@ -96,7 +103,7 @@ class Device:
 
     def __init__(self, spec: CollectionSpec, rng: np.random.Generator | int | None = None, *,
                  memo_path: str | Path | None = None,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None, secret: bytes | None = None) -> None:
         self.spec = spec
         self.oracle = spec.oracle()
         self.two_level = spec.two_level()
@@ -107,23 +114,56 @@ class Device:
         self.window: int | None = None
         """Start (epoch s) of the window of the last message sent."""
         self.sent_in_window = 0
+        self.secret = secret
         if self.memo_path is not None and self.memo_path.exists():
             self.load(self.memo_path)
+
+    # ---- set-valued collections ----------------------------------------------------------
+    def _set_key(self, value: Any) -> int:
+        """A memo key of a set of items: -1 - (bitmask of its indices) (never a value index)."""
+        batch = self.spec.index_sets([value])
+        return -1 - sum(1 << int(i) for i in batch.items)
+
+    def takes_part(self) -> bool:
+        """False when a partitioned protocol puts this device in another phase of the group."""
+        proto = self.spec.protocol
+        if proto is None or proto.get("fractions") is None:
+            return True
+        from ldpcore.setvalued.phases import PHASES, device_phase
+
+        if self.secret is None:
+            self.secret = os.urandom(16)
+            self._save()
+        mine = device_phase(self.secret, str(proto["group"]), proto["fractions"])
+        return bool(PHASES[proto["name"]][mine] == proto["phase"])
 
     # ---- answers -------------------------------------------------------------------------
     def report(self, value: Any) -> Reports:
         """The one-report batch for a label or number of the domain, per the memo policy.
 
-        It does not count toward the cadence (use :meth:`message` to send).
+        It does not count toward the cadence (use :meth:`message` to send).  For a
+        set-valued collection ``value`` is a set of labels.
         """
-        idx = int(self.spec.domain.index([value])[0])
+        if self.spec.set_valued:
+            idx = self._set_key(value)
+            sets: Any = self.spec.index_sets([value])
+
+            def fresh() -> Reports:
+                out: Reports = self.oracle.perturb_sets(  # type: ignore[attr-defined]
+                    sets, rng=self.rng)
+                return out
+        else:
+            idx = int(self.spec.domain.index([value])[0])
+
+            def fresh() -> Reports:
+                return self.oracle.perturb([idx], rng=self.rng)
         policy = self.spec.memoization
         if policy == "none":
-            return self.oracle.perturb([idx], rng=self.rng)
+            return fresh()
         key = (self.spec.fingerprint, idx)
         rep = self.memo.get(key)
         if rep is None:
-            rep = self.memo[key] = self.oracle.perturb([idx], rng=self.rng)
+            rep = self.memo[key] = fresh()
             self._save()
         if self.two_level is not None:
             return self.two_level.rerandomize(rep, rng=self.rng)
@@ -149,6 +189,8 @@ class Device:
         window = self.current_window(now)
         if window == self.window and self.sent_in_window >= self.spec.reports_per_window:
             return None
+        if not self.takes_part():
+            return None
         msg = encode_message(self.spec, self.report(value), fmt)
         self.sent_in_window = self.sent_in_window + 1 if window == self.window else 1
         self.window = window
@@ -160,8 +202,11 @@ class Device:
         fp = self.spec.fingerprint
         answers = {str(idx): wire.to_records(rep)[0]
                    for (f, idx), rep in sorted(self.memo.items()) if f == fp}
-        return {"collection": self.spec.id, "memoization": self.spec.memoization,
-                "answers": answers, "window": self.window, "sent": self.sent_in_window}
+        out = {"collection": self.spec.id, "memoization": self.spec.memoization,
+               "answers": answers, "window": self.window, "sent": self.sent_in_window}
+        if self.secret is not None:
+            out["secret"] = self.secret.hex()
+        return out
 
     def _save(self) -> None:
         if self.memo_path is not None:
@@ -196,7 +241,9 @@ class Device:
             memo = {}
             for idx_text, record in entry["answers"].items():
                 idx = int(idx_text)
-                if not 0 <= idx < self.spec.domain.size:
+                if idx < 0 and self.spec.set_valued:
+                    pass  # a set's key (see _set_key)
+                elif not 0 <= idx < self.spec.domain.size:
                     raise ValueError(f"value index {idx} outside the domain")
                 memo[(self.spec.fingerprint, idx)] = wire.from_records(self.oracle, [record])
             window, sent = entry["window"], entry["sent"]
@@ -209,6 +256,8 @@ class Device:
                              f"{self.spec.id!r}: {exc}") from None
         self.memo.update(memo)
         self.window, self.sent_in_window = window, sent
+        if self.secret is None and isinstance(entry.get("secret"), str):
+            self.secret = bytes.fromhex(entry["secret"])
 
 
 def _empty_memo() -> dict[str, Any]:

@@ -303,8 +303,14 @@ def simulate(spec: CollectionSpec, send: Callable[[Reports], Any], *, dist: str,
 
     With ``rate`` (or an explicit ``clock``) and a device population, rounds follow
     the collection's wall-clock windows (see the module docstring).
-    ``result.extra["window_counts"]`` lists the reports sent per round.
+    ``result.extra["window_counts"]`` lists the reports sent per round.  A set-valued
+    collection is played by :func:`producer.simulate_sets.simulate_sets`.
     """
+    if spec.set_valued:
+        from .simulate_sets import simulate_sets
+
+        return simulate_sets(spec, send, dist=dist, reports=reports, batch_sizes=batch_sizes,
+                             seed=seed, rate=rate, progress=progress, sleep=sleep)
     if reports < 1:
         raise ValueError("reports must be >= 1")
     sizes = batch_sizes or [512]

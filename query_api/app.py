@@ -74,7 +74,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
     app.add_middleware(HeadAsGet)
     app.add_middleware(RequestMetrics, metrics=metrics)
     for router in (routes.operations, routes.collections, routes.estimates, routes.series,
-                   routes.stream, routes.attributes):
+                   routes.stream, routes.attributes, routes.setvalued):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     _serve_docs(app)

@@ -13,8 +13,11 @@ from ldpcore.capabilities import (
     DistributionEstimates,
     FrequencyEstimates,
     HeavyHitterSearch,
+    ItemsetSupport,
     MeanEstimates,
     RangeQueries,
+    SetItemFrequencies,
+    SetSizeEstimates,
 )
 from ldpcore.collection import CollectionSpec
 from ldpcore.registry import mechanisms_with, oracle_class
@@ -30,6 +33,9 @@ ROUTES: dict[type, tuple[str, ...]] = {
     DistributionEstimates: ("quantiles", "cdf", "histogram"),
     HeavyHitterSearch: ("heavy-hitters",),
     AttributeEstimates: ("attributes",),
+    SetItemFrequencies: ("top-items",),
+    ItemsetSupport: ("top-itemsets",),
+    SetSizeEstimates: ("set-sizes",),
 }
 """Capability → the estimate routes it serves."""
 

@@ -27,6 +27,7 @@ from ldpcore.capabilities import (
     HeavyHitterSearch,
     MeanEstimates,
     RangeQueries,
+    SetItemFrequencies,
 )
 from ldpcore.numeric.base import NumericOracle
 
@@ -104,6 +105,13 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
             confidence: float, indices: Sequence[int] | None,
             n_effective: float | None = None) -> ldp_intervals.Answer:
     z_value(confidence)  # the API's message for a bad level
+    if isinstance(oracle, SetItemFrequencies):
+        # Set-valued items: the fractions sum to the mean set size, not to 1.
+        if method not in (AUTO, "base", "base-pos"):
+            raise QueryError(f"set-valued item frequencies do not sum to 1: method must be "
+                             f"auto (= base), base or base-pos, got {method!r}",
+                             parameter="method")
+        method = "base" if method == AUTO else method
     try:
         return ldp_intervals.answer(oracle, state, method=method, confidence=confidence,
                                     indices=None if indices is None else list(indices),

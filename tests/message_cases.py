@@ -43,6 +43,14 @@ SPEC_DICTS: list[dict[str, Any]] = [
          {"name": "os", "kind": "categories", "labels": ["a", "b", "c"]},
          {"name": "size", "kind": "integers", "low": 0, "high": 9},
          {"name": "age", **_NUM}]}},
+    # Set-valued (padding and sampling): amplified GRR, OLH, candidates, itemsets, sizes.
+    {"id": "f-ps", "oracle": {"mechanism": "ps", "epsilon": 1.0, "length": 3}, "domain": _SMALL},
+    {"id": "f-ps-olh", "oracle": {"mechanism": "ps", "epsilon": 1.0, "length": 2,
+                                  "inner": "olh", "candidates": [3, 1, 7]}, "domain": _SMALL},
+    {"id": "f-psi", "oracle": {"mechanism": "psi", "epsilon": 1.0, "length": 2,
+                               "itemsets": [[0, 1], [2], [3, 4, 5]]}, "domain": _SMALL},
+    {"id": "f-setsize", "oracle": {"mechanism": "setsize", "epsilon": 1.0,
+                                   "candidates": [0, 2, 4, 6]}, "domain": _SMALL},
 ]
 
 
@@ -57,6 +65,10 @@ def valid_message(spec: CollectionSpec, rng: np.random.Generator, fmt: str,
     o = spec.oracle()
     k = int(rng.integers(1, 9)) if n is None else n
     values = rng.integers(0, spec.domain.size, k)
+    if spec.set_valued:  # devices hold sets: 0..3 items each
+        sets = [rng.choice(spec.domain.size, size=int(rng.integers(0, 4)), replace=False)
+                for _ in range(k)]
+        return encode_message(spec, o.perturb_sets([s.tolist() for s in sets], rng=rng), fmt)
     return encode_message(spec, o.perturb(values, rng=rng), fmt)
 
 

@@ -7,6 +7,8 @@ from .collections import router as collections
 from .estimates import router as estimates
 from .operations import router as operations
 from .series import router as series
+from .setvalued import router as setvalued
 from .stream import router as stream
 
-__all__ = ["attributes", "collections", "estimates", "operations", "series", "stream"]
+__all__ = ["attributes", "collections", "estimates", "operations", "series", "setvalued",
+           "stream"]

@@ -164,6 +164,10 @@ async function getJSON(url) {
 function kindOf(c) {
   const q = c.queries || [];
   if (q.includes("attributes")) return "attributes";
+  // Set-valued collections (devices hold sets of items): one panel per phase kind.
+  if (q.includes("top-items")) return "items";
+  if (q.includes("top-itemsets")) return "itemsets";
+  if (q.includes("set-sizes")) return "sizes";
   if (q.includes("mean")) return "numeric";
   if (q.includes("cdf")) return "ordered";
   if (q.includes("frequencies")) return "categorical";
@@ -334,6 +338,8 @@ async function drawHistory(bucket) {
     $("histNote").textContent = detail.kind === "attributes"
       ? "Multi-attribute collections have no history over time yet: below, each attribute " +
         "in the selected time range."
+      : SETVALUED[detail.kind]
+      ? "Set-valued collections have no history view: below, the selected time range."
       : "Heavy-hitter searches have no history over time: the table " +
         "below lists the most frequent values in the selected time range.";
     return;
@@ -442,6 +448,7 @@ async function drawNow() {
   if (detail.kind === "categorical") return frequencies(svg, label);
   if (detail.kind === "ordered") return distribution(svg, label, true);
   if (detail.kind === "numeric") return numeric(svg, label);
+  if (SETVALUED[detail.kind]) return SETVALUED[detail.kind](svg, label);
   return heavy(svg, label);
 }
 
@@ -664,5 +671,49 @@ async function heavy(svg, label) {
                     conf: 95, rotate: true, xtitle: current.description || "value" });
   $("nowNote").textContent = `Bars: estimated share of reports; whiskers: 95 % intervals (n = ${fmtInt(d.n)} reports).`;
 }
+
+// ---- set-valued collections (GET …/top-items, …/top-itemsets, …/set-sizes) ------------
+function epsilonText(d) {
+  const p = d.protocol;
+  const phase = p ? ` ${p.name.toUpperCase()} group "${p.group}", phase ${p.phase};` : "";
+  return `${phase} ε per device ${d.epsilon_per_device} (${d.epsilon_accounting}).`;
+}
+
+async function setItems(svg, label) {
+  const d = await getJSON(`${base("top-items")}?${rangeParams({ k: "20" })}`);
+  facts(d);
+  $("nowTitle").textContent = `Items held by the most devices, ${label}: top ${d.items.length} of ${fmtInt(d.of)}`;
+  bars(svg, d.items, { label: (r) => showLabel(r.label), n: d.n, method: d.method,
+                       conf: Math.round(d.confidence * 100), rotate: d.items.length > 12 && !detail.emoji,
+                       xtitle: current.description || "item" });
+  const corr = d.correction > 1 ? ` Truncation correction ×${d.correction.toFixed(3)} from the sizes phase.` : "";
+  $("nowNote").textContent = `Bars: estimated share of devices whose set holds the item (shares add up to the mean ` +
+    `number of items, not 1); whiskers: ${Math.round(d.confidence * 100)} % intervals (n = ${fmtInt(d.n)}; ` +
+    `padded to l = ${d.length}, ${d.inner} at ε' = ${d.inner_epsilon.toFixed(3)}).${corr}${epsilonText(d)}`;
+}
+
+async function setItemsets(svg, label) {
+  const d = await getJSON(`${base("top-itemsets")}?${rangeParams({ k: "15" })}`);
+  facts(d);
+  const rows = d.itemsets.map((r) => ({ ...r, label: r.items.map(showLabel).join(" + ") }));
+  $("nowTitle").textContent = `Itemsets held by the most devices, ${label}: top ${rows.length} of ${fmtInt(d.of)} candidates`;
+  bars(svg, rows, { label: (r) => r.label, n: d.n, method: d.method,
+                    conf: Math.round(d.confidence * 100), rotate: true, xtitle: current.description || "itemset" });
+  $("nowNote").textContent = `Bars: estimated share of devices whose set contains the itemset; whiskers: ` +
+    `${Math.round(d.confidence * 100)} % intervals (n = ${fmtInt(d.n)}; padded to l = ${d.length}).${epsilonText(d)}`;
+}
+
+async function setSizes(svg, label) {
+  const d = await getJSON(`${base("set-sizes")}?${rangeParams()}`);
+  facts(d);
+  const rows = d.sizes.map((r) => ({ ...r, label: String(r.size) }));
+  $("nowTitle").textContent = `Set sizes, ${label}: ${Math.round(d.quantile * 100)}th percentile ${d.quantile_size}`;
+  bars(svg, rows, { label: (r) => r.label, n: d.n, method: d.method, conf: Math.round(d.confidence * 100),
+                    rotate: false, xtitle: "items held (capped at " + d.max_size + ")" });
+  $("nowNote").textContent = `Bars: unbiased estimate of the share of devices holding that many items; ` +
+    `whiskers: ${Math.round(d.confidence * 100)} % intervals (n = ${fmtInt(d.n)}).${epsilonText(d)}`;
+}
+
+const SETVALUED = { items: setItems, itemsets: setItemsets, sizes: setSizes };
 
 init();

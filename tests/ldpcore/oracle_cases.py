@@ -13,11 +13,11 @@ FREQUENCY_MECHANISMS = sorted(set(mechanisms_with(FrequencyEstimates))
                               - set(mechanisms_with(MeanEstimates)))
 
 # Extra parameters where defaults would make a small-domain test meaningless or huge.
-SMALL_PARAMS: dict[str, dict[str, Any]] = {}
+SMALL_PARAMS: dict[str, dict[str, Any]] = {"ps": {"length": 3}}  # amplified GRR
 
 # Parameters for the unbiasedness/variance test where a mechanism's default
 # post-processing makes variance(n, f) describe a different estimator.
-STAT_PARAMS: dict[str, dict[str, Any]] = {"hh": {"consistency": False}}
+STAT_PARAMS: dict[str, dict[str, Any]] = {"hh": {"consistency": False}, "ps": {"length": 3}}
 
 # HaarHRR's leaf variance depends on the masses of the leaf's ancestors, not on its
 # frequency alone; variance(n, f) is an upper bound, checked in tests/ldpcore/range.

@@ -54,16 +54,18 @@ class Unavailable(Exception):
     """The broker does not acknowledge: answer 503 with Retry-After."""
 
 
+Answer = Callable[[tuple[int, int] | BaseException], None]
+"""Called once with (accepted messages, accepted reports), or the BodyError/Unavailable
+(or other exception: a bug) that refuses the request."""
+
+
 class Request:
-    """One request waiting for its answer: its messages, size and the future the HTTP side
-    awaits (result: (accepted messages, accepted reports); exception: BodyError,
-    Unavailable)."""
+    """One request waiting for its answer: its messages, its size and its callback."""
 
-    __slots__ = ("future", "messages", "nbytes", "error")
+    __slots__ = ("answer", "messages", "nbytes", "error")
 
-    def __init__(self, future: asyncio.Future[tuple[int, int]], messages: list[Message],
-                 nbytes: int) -> None:
-        self.future, self.messages, self.nbytes = future, messages, nbytes
+    def __init__(self, answer: Answer, messages: list[Message], nbytes: int) -> None:
+        self.answer, self.messages, self.nbytes = answer, messages, nbytes
         self.error: BodyError | None = None
 
 
@@ -174,9 +176,10 @@ class Batcher:
     def broker_up(self) -> bool:
         return self.down_since is None
 
-    def submit(self, messages: list[Message], nbytes: int) -> asyncio.Future[tuple[int, int]]:
-        """Queue a parsed request; its future answers it.  Raises :class:`Overloaded` or
-        :class:`Unavailable` at once when it cannot be taken."""
+    def submit(self, messages: list[Message], nbytes: int, answer: Answer) -> None:
+        """Queue a parsed request; ``answer`` is called once when it is answered (never from
+        within this call).  Raises :class:`Overloaded` or :class:`Unavailable` at once when
+        it cannot be taken."""
         if self.queued_bytes + nbytes > self.queue_bytes:
             raise Overloaded(f"{self.queued_bytes} bytes wait for the broker (limit "
                              f"{self.queue_bytes})")
@@ -188,7 +191,7 @@ class Batcher:
             if self.queued_requests or now - self._last_probe < self.retry_after:
                 raise Unavailable("the broker does not acknowledge")
             self._last_probe = now  # half open: this request probes the broker
-        req = Request(loop.create_future(), messages, nbytes)
+        req = Request(answer, messages, nbytes)
         self.pending.append(req)
         self.pending_bytes += nbytes
         self.queued_bytes += nbytes
@@ -197,7 +200,6 @@ class Batcher:
             self.flush()
         elif self._timer is None:
             self._timer = loop.call_later(self.linger, self.flush)
-        return req.future
 
     def flush(self) -> None:
         """Start flushing what is pending (a task per batch; batches overlap)."""
@@ -272,16 +274,21 @@ class Batcher:
         return records, sizes
 
     async def _flush(self, reqs: list[Request]) -> None:
-        good = reqs
         try:
             batches = self._validate(reqs)
-            good = []
-            for req in reqs:
-                if req.error is not None:
-                    self._answer(req, req.error)
-                else:
-                    good.append(req)
             records, sizes = self._records(batches)
+        except Exception as exc:  # a bug: answer 500 rather than hang the requests
+            log.exception("validating a batch of %d requests failed", len(reqs))
+            for req in reqs:
+                self._answer(req, exc)
+            return
+        good = []
+        for req in reqs:
+            if req.error is not None:
+                self._answer(req, req.error)
+            else:
+                good.append(req)
+        try:
             t0 = time.perf_counter()
             if records:
                 await asyncio.wait_for(self.send(records), self.ack_timeout)
@@ -295,7 +302,8 @@ class Batcher:
             for req in good:
                 self._answer(req, err)
             return
-        self.down_since = None
+        if records:
+            self.down_since = None
         accepted: dict[str, tuple[int, int]] = {}
         for req in good:
             nm, nr = len(req.messages), sum(m.n for m in req.messages)
@@ -309,9 +317,7 @@ class Batcher:
     def _answer(self, req: Request, result: tuple[int, int] | BaseException) -> None:
         self.queued_bytes -= req.nbytes
         self.queued_requests -= 1
-        if req.future.done():
-            return
-        if isinstance(result, BaseException):
-            req.future.set_exception(result)
-        else:
-            req.future.set_result(result)
+        try:
+            req.answer(result)
+        except Exception:  # a bug of the HTTP side must not stop the other answers
+            log.exception("answering a request failed")

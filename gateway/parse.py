@@ -207,6 +207,8 @@ def _report_error(exc: ReportError, index: int) -> BodyError:
 
 
 def _binary(data: bytes, index: int, cat: Catalogue) -> Message:
+    if not data:
+        raise BodyError(400, "truncated", "the message is empty", index)
     if data[:4] == MESSAGE_MAGIC and len(data) >= 6:
         entry = cat.by_bytes.get(data[6:6 + data[5]])
         if entry is not None:

@@ -4,8 +4,9 @@ Why not an ASGI framework: at tens of thousands of tiny requests per second on o
 core, the per-request cost of a framework (scope dicts, receive/send coroutines,
 routing) is most of the budget.  Here one request costs one parser callback chain,
 a dictionary lookup of the route, the body parse (:func:`gateway.parse.parse_body`)
-and one pre-built response; the answer waits on a future of the
-:class:`~gateway.batcher.Batcher` without a task of its own.
+and one pre-built response; the answer is a callback of the
+:class:`~gateway.batcher.Batcher` (no task or future per request), and the answers
+that become ready in one turn of the event loop leave in one write per connection.
 
 HTTP features: keep-alive, pipelining (answers leave in request order),
 ``Content-Length`` or chunked bodies, ``Expect: 100-continue``, 411 for a POST without
@@ -115,6 +116,8 @@ class GatewayServer:
         self.connections: set[HttpProtocol] = set()
         self._retry_header = f"Retry-After: {retry_after}\r\n".encode()
         self._sweeper: asyncio.TimerHandle | None = None
+        self._dirty: list[HttpProtocol] = []
+        self._write_scheduled = False
 
     # ---- responses -------------------------------------------------------------------------
     def cors_headers(self, origin: bytes | None) -> bytes:
@@ -186,6 +189,19 @@ class GatewayServer:
     def protocol(self) -> HttpProtocol:
         return HttpProtocol(self)
 
+    def schedule_write(self, conn: HttpProtocol) -> None:
+        """Have ``conn`` write its ready answers at the end of this loop turn."""
+        self._dirty.append(conn)
+        if not self._write_scheduled:
+            self._write_scheduled = True
+            asyncio.get_running_loop().call_soon(self._write_all)
+
+    def _write_all(self) -> None:
+        self._write_scheduled = False
+        dirty, self._dirty = self._dirty, []
+        for conn in dirty:
+            conn.write_out()
+
 
 class HttpProtocol(asyncio.Protocol):
     """One client connection."""
@@ -198,6 +214,7 @@ class HttpProtocol(asyncio.Protocol):
         self.last_active = time.monotonic()
         self.closing = False
         self.paused = False
+        self.out: list[bytes] = []
         self._reset()
 
     def _reset(self) -> None:
@@ -285,7 +302,7 @@ class HttpProtocol(asyncio.Protocol):
         if length is not None and length.strip().isdigit() and int(length) > srv.max_body:
             self._too_large(int(length))
             return
-        if h.get(b"expect", b"").lower() == b"100-continue" and not self.slots:
+        if h.get(b"expect", b"").lower() == b"100-continue" and not self.slots and not self.out:
             assert self.transport is not None
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
@@ -387,8 +404,9 @@ class HttpProtocol(asyncio.Protocol):
         body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
         try:
             srv.authenticate(h.get(b"authorization"), h.get(b"x-ldp-key"))
-            msgs = parse_body(media_type(h.get(b"content-type")), body, srv.catalogue())
-            fut = srv.batcher.submit(msgs, len(body))
+            msgs = parse_body(_media_type(h.get(b"content-type")), body, srv.catalogue())
+            srv.batcher.submit(msgs, len(body),
+                               lambda result: self._answered(slot, origin, keep, result))
         except UnknownCollection as unknown:
             asyncio.get_running_loop().create_task(
                 self._post_unknown(slot, origin, keep, body, unknown))
@@ -403,7 +421,6 @@ class HttpProtocol(asyncio.Protocol):
         except Unavailable as exc:
             self._refuse(slot, origin, keep, 503, "unavailable", str(exc))
             return
-        fut.add_done_callback(lambda f: self._answered(slot, origin, keep, f))
 
     def _refuse(self, slot: Slot, origin: bytes | None, keep: bool, status: int, reason: str,
                 detail: str) -> None:
@@ -419,8 +436,9 @@ class HttpProtocol(asyncio.Protocol):
             if not found:
                 raise BodyError(404, "unknown_collection", f"collection {unknown.collection!r}"
                                 " is not in the catalogue", unknown.index)
-            msgs = parse_body(media_type(h.get(b"content-type")), body, srv.catalogue())
-            fut = srv.batcher.submit(msgs, len(body))
+            msgs = parse_body(_media_type(h.get(b"content-type")), body, srv.catalogue())
+            srv.batcher.submit(msgs, len(body),
+                               lambda result: self._answered(slot, origin, keep, result))
         except UnknownCollection as again:
             exc = BodyError(404, "unknown_collection", f"collection {again.collection!r} is "
                             "not in the catalogue", again.index)
@@ -441,18 +459,16 @@ class HttpProtocol(asyncio.Protocol):
             log.warning("catalogue lookup failed: %r", exc)
             self._refuse(slot, origin, keep, 503, "unavailable",
                          f"the collection catalogue cannot be read: {type(exc).__name__}")
-            return
-        fut.add_done_callback(lambda f: self._answered(slot, origin, keep, f))
 
     def _answered(self, slot: Slot, origin: bytes | None, keep: bool,
-                  fut: asyncio.Future[tuple[int, int]]) -> None:
+                  result: tuple[int, int] | BaseException) -> None:
         srv = self.server
-        exc = fut.exception()
-        if exc is None:
-            m, r = fut.result()
+        if not isinstance(result, BaseException):
             srv.stats.count("reports", 202)
-            self._fill(slot, srv.accepted(m, r, origin), not keep)
-        elif isinstance(exc, BodyError):
+            self._fill(slot, srv.accepted(result[0], result[1], origin), not keep)
+            return
+        exc = result
+        if isinstance(exc, BodyError):
             srv.stats.count("reports", exc.status)
             self._fill(slot, srv.error(exc, origin), not keep)
         elif isinstance(exc, Unavailable):
@@ -467,18 +483,42 @@ class HttpProtocol(asyncio.Protocol):
             data = data[:data.index(b"\r\n\r\n") + 4]
         slot.data, slot.close = data, close
         slots = self.slots
-        transport = self.transport
-        if transport is None or self.closing:
+        if self.transport is None or self.closing:
             slots.clear()
             return
+        out = self.out
+        was_empty = not out
         while slots and slots[0].data is not None:
             s = slots.popleft()
-            transport.write(s.data)  # type: ignore[arg-type]
+            out.append(s.data)  # type: ignore[arg-type]
             if s.close:
-                self.closing = True
+                self.closing = True  # nothing more is read or answered
                 slots.clear()
-                transport.close()
-                return
+                break
+        if was_empty and out:
+            self.server.schedule_write(self)
+
+    def write_out(self) -> None:
+        """Write the answers that became ready (called once per loop turn)."""
+        out, self.out = self.out, []
+        transport = self.transport
+        if transport is None or not out:
+            return
+        transport.write(out[0] if len(out) == 1 else b"".join(out))
+        if self.closing:
+            transport.close()
 
 
 _GET_ROUTES = {b"/healthz", b"/readyz", b"/metrics"}
+_MTYPES: dict[bytes | None, str | None] = {}
+
+
+def _media_type(raw: bytes | None) -> str | None:
+    """:func:`~gateway.parse.media_type`, remembered for the few header values clients send."""
+    try:
+        return _MTYPES[raw]
+    except KeyError:
+        mt = media_type(raw)
+        if len(_MTYPES) < 256:
+            _MTYPES[raw] = mt
+        return mt

@@ -197,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     from query_api.bench import add_bench_api_parser
 
     add_bench_api_parser(bsub)
+    from gateway.bench import add_bench_gateway_parser
+
+    add_bench_gateway_parser(bsub)
     return parser
 
 

@@ -2,14 +2,28 @@ package org.ldpstream.sdk;
 
 import java.security.SecureRandom;
 
-/** Words from the platform CSPRNG ({@link SecureRandom}), fetched 1 KiB at a time. */
+/**
+ * Words from the platform CSPRNG ({@link SecureRandom}), fetched 4 KiB at a time.
+ *
+ * <p>The default constructor prefers the JDK's NIST SP 800-90A "DRBG" (Java 9+; seeded from
+ * the OS, no lock on /dev/urandom per call) and falls back to {@code new SecureRandom()}
+ * (Android: the OpenSSL-backed provider).
+ */
 public final class SecureRandomSource implements DrawSource {
   private final SecureRandom random;
-  private final byte[] buf = new byte[1024];
+  private final byte[] buf = new byte[4096];
   private int at = buf.length;
 
   public SecureRandomSource() {
-    this(new SecureRandom());
+    this(platformDefault());
+  }
+
+  private static SecureRandom platformDefault() {
+    try {
+      return SecureRandom.getInstance("DRBG");
+    } catch (java.security.NoSuchAlgorithmException e) {
+      return new SecureRandom();
+    }
   }
 
   public SecureRandomSource(SecureRandom random) {

@@ -53,11 +53,11 @@ public final class Canonical {
     if (exp >= -4 && exp < 16) {
       if (exp >= 0) {
         String intPart = digits.length() > exp + 1 ? digits.substring(0, exp + 1)
-            : digits + "0".repeat(exp + 1 - digits.length());
+            : digits + Io.zeros(exp + 1 - digits.length());
         String frac = digits.length() > exp + 1 ? digits.substring(exp + 1) : "0";
         body = intPart + "." + frac;
       } else {
-        body = "0." + "0".repeat(-exp - 1) + digits;
+        body = "0." + Io.zeros(-exp - 1) + digits;
       }
     } else {
       String m = digits.length() > 1 ? digits.charAt(0) + "." + digits.substring(1) : digits;

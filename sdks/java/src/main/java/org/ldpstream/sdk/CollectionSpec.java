@@ -238,7 +238,7 @@ public final class CollectionSpec {
   /** GET {@code {apiUrl}/v1/collections/{id}} and verify the spec against its fingerprint. */
   public static CollectionSpec fetch(String apiUrl, String collection) throws IOException {
     String url = apiUrl.replaceAll("/+$", "") + "/v1/collections/"
-        + URLEncoder.encode(collection, StandardCharsets.UTF_8);
+        + URLEncoder.encode(collection, "UTF-8");
     HttpURLConnection conn = (HttpURLConnection) new URL(url).openConnection();
     conn.setConnectTimeout(10000);
     conn.setReadTimeout(10000);
@@ -248,7 +248,7 @@ public final class CollectionSpec {
       throw new IOException("GET " + url + ": HTTP " + status);
     }
     try (InputStream in = conn.getInputStream()) {
-      return parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+      return parse(new String(Io.readAll(in), StandardCharsets.UTF_8));
     } finally {
       conn.disconnect();
     }

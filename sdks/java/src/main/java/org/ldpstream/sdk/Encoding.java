@@ -37,12 +37,12 @@ public final class Encoding {
     ByteArrayOutputStream head = new ByteArrayOutputStream();
     byte[] id = ascii(spec.id);
     byte[] mech = ascii((String) spec.oracleSpec.get("mechanism"));
-    head.writeBytes(new byte[] {'L', 'D', 'P', 'M', 1, (byte) id.length});
-    head.writeBytes(id);
-    head.writeBytes(ascii(spec.fingerprint));
-    head.writeBytes(new byte[] {'L', 'D', 'P', 'R', 1, (byte) mech.length});
-    head.writeBytes(mech);
-    head.writeBytes(ascii(spec.oracleFingerprint));
+    Io.put(head, new byte[] {'L', 'D', 'P', 'M', 1, (byte) id.length});
+    Io.put(head, id);
+    Io.put(head, ascii(spec.fingerprint));
+    Io.put(head, new byte[] {'L', 'D', 'P', 'R', 1, (byte) mech.length});
+    Io.put(head, mech);
+    Io.put(head, ascii(spec.oracleFingerprint));
     int n = reports.size();
     int body = 0;
     ByteArrayOutputStream table = new ByteArrayOutputStream();
@@ -50,7 +50,7 @@ public final class Encoding {
       byte[] nm = ascii(c.name);
       int per = c.perReport();
       table.write(nm.length);
-      table.writeBytes(nm);
+      Io.put(table, nm);
       table.write(code(c.dtype));
       table.write(per & 0xff);
       table.write(per >> 8);

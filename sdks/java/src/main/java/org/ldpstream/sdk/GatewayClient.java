@@ -89,7 +89,7 @@ public final class GatewayClient {
 
   /** Retry-After in ms (seconds or an HTTP date), or -1. */
   public static long retryAfterMs(String value, long nowMs) {
-    if (value == null || value.isBlank()) {
+    if (value == null || value.trim().isEmpty()) {
       return -1;
     }
     String s = value.trim();
@@ -137,7 +137,7 @@ public final class GatewayClient {
         }
         int status = conn.getResponseCode();
         InputStream in = status >= 400 ? conn.getErrorStream() : conn.getInputStream();
-        String text = in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        String text = in == null ? "" : new String(Io.readAll(in), StandardCharsets.UTF_8);
         if (in != null) {
           in.close();
         }

@@ -22,7 +22,9 @@ from typing import Any
 from ldpcore import wire
 from ldpcore.base import canonical_json
 from ldpcore.collection import CollectionSpec, encode_message
+from ldpcore.longitudinal import TwoLevel
 from ldpcore.reference import NumpyWords, WordStream, perturb_reference, rerandomize_reference
+from ldpcore.registry import make_oracle
 
 HERE = Path(__file__).resolve().parent
 FORMAT = "ldpstream-sdk-vectors"
@@ -158,11 +160,29 @@ def _case(name: str, decl: dict[str, Any], inputs: list[Any], seed: int) -> dict
     if tl is not None:
         again = rerandomize_reference(tl, again, check)
     assert again == reports and check.used == len(record)
+    _check_margin(spec, values, record, reports)
     out["words"] = record
     out["reports"] = wire.to_records(reports)
     out["message_binary"] = encode_message(spec, reports).hex()
     out["message_json"] = encode_message(spec, reports, "json").decode()
     return out
+
+
+def _check_margin(spec: CollectionSpec, values: list[int], words: list[int],
+                  reports: Any) -> None:
+    """The reports must not change when ε (and ε₁) move by 1e-12 relative: platforms may
+    compute exp() an ulp apart (1e-16 relative), which must not decide any draw."""
+    for factor in (1 - 1e-12, 1 + 1e-12):
+        params = dict(spec.oracle_spec)
+        params["epsilon"] = params["epsilon"] * factor
+        o = make_oracle(**params)
+        src = WordStream(words)
+        again = perturb_reference(o, values, src)
+        if spec.epsilon_1 is not None:
+            tl = TwoLevel(o, epsilon_1=spec.epsilon_1 * factor)
+            again = rerandomize_reference(tl, again, src)
+        assert wire.to_records(again) == [
+            {**r, "fingerprint": o.fingerprint} for r in wire.to_records(reports)], spec.id
 
 
 def generate() -> dict[str, str]:

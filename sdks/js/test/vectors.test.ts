@@ -67,3 +67,12 @@ test("a spec whose served fingerprint differs is refused", () => {
   assert.throws(() => CollectionSpec.fromJson(raw), /fingerprint/);
   assert.equal(fingerprintOf({ a: 1 }), "015abd7f5cc57a2d");
 });
+
+test("floats print as Python's repr", async () => {
+  const { pyFloat } = await import("../src/index.js");
+  const cases: Array<[number, string]> = [[1, "1.0"], [0.1, "0.1"], [1e-5, "1e-05"],
+    [1e-4, "0.0001"], [1e16, "1e+16"], [1234567890123456, "1234567890123456.0"],
+    [-2.5e-300, "-2.5e-300"], [0.1 + 0.2, "0.30000000000000004"], [5e-324, "5e-324"],
+    [123.456, "123.456"], [1e22, "1e+22"]];
+  for (const [x, want] of cases) assert.equal(pyFloat(x), want);
+});

@@ -33,12 +33,17 @@ def sdk_command(sdk: str) -> list[str]:
             "org.ldpstream.sdk.tools.Perturb"]
 
 
-def sdk_perturb(sdk: str, collection: dict[str, Any], values: list[int]) -> bytes:
-    """One binary message with the SDK's (CSPRNG) reports of ``values`` (domain indices)."""
+def sdk_perturb_many(sdk: str, requests: list[tuple[dict[str, Any], list[int]]]
+                     ) -> list[bytes]:
+    """Per (served collection, domain indices): one binary message with the SDK's (CSPRNG)
+    reports of the values; all requests in one process (one JVM start)."""
     with tempfile.TemporaryDirectory() as tmp:
-        req, out = Path(tmp) / "req.json", Path(tmp) / "out.bin"
-        req.write_text(json.dumps({"collection": collection, "values": values}))
-        proc = subprocess.run([*sdk_command(sdk), str(req), str(out)], capture_output=True,
-                              text=True, timeout=120)
+        args = []
+        for i, (collection, values) in enumerate(requests):
+            req, out = Path(tmp) / f"req{i}.json", Path(tmp) / f"out{i}.bin"
+            req.write_text(json.dumps({"collection": collection, "values": values}))
+            args += [str(req), str(out)]
+        proc = subprocess.run([*sdk_command(sdk), *args], capture_output=True, text=True,
+                              timeout=600)
         assert proc.returncode == 0, proc.stderr
-        return out.read_bytes()
+        return [(Path(tmp) / f"out{i}.bin").read_bytes() for i in range(len(requests))]

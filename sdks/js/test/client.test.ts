@@ -77,3 +77,24 @@ test("Retry-After is read in seconds or as an HTTP date", () => {
   assert.equal(retryAfterMs(new Date(61_000).toUTCString(), 1_000), 60_000);
   assert.equal(retryAfterMs("soon"), null);
 });
+
+test("fetchSpec reads the query API's answer and verifies the fingerprint", async () => {
+  const { fetchSpec } = await import("../src/index.js");
+  const { loadCases } = await import("./cases.js");
+  const served = loadCases()[0].collection as Record<string, unknown>;
+  let path = "";
+  const srv = await serve((req, _body, res) => {
+    path = req.url ?? "";
+    const tampered = path.includes("bad");
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ spec: tampered ? { ...served, min_reports: 7 } : served }));
+  });
+  try {
+    const spec = await fetchSpec(`${srv.url}/`, served.id as string);
+    assert.equal(path, `/v1/collections/${served.id}`);
+    assert.equal(spec.fingerprint, served.fingerprint);
+    await assert.rejects(fetchSpec(srv.url, "bad"), /fingerprint/);
+  } finally {
+    await srv.close();
+  }
+});

@@ -118,4 +118,33 @@ class GatewayClientTest {
     assertEquals(60000, GatewayClient.retryAfterMs("Thu, 01 Jan 1970 00:01:01 GMT", 1000));
     assertEquals(-1, GatewayClient.retryAfterMs("soon", 0));
   }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void fetchReadsTheQueryApiAnswerAndVerifiesTheFingerprint() throws IOException {
+    java.util.Map<String, Object> served = (java.util.Map<String, Object>)
+        VectorsTest.cases().get(0).get("collection");
+    List<String> paths = new ArrayList<>();
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.createContext("/v1/collections/", ex -> {
+      paths.add(ex.getRequestURI().getPath());
+      java.util.Map<String, Object> spec = new java.util.LinkedHashMap<>(served);
+      if (ex.getRequestURI().getPath().endsWith("bad")) {
+        spec.put("min_reports", 7L);
+      }
+      java.util.Map<String, Object> body = new java.util.LinkedHashMap<>();
+      body.put("spec", spec);
+      reply(ex, 200, Json.write(body));
+      ex.close();
+    });
+    server.start();
+    try {
+      CollectionSpec spec = CollectionSpec.fetch(url(server) + "/", (String) served.get("id"));
+      assertEquals(served.get("fingerprint"), spec.fingerprint);
+      assertEquals("/v1/collections/" + served.get("id"), paths.get(0));
+      assertThrows(IllegalArgumentException.class, () -> CollectionSpec.fetch(url(server), "bad"));
+    } finally {
+      server.stop(0);
+    }
+  }
 }

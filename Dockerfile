@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# One image for every ldpstream verb: `aggregate`, `serve`, `simulate` (the entry point).
+# One image for every ldpstream verb: `aggregate`, `serve`, `gateway`, `simulate` (the entry point).
 #   docker build -t ldpstream:0.1.0 .
 #   docker run --rm ldpstream:0.1.0 serve
 # Pinned base; for byte-for-byte reproducible builds pin the digest too (python:3.11.11-slim-bookworm@sha256:…).
@@ -18,6 +18,7 @@ COPY ldpstream ./ldpstream
 COPY producer ./producer
 COPY aggregator ./aggregator
 COPY query_api ./query_api
+COPY gateway ./gateway
 RUN python -m venv /opt/ldpstream \
  && /opt/ldpstream/bin/pip install --upgrade pip \
  && /opt/ldpstream/bin/pip install .
@@ -35,10 +36,11 @@ ENV PATH=/opt/ldpstream/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     LDP_API_HOST=0.0.0.0 \
     LDP_METRICS_HOST=0.0.0.0 \
-    LDP_METRICS_PORT=9100
+    LDP_METRICS_PORT=9100 \
+    LDP_GATEWAY_HOST=0.0.0.0
 USER 10001:10001
 WORKDIR /home/ldp
-EXPOSE 8000 9100
+EXPOSE 8000 8080 9100
 # `ldpstream health` probes whatever this container runs: the API's /healthz for `serve`,
 # the worker's /healthz (its consume loop turns) for `aggregate`; a simulator is healthy
 # while it runs.

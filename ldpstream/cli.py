@@ -63,6 +63,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return serve_main()
 
 
+def _cmd_gateway(args: argparse.Namespace) -> int:
+    import os
+
+    from gateway.app import main as gateway_main
+
+    if args.port is not None:  # the flag wins over LDP_GATEWAY_PORT
+        os.environ["LDP_GATEWAY_PORT"] = str(args.port)
+    return gateway_main()
+
+
 def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
     from aggregator.bench import run_from_args
 
@@ -77,6 +87,9 @@ def _health_url(cmdline: list[str], env: dict[str, str]) -> str | None:
     if "serve" in cmdline:
         return (f"http://{local(env.get('LDP_API_HOST'))}:"
                 f"{env.get('LDP_API_PORT') or 8000}/healthz")
+    if "gateway" in cmdline:
+        return (f"http://{local(env.get('LDP_GATEWAY_HOST'))}:"
+                f"{env.get('LDP_GATEWAY_PORT') or 8080}/healthz")
     if "aggregate" in cmdline and (env.get("LDP_METRICS_PORT") or "0") != "0":
         return f"http://{local(env.get('LDP_METRICS_HOST'))}:{env['LDP_METRICS_PORT']}/healthz"
     return None
@@ -152,6 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_aggregate)
     p = sub.add_parser("serve", help="run the query API (settings: LDP_… env vars)")
     p.set_defaults(func=_cmd_serve)
+    p = sub.add_parser("gateway", help="run the HTTP ingestion gateway: devices POST "
+                                       "/v1/reports (settings: LDP_… env vars)")
+    p.add_argument("--port", type=int, default=None,
+                   help="listen on this port (default: LDP_GATEWAY_PORT, else 8080; 0 = free)")
+    p.set_defaults(func=_cmd_gateway)
     p = sub.add_parser("experiment", help="run a paper reproduction or benchmark of bench/")
     p.add_argument("name", choices=sorted(EXPERIMENTS))
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the script (e.g. --quick)")
@@ -179,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     from query_api.bench import add_bench_api_parser
 
     add_bench_api_parser(bsub)
+    from gateway.bench import add_bench_gateway_parser
+
+    add_bench_gateway_parser(bsub)
     return parser
 
 

@@ -42,3 +42,5 @@ if [ "$(cat .tools/kafka/.pom-sha256 2>/dev/null)" != "$kafka_want" ] \
          "will fail (apt-get install maven openjdk-17-jre-headless)" >&2
   fi
 fi
+# The device SDKs (sdks/js, sdks/java) for tests/sdks: npm and Maven run here, not in tests.
+bash scripts/sdks.sh

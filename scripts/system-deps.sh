@@ -13,6 +13,8 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
+# javac for the Java SDK (sdks/java); the JDK also carries the JRE the Kafka broker needs
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -1,0 +1,288 @@
+"""``ldpstream bench gateway``: requests/s, reports/s and latency of the HTTP gateway.
+
+Starts the embedded broker (tansu) and a Redis on free loopback ports (or uses
+``--bootstrap``/``--redis``), registers one collection, starts the gateway
+(``python -m gateway``, one process) and drives it from a load generator in a process
+of its own: raw asyncio sockets on uvloop, ``--connections`` keep-alive connections,
+each keeping ``--depth`` pipelined requests in flight, every request pre-encoded.  Each
+case runs ``--seconds`` after a warm-up; a response's latency runs from writing its
+request to reading its answer (so it includes the wait behind the pipelined requests
+of its connection: with depth 1 it is the plain round trip).
+
+Cases (``--cases``, comma separated):
+
+* ``single``: one binary message of one report per request (``application/octet-stream``);
+* ``batch``: ``application/x-ldp-frames`` of ``--frames`` messages of ``--batch`` reports;
+* ``json``: one JSON message of one report per request;
+* ``latency``: ``single`` at depth 1 on 8 connections (the unloaded round trip).
+
+Prints one row per case (requests/s, reports/s, p50/p99 latency, statuses) and the CPU
+seconds the gateway and the load generator used, and the load average before the run
+(other work on the machine skews every figure).  Every 202 is a report acknowledged by
+the broker: the gateway answers only then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["add_bench_gateway_parser", "load", "run_from_args"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SPEC = {"id": "bench-gw", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+        "domain": {"kind": "integers", "low": 0, "high": 63}}
+
+
+class _Conn(asyncio.Protocol):
+    """One keep-alive connection keeping ``depth`` requests in flight."""
+
+    def __init__(self, request: bytes, depth: int, sink: _Sink) -> None:
+        self.request, self.depth, self.sink = request, depth, sink
+        self.sent: list[float] = []
+        self.head = 0
+        self.buf = b""
+        self.transport: Any = None
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        now = time.perf_counter()
+        self.sent.extend([now] * self.depth)
+        transport.write(self.request * self.depth)
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.buf + data if self.buf else data
+        pos, n = 0, len(buf)
+        now = time.perf_counter()
+        done = 0
+        sink = self.sink
+        while True:
+            end = buf.find(b"\r\n\r\n", pos)
+            if end < 0:
+                break
+            cl = buf.find(b"Content-Length: ", pos, end)
+            length = int(buf[cl + 16:buf.index(b"\r\n", cl)]) if cl >= 0 else 0
+            if end + 4 + length > n:
+                break
+            status = buf[pos + 9:pos + 12]
+            sink.status[status] = sink.status.get(status, 0) + 1
+            if sink.recording:
+                sink.lat.append(now - self.sent[self.head])
+            self.head += 1
+            pos = end + 4 + length
+            done += 1
+        self.buf = buf[pos:]
+        if done:
+            sink.done += done
+            if self.head > 4096:
+                del self.sent[:self.head]
+                self.head = 0
+            if not sink.stopping:
+                self.sent.extend([now] * done)
+                self.transport.write(self.request * done)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.sink.lost += 1
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.status: dict[bytes, int] = {}
+        self.lat: list[float] = []
+        self.done = 0
+        self.lost = 0
+        self.recording = False
+        self.stopping = False
+
+
+async def _drive(host: str, port: int, request: bytes, connections: int, depth: int,
+                 warmup: float, seconds: float) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    sink = _Sink()
+    conns = []
+    for _ in range(connections):
+        _, proto = await loop.create_connection(lambda: _Conn(request, depth, sink), host, port)
+        conns.append(proto)
+    await asyncio.sleep(warmup)
+    sink.status.clear()
+    start_done = sink.done
+    sink.recording = True
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    await asyncio.sleep(seconds)
+    sink.recording = False
+    elapsed = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    done = sink.done - start_done
+    status = {k.decode(): v for k, v in sink.status.items()}
+    sink.stopping = True
+    await asyncio.sleep(0.3)
+    for c in conns:
+        c.transport.close()
+    lat = np.asarray(sink.lat) * 1000.0
+    return {"requests": done, "seconds": elapsed, "status": status, "loadgen_cpu": cpu,
+            "p50_ms": float(np.percentile(lat, 50)) if lat.size else float("nan"),
+            "p99_ms": float(np.percentile(lat, 99)) if lat.size else float("nan"),
+            "lost_connections": sink.lost}
+
+
+def load(host: str, port: int, request: bytes, connections: int, depth: int, warmup: float,
+         seconds: float) -> dict[str, Any]:
+    """Run the load generator in this process (uvloop if installed); the case's figures."""
+    try:
+        import uvloop
+        return uvloop.run(_drive(host, port, request, connections, depth, warmup, seconds))
+    except ImportError:  # pragma: no cover
+        return asyncio.run(_drive(host, port, request, connections, depth, warmup, seconds))
+
+
+def _load_child(q: Any, *args: Any) -> None:
+    q.put(load(*args))
+
+
+def http_request(host: str, port: int, body: bytes, content_type: str) -> bytes:
+    return (f"POST /v1/reports HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: {content_type}"
+            f"\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    from ldpcore.collection import CollectionSpec, encode_message
+    from ldpstream.dev.servers import start_broker, start_redis
+
+    spec = CollectionSpec.from_dict(SPEC)
+    rng = np.random.default_rng(args.seed)
+    o = spec.oracle()
+    work = Path(tempfile.mkdtemp(prefix="ldp-bench-gw-"))
+    servers: list[Any] = []
+    gw: subprocess.Popen[bytes] | None = None
+    try:
+        bootstrap, redis_url = args.bootstrap, args.redis
+        if bootstrap is None:
+            (work / "kafka").mkdir()
+            k = start_broker(args.broker, work / "kafka")
+            servers.append(k)
+            bootstrap = k.bootstrap
+        if redis_url is None:
+            (work / "redis").mkdir()
+            r = start_redis(work / "redis")
+            servers.append(r)
+            redis_url = r.url
+        import redis
+
+        from ldpstream.storage import CollectionCatalog
+
+        topic = f"bench-gw-{os.getpid()}"
+        prefix = f"benchgw{os.getpid()}:"
+        CollectionCatalog(redis.Redis.from_url(redis_url), prefix).register(spec)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
+        env.update({"LDP_KAFKA_BOOTSTRAP": bootstrap, "LDP_REDIS_URL": redis_url,
+                    "LDP_REDIS_PREFIX": prefix, "LDP_REPORTS_TOPIC": topic,
+                    "LDP_GATEWAY_PORT": "0", "LDP_GATEWAY_LINGER_MS": str(args.linger_ms),
+                    "PYTHONPATH": str(ROOT)})
+        log = open(work / "gateway.log", "wb")  # noqa: SIM115 - the child owns it
+        gw = subprocess.Popen([sys.executable, "-m", "gateway"], cwd=ROOT, env=env,
+                              stdout=log, stderr=subprocess.STDOUT)
+        port = 0
+        deadline = time.monotonic() + 60
+        mark = "ldpstream gateway: listening on http://"
+        while not port:
+            for line in (work / "gateway.log").read_text(errors="replace").splitlines():
+                if line.startswith(mark):
+                    port = int(line[len(mark):].split()[0].rsplit(":", 1)[1])
+            if gw.poll() is not None or time.monotonic() > deadline:
+                print((work / "gateway.log").read_text(errors="replace"), file=sys.stderr)
+                return 1
+            time.sleep(0.05)
+        host = "127.0.0.1"
+        one = encode_message(spec, o.perturb([3], rng=rng))
+        frames = b"".join(
+            len(m).to_bytes(4, "little") + m for m in
+            (encode_message(spec, o.perturb(rng.integers(0, 64, args.batch), rng=rng))
+             for _ in range(args.frames)))
+        cases = {
+            "single": (http_request(host, port, one, "application/octet-stream"), 1,
+                       args.connections, args.depth),
+            "batch": (http_request(host, port, frames, "application/x-ldp-frames"),
+                      args.batch * args.frames, args.batch_connections, args.batch_depth),
+            "json": (http_request(host, port, encode_message(spec, o.perturb([3], rng=rng),
+                                                             "json"), "application/json"),
+                     1, args.connections, args.depth),
+            "latency": (http_request(host, port, one, "application/octet-stream"), 1, 8, 1),
+        }
+        print(f"load average before the run: {os.getloadavg()[0]:.2f}, "
+              f"{os.getloadavg()[1]:.2f}, {os.getloadavg()[2]:.2f} on {os.cpu_count()} cores; "
+              f"broker {'embedded ' + args.broker if args.bootstrap is None else bootstrap}; "
+              f"linger {args.linger_ms} ms", flush=True)
+        print(f"{'case':<8}{'conns×depth':>12}{'requests/s':>12}{'reports/s':>13}"
+              f"{'p50 ms':>9}{'p99 ms':>9}{'gw CPU':>8}{'gen CPU':>8}  statuses", flush=True)
+        ctx = mp.get_context("spawn")
+        results = {}
+        for name in [c.strip() for c in args.cases.split(",") if c.strip()]:
+            request, per, conns, depth = cases[name]
+            q = ctx.Queue()
+            cpu0 = _cpu_seconds(gw.pid)
+            child = ctx.Process(target=_load_child, args=(q, host, port, request, conns, depth,
+                                                          args.warmup, args.seconds))
+            t0 = time.perf_counter()
+            child.start()
+            res = q.get(timeout=args.warmup + args.seconds + 120)
+            child.join(30)
+            gw_cpu = (_cpu_seconds(gw.pid) - cpu0) / (time.perf_counter() - t0)
+            rps = res["requests"] / res["seconds"]
+            res.update(name=name, rps=rps, reports_per_s=rps * per, gateway_cpu=gw_cpu,
+                       loadgen_cpu_share=res["loadgen_cpu"] / res["seconds"])
+            results[name] = res
+            print(f"{name:<8}{f'{conns}×{depth}':>12}{rps:>12,.0f}{rps * per:>13,.0f}"
+                  f"{res['p50_ms']:>9.2f}{res['p99_ms']:>9.2f}{gw_cpu:>8.2f}"
+                  f"{res['loadgen_cpu_share']:>8.2f}  {res['status']}", flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1))
+        return 0
+    finally:
+        if gw is not None and gw.poll() is None:
+            gw.terminate()
+            try:
+                gw.wait(20)
+            except subprocess.TimeoutExpired:
+                gw.kill()
+        for s in reversed(servers):
+            s.stop()
+
+
+def add_bench_gateway_parser(bsub: Any) -> None:
+    p = bsub.add_parser("gateway", help="HTTP gateway: requests/s, reports/s, p50/p99 latency "
+                                        "(embedded broker + Redis, load generator included)")
+    p.add_argument("--cases", default="single,batch,latency",
+                   help="comma separated: single, batch, json, latency")
+    p.add_argument("--seconds", type=float, default=10.0, help="measured time per case")
+    p.add_argument("--warmup", type=float, default=2.0)
+    p.add_argument("--connections", type=int, default=64)
+    p.add_argument("--depth", type=int, default=16, help="pipelined requests per connection")
+    p.add_argument("--batch-connections", type=int, default=16)
+    p.add_argument("--batch-depth", type=int, default=2)
+    p.add_argument("--frames", type=int, default=16, help="messages per batched request")
+    p.add_argument("--batch", type=int, default=1024, help="reports per message (batched)")
+    p.add_argument("--linger-ms", type=float, default=5.0)
+    p.add_argument("--broker", choices=("tansu", "kafka"), default="tansu")
+    p.add_argument("--bootstrap", default=None, help="use this broker instead")
+    p.add_argument("--redis", default=None, help="use this Redis instead")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", default=None, help="also write the figures to this file")
+    p.set_defaults(func=run_from_args)

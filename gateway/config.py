@@ -1,0 +1,171 @@
+"""Settings of the HTTP ingestion gateway, read once from ``LDP_…`` environment variables.
+
+A bad value fails at start-up with :class:`ConfigError` naming the variable.
+
+===========================  ========================  ==========================================
+variable                     default                   meaning
+===========================  ========================  ==========================================
+LDP_KAFKA_BOOTSTRAP          127.0.0.1:9092            Kafka bootstrap servers (comma separated)
+LDP_REDIS_URL                redis://127.0.0.1:6379/0  Redis holding the collection catalogue
+LDP_REDIS_PREFIX             ldp:                      prefix of every Redis key
+LDP_REPORTS_TOPIC            ldp-reports               topic the accepted reports go to
+LDP_TOPIC_PARTITIONS         4                         partitions if the gateway creates the topic
+LDP_TOPIC_REPLICATION        1                         replication if the gateway creates it
+LDP_GATEWAY_HOST             127.0.0.1                 bind address (0.0.0.0 in containers)
+LDP_GATEWAY_PORT             8080                      port (0: a free one, printed at start)
+LDP_GATEWAY_KEYS             (unset: no keys)          device API keys ``fleet:key,fleet:key``
+LDP_GATEWAY_KEYS_FILE        (unset)                   file of ``fleet:key`` lines (``#`` comments)
+LDP_GATEWAY_CORS_ORIGINS     ``*``                     origins allowed by CORS (comma separated,
+                                                       ``*`` = any; empty string = CORS off)
+LDP_GATEWAY_MAX_BODY         4194304                   largest request body in bytes (else 413)
+LDP_GATEWAY_LINGER_MS        5                         longest wait of an accepted report before
+                                                       its batch goes to Kafka
+LDP_GATEWAY_BATCH_BYTES      1048576                   a collection's Kafka message is cut at
+                                                       this many bytes (and sent at once)
+LDP_GATEWAY_QUEUE_BYTES      67108864                  message bytes accepted but not yet
+                                                       acknowledged by the broker; beyond: 429
+LDP_GATEWAY_ACK_TIMEOUT_MS   10000                     no broker acknowledgement within this: 503
+LDP_GATEWAY_RETRY_AFTER      1                         seconds in ``Retry-After`` of 429/503
+LDP_GATEWAY_CATALOG_REFRESH  5                         seconds between re-reads of the catalogue
+LDP_GATEWAY_MAX_CONNECTIONS  10000                     open connections beyond this are closed
+===========================  ========================  ==========================================
+
+Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ldpstream.connections import KafkaSecurity, RedisOptions
+from ldpstream.settings import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_REDIS_URL,
+    ConfigError,
+    env_bootstrap,
+    env_file,
+    env_float,
+    env_int,
+    env_name,
+    env_redis_prefix,
+    env_redis_url,
+)
+from ldpstream.storage import DEFAULT_PREFIX
+
+__all__ = ["ConfigError", "GatewaySettings", "parse_keys", "key_digest"]
+
+
+def key_digest(key: str) -> bytes:
+    """What the gateway keeps of a device key: its SHA-256 (lookups compare digests)."""
+    return hashlib.sha256(key.encode()).digest()
+
+
+def parse_keys(text: str, source: str) -> dict[bytes, str]:
+    """``fleet:key`` entries (comma or newline separated, ``#`` comments) → digest → fleet.
+
+    >>> sorted(parse_keys("a:k1, b:k2", "LDP_GATEWAY_KEYS").values())
+    ['a', 'b']
+    >>> parse_keys("nokey", "LDP_GATEWAY_KEYS")
+    Traceback (most recent call last):
+    ...
+    ldpstream.settings.ConfigError: LDP_GATEWAY_KEYS: entry 'nokey' must be fleet:key
+    """
+    out: dict[bytes, str] = {}
+    for line in text.replace(",", "\n").splitlines():
+        entry = line.split("#", 1)[0].strip()
+        if not entry:
+            continue
+        fleet, sep, key = entry.partition(":")
+        fleet, key = fleet.strip(), key.strip()
+        if not sep or not fleet or not key:
+            raise ConfigError(f"{source}: entry {entry!r} must be fleet:key")
+        if any(c.isspace() for c in key):
+            raise ConfigError(f"{source}: the key of fleet {fleet!r} has white space")
+        digest = key_digest(key)
+        if digest in out:
+            raise ConfigError(f"{source}: fleets {out[digest]!r} and {fleet!r} share a key")
+        out[digest] = fleet
+    return out
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    """Gateway settings (see the module docstring for the variables)."""
+
+    kafka_bootstrap: str = DEFAULT_BOOTSTRAP
+    redis_url: str = DEFAULT_REDIS_URL
+    redis_prefix: str = DEFAULT_PREFIX
+    reports_topic: str = "ldp-reports"
+    topic_partitions: int = 4
+    topic_replication: int = 1
+    host: str = "127.0.0.1"
+    port: int = 8080
+    keys: dict[bytes, str] = field(default_factory=dict, repr=False)
+    cors_origins: tuple[str, ...] = ("*",)
+    max_body: int = 4 << 20
+    linger_ms: float = 5.0
+    batch_bytes: int = 1 << 20
+    queue_bytes: int = 64 << 20
+    ack_timeout_ms: int = 10_000
+    retry_after: int = 1
+    catalog_refresh: float = 5.0
+    max_connections: int = 10_000
+    kafka_security: KafkaSecurity = KafkaSecurity()
+    redis_options: RedisOptions = RedisOptions()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
+        """Read and validate every variable from ``env`` (default ``os.environ``)."""
+        env = os.environ if env is None else env
+        url = env_redis_url(env)
+        keys = parse_keys(env.get("LDP_GATEWAY_KEYS") or "", "LDP_GATEWAY_KEYS")
+        kfile = env_file(env, "LDP_GATEWAY_KEYS_FILE")
+        if kfile is not None:
+            with open(kfile) as fh:
+                for digest, fleet in parse_keys(fh.read(), "LDP_GATEWAY_KEYS_FILE").items():
+                    if digest in keys and keys[digest] != fleet:
+                        raise ConfigError(f"LDP_GATEWAY_KEYS_FILE: fleet {fleet!r} shares a "
+                                          f"key with fleet {keys[digest]!r} of "
+                                          "LDP_GATEWAY_KEYS")
+                    keys[digest] = fleet
+        raw_origins = env.get("LDP_GATEWAY_CORS_ORIGINS")
+        origins = ("*",) if raw_origins is None else tuple(
+            o.strip().rstrip("/") for o in raw_origins.split(",") if o.strip())
+        for o in origins:
+            if o != "*" and not o.startswith(("http://", "https://")):
+                raise ConfigError("LDP_GATEWAY_CORS_ORIGINS must be '*' or http(s)://host[:port]"
+                                  f" origins, got {o!r}")
+        max_body = env_int(env, "LDP_GATEWAY_MAX_BODY", cls.max_body, 64, 1 << 30)
+        batch_bytes = env_int(env, "LDP_GATEWAY_BATCH_BYTES", cls.batch_bytes, 1024, 16 << 20)
+        queue_bytes = env_int(env, "LDP_GATEWAY_QUEUE_BYTES", cls.queue_bytes, 1 << 16, 1 << 34)
+        if queue_bytes < max_body:
+            raise ConfigError(f"LDP_GATEWAY_QUEUE_BYTES ({queue_bytes}) must be at least "
+                              f"LDP_GATEWAY_MAX_BODY ({max_body})")
+        return cls(
+            kafka_bootstrap=env_bootstrap(env),
+            redis_url=url,
+            redis_prefix=env_redis_prefix(env),
+            reports_topic=env_name(env, "LDP_REPORTS_TOPIC", cls.reports_topic),
+            topic_partitions=env_int(env, "LDP_TOPIC_PARTITIONS", cls.topic_partitions, 1, 10_000),
+            topic_replication=env_int(env, "LDP_TOPIC_REPLICATION", cls.topic_replication, 1, 32),
+            host=env.get("LDP_GATEWAY_HOST") or cls.host,
+            port=env_int(env, "LDP_GATEWAY_PORT", cls.port, 0, 65535),
+            keys=keys,
+            cors_origins=origins,
+            max_body=max_body,
+            linger_ms=env_float(env, "LDP_GATEWAY_LINGER_MS", cls.linger_ms, 0.0, 10_000.0),
+            batch_bytes=batch_bytes,
+            queue_bytes=queue_bytes,
+            ack_timeout_ms=env_int(env, "LDP_GATEWAY_ACK_TIMEOUT_MS", cls.ack_timeout_ms,
+                                   100, 600_000),
+            retry_after=env_int(env, "LDP_GATEWAY_RETRY_AFTER", cls.retry_after, 1, 3600),
+            catalog_refresh=env_float(env, "LDP_GATEWAY_CATALOG_REFRESH", cls.catalog_refresh,
+                                      0.1, 3600.0),
+            max_connections=env_int(env, "LDP_GATEWAY_MAX_CONNECTIONS", cls.max_connections,
+                                    1, 1_000_000),
+            kafka_security=KafkaSecurity.from_env(env),
+            redis_options=RedisOptions.from_env(env, url=url),
+        )

@@ -1,0 +1,321 @@
+"""Request bodies → messages of known collections, or the 4xx that says what is wrong.
+
+Three media types (see ``docs/gateway.md``):
+
+* ``application/octet-stream``: one binary message (:mod:`ldpcore.message` envelope);
+* ``application/x-ldp-frames``: binary messages, each framed by a u32 little-endian
+  byte length;
+* ``application/json``: one JSON message object ``{"collection", "fingerprint",
+  "reports"}`` or a JSON array of them.
+
+:func:`parse_body` checks, per message, everything that can be checked without
+numpy work: the envelope, the collection (against the :class:`Catalogue`), the
+fingerprint and the exact framing of the columns (the bytes a message of that
+collection must start with, and its length from the report count).  A binary message
+that passes is a :class:`Message` holding its bytes; the report *values* are
+validated later, many messages at once (:meth:`CollectionEntry.validate_many`, one
+vectorised pass per collection and batch).  Anything else (JSON, or binary in a
+layout other than the canonical one) is decoded and fully validated here.
+
+The contract: for any body, :func:`parse_body` returns messages or raises
+:class:`BodyError` (status 400/404/415), never anything else (the fuzz tests hold it
+to that).
+
+>>> from ldpcore.collection import CollectionSpec
+>>> from ldpcore.message import encode_message
+>>> spec = CollectionSpec.from_dict({"id": "os", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+...     "domain": {"kind": "categories", "labels": ["a", "b"]}})
+>>> cat = Catalogue([spec])
+>>> msg = encode_message(spec, spec.oracle().perturb([0, 1, 1], rng=1))
+>>> [(m.entry.spec.id, m.n) for m in parse_body(FRAMES, frame([msg, msg]), cat)]
+[('os', 3), ('os', 3)]
+>>> parse_body(OCTETS, msg[:-1], cat)
+Traceback (most recent call last):
+...
+gateway.parse.BodyError: 400 truncated at 0: batch truncated: column 'y' needs 6 bytes, 5 left
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ldpcore import Reports, wire
+from ldpcore.base import Mechanism
+from ldpcore.collection import CollectionSpec
+from ldpcore.errors import LDPError, ReportError
+from ldpcore.message import (
+    MAX_JSON_DEPTH,
+    MESSAGE_MAGIC,
+    MessageDecoder,
+    message_prefix,
+    peek_message,
+)
+
+__all__ = ["BodyError", "Catalogue", "CollectionEntry", "Message", "UnknownCollection",
+           "OCTETS", "FRAMES", "JSON", "MEDIA_TYPES", "frame", "media_type", "parse_body"]
+
+OCTETS = "application/octet-stream"
+FRAMES = "application/x-ldp-frames"
+JSON = "application/json"
+MEDIA_TYPES = (OCTETS, FRAMES, JSON)
+
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_JSON_KEYS = {"collection", "fingerprint", "reports"}
+_U32 = struct.Struct("<I")
+
+
+class BodyError(Exception):
+    """A request the gateway refuses: HTTP ``status``, machine ``reason``, ``index`` of the
+    message at fault (None when no message is)."""
+
+    def __init__(self, status: int, reason: str, detail: str, index: int | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.reason, self.detail, self.index = status, reason, detail, index
+
+    def __str__(self) -> str:
+        at = "" if self.index is None else f" at {self.index}"
+        return f"{self.status} {self.reason}{at}: {self.detail}"
+
+    def body(self) -> dict[str, Any]:
+        """The JSON error body: ``{"detail", "reason", "index"}`` (index only if known)."""
+        out: dict[str, Any] = {"detail": self.detail, "reason": self.reason}
+        if self.index is not None:
+            out["index"] = self.index
+        return out
+
+
+class UnknownCollection(Exception):
+    """A message names a collection missing from the catalogue (the caller may look it up
+    in Redis and parse again, or answer 404)."""
+
+    def __init__(self, collection: str, index: int) -> None:
+        super().__init__(collection)
+        self.collection, self.index = collection, index
+
+
+def media_type(content_type: str | bytes | None) -> str | None:
+    """The bare media type of a Content-Type header (lower case, parameters dropped).
+
+    >>> media_type(b"Application/JSON; charset=utf-8")
+    'application/json'
+    """
+    if content_type is None:
+        return None
+    if isinstance(content_type, bytes):
+        content_type = content_type.decode("latin-1")
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def frame(messages: Iterable[bytes]) -> bytes:
+    """An ``application/x-ldp-frames`` body: each message after its u32 LE byte length."""
+    return b"".join(_U32.pack(len(m)) + m for m in messages)
+
+
+class CollectionEntry:
+    """What the gateway keeps of one collection: spec, oracle, decoder and the canonical
+    binary layout of its messages (envelope + wire header up to the count, the column
+    table after it, bytes per report)."""
+
+    __slots__ = ("spec", "oracle", "decoder", "envelope", "prefix", "table", "row_bytes", "cid",
+                 "fingerprint")
+
+    def __init__(self, spec: CollectionSpec) -> None:
+        self.spec = spec
+        self.cid = spec.id
+        self.fingerprint = spec.fingerprint
+        self.oracle: Mechanism = spec.oracle()
+        self.decoder = MessageDecoder(spec, self.oracle)
+        cols = self.oracle.report_columns
+        empty = wire.encode(Reports(self.oracle.mechanism, self.oracle.fingerprint, {
+            c.name: np.zeros((0, c.width) if c.bits else (0,), dtype=c.dtype) for c in cols}))
+        at = wire.count_offset(empty)
+        self.envelope = message_prefix(spec)
+        self.prefix = self.envelope + empty[:at]
+        self.table = empty[at + 4:]
+        self.row_bytes = sum(np.dtype(c.dtype).itemsize * (c.width if c.bits else 1)
+                             for c in cols)
+
+    def framed_count(self, data: bytes) -> int:
+        """Reports in ``data`` if it is a message in the canonical layout, else -1."""
+        p = len(self.prefix)
+        if not data.startswith(self.prefix) or not data.startswith(self.table, p + 4):
+            return -1
+        n: int = _U32.unpack_from(data, p)[0]
+        if len(data) != p + 4 + len(self.table) + n * self.row_bytes:
+            return -1
+        return n
+
+    def validate_many(self, values: Sequence[bytes]
+                      ) -> tuple[Reports, list[tuple[int, ReportError]]]:
+        """All reports of canonically framed ``values`` (one vectorised check), and the
+        (position, error) of any bad one."""
+        return self.decoder.decode_many(values)
+
+    def encode(self, reports: Reports) -> bytes:
+        """One binary message of this collection holding ``reports``."""
+        return self.envelope + wire.encode(reports)
+
+
+class Catalogue:
+    """Collections the gateway accepts, by id (str) and by the id's bytes.
+
+    Replaced as a whole when the Redis catalogue is re-read (readers never see a
+    half-updated one).
+    """
+
+    def __init__(self, specs: Iterable[CollectionSpec] = ()) -> None:
+        self.by_id: dict[str, CollectionEntry] = {}
+        self.by_bytes: dict[bytes, CollectionEntry] = {}
+        for spec in specs:
+            self.add(spec)
+
+    def add(self, spec: CollectionSpec) -> CollectionEntry:
+        old = self.by_id.get(spec.id)
+        if old is not None and old.fingerprint == spec.fingerprint:
+            return old
+        entry = CollectionEntry(spec)
+        self.by_id[spec.id] = entry
+        self.by_bytes[spec.id.encode("ascii")] = entry
+        return entry
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def __contains__(self, cid: object) -> bool:
+        return cid in self.by_id
+
+
+@dataclass(slots=True)
+class Message:
+    """One accepted message: its collection, its bytes if canonically framed (values not yet
+    validated) or else its decoded, validated reports, and its report count."""
+
+    entry: CollectionEntry
+    raw: bytes | None
+    reports: Reports | None
+    n: int
+
+
+def _report_error(exc: ReportError, index: int) -> BodyError:
+    return BodyError(400, exc.reason, str(exc), index)
+
+
+def _binary(data: bytes, index: int, cat: Catalogue) -> Message:
+    if not data:
+        raise BodyError(400, "truncated", "the message is empty", index)
+    if data[:4] == MESSAGE_MAGIC and len(data) >= 6:
+        entry = cat.by_bytes.get(data[6:6 + data[5]])
+        if entry is not None:
+            n = entry.framed_count(data)
+            if n >= 0:
+                return Message(entry, data, None, n)
+            try:
+                reports = entry.decoder.decode(data)
+            except ReportError as exc:
+                raise _report_error(exc, index) from None
+            return Message(entry, None, reports, len(reports))
+    elif data.lstrip()[:1] in (b"{", b"["):
+        raise BodyError(400, "garbage", "this is JSON: send it as application/json", index)
+    try:
+        cid, _ = peek_message(data)
+    except ReportError as exc:
+        raise _report_error(exc, index) from None
+    raise UnknownCollection(cid, index)
+
+
+def _split_frames(body: bytes) -> list[bytes]:
+    out: list[bytes] = []
+    off, end = 0, len(body)
+    while off < end:
+        if end - off < 4:
+            raise BodyError(400, "truncated", f"frame {len(out)}: the body ends inside a "
+                            "4-byte length", len(out))
+        (ln,) = _U32.unpack_from(body, off)
+        off += 4
+        if ln > end - off:
+            raise BodyError(400, "truncated", f"frame {len(out)} announces {ln} bytes, "
+                            f"{end - off} remain", len(out))
+        out.append(body[off:off + ln])
+        off += ln
+    return out
+
+
+def _json_depth(data: bytes) -> int:
+    skeleton = data.translate(None, _NOT_BRACKETS)
+    if not skeleton:
+        return 0
+    a = np.frombuffer(skeleton, dtype=np.uint8)
+    step = np.where((a == ord("[")) | (a == ord("{")), 1, -1)
+    return int(np.cumsum(step).max())
+
+
+def _json_message(obj: Any, index: int, cat: Catalogue) -> Message:
+    if not isinstance(obj, dict):
+        raise BodyError(400, "schema", f"message {index} must be a JSON object, got "
+                        f"{type(obj).__name__}", index)
+    cid, fp = obj.get("collection"), obj.get("fingerprint")
+    if not isinstance(cid, str) or not isinstance(fp, str):
+        raise BodyError(400, "schema", "a JSON message needs string 'collection' and "
+                        "'fingerprint'", index)
+    if set(obj) != _JSON_KEYS:
+        raise BodyError(400, "schema", f"JSON message has keys {sorted(obj)}, expected "
+                        f"{sorted(_JSON_KEYS)}", index)
+    entry = cat.by_id.get(cid)
+    if entry is None:
+        raise UnknownCollection(cid, index)
+    if fp != entry.fingerprint:
+        raise BodyError(400, "fingerprint", f"message fingerprint {fp!r} does not match "
+                        f"collection {cid!r} ({entry.fingerprint!r})", index)
+    try:
+        reports = wire.from_records(entry.oracle, obj["reports"])
+    except ReportError as exc:
+        raise _report_error(exc, index) from None
+    except (LDPError, ValueError, TypeError, KeyError, IndexError, OverflowError,
+            RecursionError, MemoryError) as exc:
+        raise BodyError(400, "invalid", f"undecodable message: {type(exc).__name__}: {exc}",
+                        index) from None
+    return Message(entry, None, reports, len(reports))
+
+
+def _json_body(body: bytes, cat: Catalogue) -> list[Message]:
+    depth = _json_depth(body)
+    if depth > MAX_JSON_DEPTH + 1:
+        raise BodyError(400, "too_large", f"JSON nested {depth} deep, the format allows "
+                        f"{MAX_JSON_DEPTH + 1} (an array of messages)", 0)
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise BodyError(400, "garbage", f"the body is not valid JSON: {exc}", 0) from None
+    if isinstance(doc, dict):
+        return [_json_message(doc, 0, cat)]
+    if isinstance(doc, list):
+        if not doc:
+            raise BodyError(400, "schema", "the JSON array holds no message", 0)
+        return [_json_message(obj, i, cat) for i, obj in enumerate(doc)]
+    raise BodyError(400, "schema", "the body must be a JSON message object or an array of "
+                    f"them, got {type(doc).__name__}", 0)
+
+
+def parse_body(mtype: str | None, body: bytes, cat: Catalogue) -> list[Message]:
+    """The messages of a request body of media type ``mtype`` (see the module docstring).
+
+    Raises :class:`BodyError` (400 with the message's ``ReportError.reason``, or 415) or
+    :class:`UnknownCollection`; never anything else.
+    """
+    if mtype == OCTETS:
+        return [_binary(body, 0, cat)]
+    if mtype == FRAMES:
+        frames = _split_frames(body)
+        if not frames:
+            raise BodyError(400, "truncated", "the body holds no frame", 0)
+        return [_binary(f, i, cat) for i, f in enumerate(frames)]
+    if mtype == JSON:
+        return _json_body(body, cat)
+    raise BodyError(415, "media_type", f"Content-Type must be one of {', '.join(MEDIA_TYPES)}"
+                    f", got {mtype!r}")

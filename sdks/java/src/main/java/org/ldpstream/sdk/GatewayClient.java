@@ -1,0 +1,188 @@
+package org.ldpstream.sdk;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.HttpURLConnection;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Gateway client: {@code POST /v1/reports} over {@link HttpURLConnection} (Android and JVM),
+ * with retries and exponential backoff.
+ *
+ * <p>Retried: network errors, 429, 502, 503 and 504, honouring {@code Retry-After} (seconds or
+ * an HTTP date); never retried: any other status (a 4xx means the message itself is wrong).
+ * Blocking: call it off the UI thread.
+ */
+public final class GatewayClient {
+  /** Sleeps between attempts (injectable for tests). */
+  public interface Sleeper {
+    void sleep(long millis) throws InterruptedException;
+  }
+
+  private final String url;
+  private final String apiKey;
+  private int maxRetries = 5;
+  private long baseDelayMs = 200;
+  private long maxDelayMs = 30000;
+  private int timeoutMs = 10000;
+  private Sleeper sleeper = Thread::sleep;
+
+  public GatewayClient(String baseUrl, String apiKey) {
+    this.url = baseUrl.replaceAll("/+$", "") + "/v1/reports";
+    this.apiKey = apiKey;
+  }
+
+  public GatewayClient maxRetries(int n) {
+    maxRetries = n;
+    return this;
+  }
+
+  public GatewayClient backoff(long baseMs, long maxMs) {
+    baseDelayMs = baseMs;
+    maxDelayMs = maxMs;
+    return this;
+  }
+
+  public GatewayClient timeoutMs(int ms) {
+    timeoutMs = ms;
+    return this;
+  }
+
+  public GatewayClient sleeper(Sleeper s) {
+    sleeper = s;
+    return this;
+  }
+
+  /** The result of an accepted POST. */
+  public static final class Accepted {
+    public final long messages;
+    public final long reports;
+
+    Accepted(long messages, long reports) {
+      this.messages = messages;
+      this.reports = reports;
+    }
+  }
+
+  /** Send one binary message. */
+  public Accepted send(byte[] message) throws IOException {
+    return post("application/octet-stream", message);
+  }
+
+  /** Send several binary messages as one {@code application/x-ldp-frames} body. */
+  public Accepted send(List<byte[]> messages) throws IOException {
+    return post("application/x-ldp-frames", Encoding.frames(messages));
+  }
+
+  /** Send JSON message texts (one, or several as a JSON array). */
+  public Accepted sendJson(List<String> messages) throws IOException {
+    String body = messages.size() == 1 ? messages.get(0) : "[" + String.join(",", messages) + "]";
+    return post("application/json", body.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Retry-After in ms (seconds or an HTTP date), or -1. */
+  public static long retryAfterMs(String value, long nowMs) {
+    if (value == null || value.trim().isEmpty()) {
+      return -1;
+    }
+    String s = value.trim();
+    if (s.matches("\\d+(\\.\\d+)?")) {
+      return Math.round(Double.parseDouble(s) * 1000);
+    }
+    try {
+      long t = ZonedDateTime.parse(s, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant()
+          .toEpochMilli();
+      return Math.max(0, t - nowMs);
+    } catch (RuntimeException e) {
+      return -1;
+    }
+  }
+
+  /** Full-jitter delay before retry {@code attempt} (0-based): U[0, base * 2^attempt). */
+  public long backoffMs(int attempt) {
+    long cap = Math.min(maxDelayMs, baseDelayMs << Math.min(attempt, 30));
+    return cap <= 0 ? 0 : ThreadLocalRandom.current().nextLong(cap);
+  }
+
+  private static boolean retryable(int status) {
+    return status == 429 || status == 502 || status == 503 || status == 504;
+  }
+
+  private Accepted post(String contentType, byte[] body) throws IOException {
+    GatewayException last = null;
+    for (int attempt = 0; attempt <= maxRetries; attempt++) {
+      long delay;
+      HttpURLConnection conn = null;
+      try {
+        conn = (HttpURLConnection) new URL(url).openConnection();
+        conn.setRequestMethod("POST");
+        conn.setDoOutput(true);
+        conn.setConnectTimeout(timeoutMs);
+        conn.setReadTimeout(timeoutMs);
+        conn.setFixedLengthStreamingMode(body.length);
+        conn.setRequestProperty("Content-Type", contentType);
+        conn.setRequestProperty("Accept", "application/json");
+        if (apiKey != null) {
+          conn.setRequestProperty("Authorization", "Bearer " + apiKey);
+        }
+        try (OutputStream out = conn.getOutputStream()) {
+          out.write(body);
+        }
+        int status = conn.getResponseCode();
+        InputStream in = status >= 400 ? conn.getErrorStream() : conn.getInputStream();
+        String text = in == null ? "" : new String(Io.readAll(in), StandardCharsets.UTF_8);
+        if (in != null) {
+          in.close();
+        }
+        Map<?, ?> obj = null;
+        try {
+          Object parsed = text.isEmpty() ? null : Json.parse(text);
+          obj = parsed instanceof Map ? (Map<?, ?>) parsed : null;
+        } catch (IllegalArgumentException e) {
+          obj = null;
+        }
+        if (status >= 200 && status < 300) {
+          long m = obj != null && obj.get("accepted_messages") instanceof Long
+              ? (Long) obj.get("accepted_messages") : 0;
+          long r = obj != null && obj.get("accepted_reports") instanceof Long
+              ? (Long) obj.get("accepted_reports") : 0;
+          return new Accepted(m, r);
+        }
+        String detail = obj != null && obj.get("detail") != null ? ": " + obj.get("detail") : "";
+        last = new GatewayException("POST " + url + ": HTTP " + status + detail, status,
+            obj != null && obj.get("reason") instanceof String ? (String) obj.get("reason") : null,
+            obj != null && obj.get("index") instanceof Long ? (Long) obj.get("index") : -1, null);
+        if (!retryable(status)) {
+          throw last;
+        }
+        long ra = retryAfterMs(conn.getHeaderField("Retry-After"), System.currentTimeMillis());
+        delay = ra >= 0 ? Math.min(ra, maxDelayMs) : backoffMs(attempt);
+      } catch (GatewayException e) {
+        throw e;
+      } catch (IOException e) {
+        last = new GatewayException("POST " + url + ": " + e, -1, null, -1, e);
+        delay = backoffMs(attempt);
+      } finally {
+        if (conn != null) {
+          conn.disconnect();
+        }
+      }
+      if (attempt < maxRetries) {
+        try {
+          sleeper.sleep(delay);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new GatewayException("interrupted while backing off", -1, null, -1, e);
+        }
+      }
+    }
+    throw last;
+  }
+}

@@ -1,0 +1,231 @@
+package org.ldpstream.sdk;
+
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A minimal JSON reader and writer (the SDK has no runtime dependencies).
+ *
+ * <p>Objects become {@link LinkedHashMap}, arrays {@link ArrayList}, numbers {@link Long}
+ * (or {@link BigInteger} when too large) unless they have a fraction or exponent
+ * ({@link Double}), plus String, Boolean and null.
+ */
+public final class Json {
+  private final String s;
+  private int at;
+
+  private Json(String s) {
+    this.s = s;
+  }
+
+  /** Parse one JSON value (the whole text). */
+  public static Object parse(String text) {
+    Json p = new Json(text);
+    p.ws();
+    Object v = p.value(0);
+    p.ws();
+    if (p.at != text.length()) {
+      throw p.error("trailing characters");
+    }
+    return v;
+  }
+
+  private IllegalArgumentException error(String msg) {
+    return new IllegalArgumentException("invalid JSON at " + at + ": " + msg);
+  }
+
+  private void ws() {
+    while (at < s.length() && " \t\r\n".indexOf(s.charAt(at)) >= 0) {
+      at++;
+    }
+  }
+
+  private Object value(int depth) {
+    if (depth > 64) {
+      throw error("nested too deep");
+    }
+    if (at >= s.length()) {
+      throw error("unexpected end");
+    }
+    char c = s.charAt(at);
+    if (c == '{') {
+      at++;
+      Map<String, Object> out = new LinkedHashMap<>();
+      ws();
+      if (peek('}')) {
+        return out;
+      }
+      while (true) {
+        ws();
+        if (at >= s.length() || s.charAt(at) != '"') {
+          throw error("object key expected");
+        }
+        String k = string();
+        ws();
+        expect(':');
+        ws();
+        out.put(k, value(depth + 1));
+        ws();
+        if (peek('}')) {
+          return out;
+        }
+        expect(',');
+      }
+    }
+    if (c == '[') {
+      at++;
+      List<Object> out = new ArrayList<>();
+      ws();
+      if (peek(']')) {
+        return out;
+      }
+      while (true) {
+        ws();
+        out.add(value(depth + 1));
+        ws();
+        if (peek(']')) {
+          return out;
+        }
+        expect(',');
+      }
+    }
+    if (c == '"') {
+      return string();
+    }
+    if (s.startsWith("true", at)) {
+      at += 4;
+      return Boolean.TRUE;
+    }
+    if (s.startsWith("false", at)) {
+      at += 5;
+      return Boolean.FALSE;
+    }
+    if (s.startsWith("null", at)) {
+      at += 4;
+      return null;
+    }
+    return number();
+  }
+
+  private boolean peek(char c) {
+    if (at < s.length() && s.charAt(at) == c) {
+      at++;
+      return true;
+    }
+    return false;
+  }
+
+  private void expect(char c) {
+    if (!peek(c)) {
+      throw error("'" + c + "' expected");
+    }
+  }
+
+  private String string() {
+    at++;
+    StringBuilder b = new StringBuilder();
+    while (true) {
+      if (at >= s.length()) {
+        throw error("unterminated string");
+      }
+      char c = s.charAt(at++);
+      if (c == '"') {
+        return b.toString();
+      }
+      if (c != '\\') {
+        b.append(c);
+        continue;
+      }
+      char e = s.charAt(at++);
+      switch (e) {
+        case '"': b.append('"'); break;
+        case '\\': b.append('\\'); break;
+        case '/': b.append('/'); break;
+        case 'b': b.append('\b'); break;
+        case 'f': b.append('\f'); break;
+        case 'n': b.append('\n'); break;
+        case 'r': b.append('\r'); break;
+        case 't': b.append('\t'); break;
+        case 'u':
+          b.append((char) Integer.parseInt(s.substring(at, at + 4), 16));
+          at += 4;
+          break;
+        default:
+          throw error("bad escape");
+      }
+    }
+  }
+
+  private Object number() {
+    int start = at;
+    boolean real = false;
+    while (at < s.length() && "+-0123456789.eE".indexOf(s.charAt(at)) >= 0) {
+      char c = s.charAt(at++);
+      real |= c == '.' || c == 'e' || c == 'E';
+    }
+    String t = s.substring(start, at);
+    if (t.isEmpty()) {
+      throw error("value expected");
+    }
+    if (real) {
+      return Double.parseDouble(t);
+    }
+    BigInteger big = new BigInteger(t);
+    return big.bitLength() < 64 ? (Object) big.longValue() : big;
+  }
+
+  /** Compact JSON text of maps, lists, strings, numbers, booleans and null. */
+  public static String write(Object v) {
+    StringBuilder b = new StringBuilder();
+    write(b, v);
+    return b.toString();
+  }
+
+  private static void write(StringBuilder b, Object v) {
+    if (v == null) {
+      b.append("null");
+    } else if (v instanceof String) {
+      b.append(Canonical.pyString((String) v));
+    } else if (v instanceof Map) {
+      b.append('{');
+      boolean first = true;
+      for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
+        if (!first) {
+          b.append(',');
+        }
+        first = false;
+        b.append(Canonical.pyString(String.valueOf(e.getKey()))).append(':');
+        write(b, e.getValue());
+      }
+      b.append('}');
+    } else if (v instanceof List) {
+      b.append('[');
+      boolean first = true;
+      for (Object x : (List<?>) v) {
+        if (!first) {
+          b.append(',');
+        }
+        first = false;
+        write(b, x);
+      }
+      b.append(']');
+    } else if (v instanceof int[]) {
+      b.append('[');
+      int[] a = (int[]) v;
+      for (int i = 0; i < a.length; i++) {
+        if (i > 0) {
+          b.append(',');
+        }
+        b.append(a[i]);
+      }
+      b.append(']');
+    } else if (v instanceof Double || v instanceof Float) {
+      b.append(Canonical.pyFloat(((Number) v).doubleValue()));
+    } else {
+      b.append(v);
+    }
+  }
+}

@@ -1,0 +1,47 @@
+package org.ldpstream.sdk.tools;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.ldpstream.sdk.CollectionSpec;
+import org.ldpstream.sdk.Encoding;
+import org.ldpstream.sdk.Json;
+import org.ldpstream.sdk.Mechanisms;
+import org.ldpstream.sdk.SecureRandomSource;
+
+/**
+ * Batch perturbation for the Python-side statistical checks (tests/sdks): for every pair of
+ * arguments REQUEST OUTPUT, reads {@code {"collection": spec, "values": [domain indices]}}
+ * from REQUEST, perturbs every value with SecureRandom (two-level: permanent answer then one
+ * re-randomized report) and writes one binary message with all reports to OUTPUT.
+ */
+public final class Perturb {
+  private Perturb() {}
+
+  public static void main(String[] args) throws Exception {
+    SecureRandomSource src = new SecureRandomSource();
+    for (int i = 0; i + 1 < args.length; i += 2) {
+      one(args[i], args[i + 1], src);
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  static void one(String request, String output, SecureRandomSource src) throws Exception {
+    Map<String, Object> req = (Map<String, Object>) Json.parse(
+        new String(Files.readAllBytes(Paths.get(request)), StandardCharsets.UTF_8));
+    CollectionSpec spec = CollectionSpec.fromJson(req.get("collection"));
+    Mechanisms.Oracle oracle = spec.oracle();
+    Mechanisms.Rerandomizer inst = "two-level".equals(spec.memoization)
+        ? Mechanisms.rerandomizer(oracle, spec.epsilon1) : null;
+    List<Map<String, Object>> reports = new ArrayList<>();
+    for (Object v : (List<Object>) req.get("values")) {
+      long x = v instanceof String ? Long.parseLong((String) v) : ((Number) v).longValue();
+      Map<String, Object> r = oracle.perturb(x, src);
+      reports.add(inst != null ? inst.rerandomize(r, src) : r);
+    }
+    Files.write(Paths.get(output), Encoding.binary(spec, oracle.columns(), reports));
+  }
+}

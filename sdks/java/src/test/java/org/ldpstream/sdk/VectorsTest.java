@@ -1,0 +1,130 @@
+package org.ldpstream.sdk;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
+
+/** The shared test vectors (sdks/vectors, generated from ldpcore) pass byte for byte. */
+class VectorsTest {
+  static Path vectors() {
+    String dir = System.getProperty("ldp.vectors");
+    if (dir != null) {
+      return Paths.get(dir);
+    }
+    Path p = Paths.get("").toAbsolutePath();
+    while (p != null && !Files.isDirectory(p.resolve("sdks/vectors"))
+        && !Files.isDirectory(p.resolve("vectors"))) {
+      p = p.getParent();
+    }
+    if (p == null) {
+      throw new IllegalStateException("sdks/vectors not found: set -Dldp.vectors");
+    }
+    return Files.isDirectory(p.resolve("vectors")) ? p.resolve("vectors") : p.resolve("sdks/vectors");
+  }
+
+  @SuppressWarnings("unchecked")
+  static List<Map<String, Object>> cases() throws IOException {
+    List<Map<String, Object>> out = new ArrayList<>();
+    try (Stream<Path> files = Files.list(vectors())) {
+      for (Path f : files.filter(x -> x.toString().endsWith(".json")).sorted()
+          .collect(Collectors.toList())) {
+        Map<String, Object> doc = (Map<String, Object>) Json.parse(
+            new String(Files.readAllBytes(f), StandardCharsets.UTF_8));
+        for (Object c : (List<Object>) doc.get("cases")) {
+          out.add((Map<String, Object>) c);
+        }
+      }
+    }
+    return out;
+  }
+
+  static String hex(byte[] b) {
+    StringBuilder s = new StringBuilder();
+    for (byte x : b) {
+      s.append(String.format("%02x", x & 0xff));
+    }
+    return s.toString();
+  }
+
+  @SuppressWarnings("unchecked")
+  static void check(Map<String, Object> c) {
+    CollectionSpec spec = CollectionSpec.fromJson(c.get("collection"));
+    assertEquals(c.get("canonical"), Canonical.json(spec.canonical()));
+    assertEquals(c.get("fingerprint"), spec.fingerprint);
+    assertEquals(c.get("oracle_fingerprint"), spec.oracleFingerprint);
+    List<Object> inputs = (List<Object>) c.get("inputs");
+    List<Object> values = (List<Object>) c.get("values");
+    for (int i = 0; i < inputs.size(); i++) {
+      assertEquals(((Number) values.get(i)).longValue(), spec.index(inputs.get(i)));
+    }
+    List<Object> w = (List<Object>) c.get("words");
+    long[] words = new long[w.size()];
+    for (int i = 0; i < words.length; i++) {
+      words[i] = (Long) w.get(i);
+    }
+    WordStream src = new WordStream(words);
+    Mechanisms.Oracle oracle = spec.oracle();
+    List<Map<String, Object>> reports = new ArrayList<>();
+    for (Object v : values) {
+      reports.add(oracle.perturb(((Number) v).longValue(), src));
+    }
+    if (c.containsKey("permanent")) {
+      assertEquals(c.get("permanent"), Encoding.records(spec, oracle.columns(), reports));
+      Mechanisms.Rerandomizer inst = Mechanisms.rerandomizer(oracle, spec.epsilon1);
+      List<Map<String, Object>> again = new ArrayList<>();
+      for (Map<String, Object> r : reports) {
+        again.add(inst.rerandomize(r, src));
+      }
+      reports = again;
+    }
+    assertEquals(words.length, src.used());
+    assertEquals(c.get("reports"), Encoding.records(spec, oracle.columns(), reports));
+    assertEquals(c.get("message_binary"), hex(Encoding.binary(spec, oracle.columns(), reports)));
+    assertEquals(c.get("message_json"), Encoding.json(spec, oracle.columns(), reports));
+  }
+
+  @TestFactory
+  List<DynamicTest> everyVectorPasses() throws IOException {
+    List<DynamicTest> out = new ArrayList<>();
+    for (Map<String, Object> c : cases()) {
+      out.add(DynamicTest.dynamicTest("vector " + c.get("name"), () -> check(c)));
+    }
+    return out;
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void aSpecWhoseServedFingerprintDiffersIsRefused() throws IOException {
+    Map<String, Object> raw = new LinkedHashMap<>(
+        (Map<String, Object>) cases().get(0).get("collection"));
+    raw.put("min_reports", 101L);
+    assertThrows(IllegalArgumentException.class, () -> CollectionSpec.fromJson(raw));
+  }
+
+  @Test
+  void pythonFloatReprIsReproduced() {
+    assertEquals("1.0", Canonical.pyFloat(1.0));
+    assertEquals("0.1", Canonical.pyFloat(0.1));
+    assertEquals("1e-05", Canonical.pyFloat(1e-5));
+    assertEquals("0.0001", Canonical.pyFloat(1e-4));
+    assertEquals("1e+16", Canonical.pyFloat(1e16));
+    assertEquals("1234567890123456.0", Canonical.pyFloat(1234567890123456.0));
+    assertEquals("-2.5e-300", Canonical.pyFloat(-2.5e-300));
+    assertEquals("0.30000000000000004", Canonical.pyFloat(0.1 + 0.2));
+    assertEquals("5e-324", Canonical.pyFloat(Double.MIN_VALUE));
+  }
+}

@@ -1,0 +1,197 @@
+/**
+ * The collection spec model (docs/wire-format.md §1): parsed from the query API's JSON,
+ * verified against its fingerprint, and the mapping of raw values to domain indices.
+ */
+import { Canon, PyFloat, fingerprintOf } from "./canonical.js";
+import { Oracle, OracleSpec, Rerandomizer, Value, makeOracle, makeRerandomizer } from "./mechanisms.js";
+
+export type Domain =
+  | { kind: "categories"; labels: string[] }
+  | { kind: "integers"; low: number | bigint; high: number | bigint }
+  | { kind: "interval"; low: number; high: number; bins: number };
+
+export type Memoization = "none" | "permanent" | "two-level";
+
+/** The JSON form the query API serves (`GET /v1/collections/{id}` → `spec`). */
+export interface CollectionJson {
+  id: string;
+  description?: string;
+  version?: number;
+  oracle: OracleSpec;
+  domain: Domain;
+  window_seconds?: number;
+  retention_seconds?: number;
+  min_reports?: number;
+  memoization?: Memoization;
+  epsilon_1?: number;
+  reports_per_window?: number;
+  fingerprint?: string;
+}
+
+const ORACLE_FLOATS = new Set(["epsilon", "low", "high", "b"]);
+const ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+function canonOracle(oracle: OracleSpec): Canon {
+  const out: Record<string, Canon> = {};
+  for (const [k, v] of Object.entries(oracle)) {
+    out[k] = ORACLE_FLOATS.has(k) && typeof v === "number" ? new PyFloat(v) : (v as Canon);
+  }
+  return out;
+}
+
+function canonDomain(d: Domain): Canon {
+  if (d.kind === "categories") return { kind: d.kind, labels: d.labels };
+  if (d.kind === "integers") return { kind: d.kind, low: d.low, high: d.high };
+  return { kind: d.kind, low: new PyFloat(d.low), high: new PyFloat(d.high), bins: d.bins };
+}
+
+/** An immutable collection spec; construction verifies the served fingerprint. */
+export class CollectionSpec {
+  readonly id: string;
+  readonly description: string;
+  readonly version: number;
+  readonly oracleSpec: OracleSpec;
+  readonly domain: Domain;
+  readonly windowSeconds: number;
+  readonly retentionSeconds: number;
+  readonly minReports: number;
+  readonly memoization: Memoization;
+  readonly epsilon1: number | null;
+  readonly reportsPerWindow: number;
+  /** SHA-256 prefix of the canonical spec (carried in every message envelope). */
+  readonly fingerprint: string;
+  /** SHA-256 prefix of the canonical oracle spec (carried in every batch). */
+  readonly oracleFingerprint: string;
+
+  constructor(raw: CollectionJson) {
+    if (!raw || typeof raw !== "object") throw new Error("a collection must be an object");
+    if (typeof raw.id !== "string" || !ID_RE.test(raw.id)) {
+      throw new Error(`collection id must match ${ID_RE}, got ${JSON.stringify(raw.id)}`);
+    }
+    if (!raw.oracle || typeof raw.oracle.mechanism !== "string") {
+      throw new Error("oracle must be an object with a 'mechanism'");
+    }
+    this.id = raw.id;
+    this.description = raw.description ?? "";
+    this.version = raw.version ?? 1;
+    this.oracleSpec = { ...raw.oracle };
+    this.domain = raw.domain;
+    this.windowSeconds = raw.window_seconds ?? 3600;
+    this.retentionSeconds = raw.retention_seconds ?? 30 * 86400;
+    this.minReports = raw.min_reports ?? 100;
+    this.memoization = raw.memoization ?? "permanent";
+    this.epsilon1 = raw.epsilon_1 ?? null;
+    this.reportsPerWindow = raw.reports_per_window ?? 1;
+    if (!["none", "permanent", "two-level"].includes(this.memoization)) {
+      throw new Error(`memoization must be none, permanent or two-level, got ${this.memoization}`);
+    }
+    if ((this.memoization === "two-level") !== (this.epsilon1 !== null)) {
+      throw new Error("epsilon_1 is needed with, and only with, memoization 'two-level'");
+    }
+    if (!Number.isSafeInteger(this.reportsPerWindow) || this.reportsPerWindow < 1) {
+      throw new Error(`reports_per_window must be an integer >= 1, got ${this.reportsPerWindow}`);
+    }
+    this.fingerprint = fingerprintOf(this.canonical());
+    this.oracleFingerprint = fingerprintOf(canonOracle(this.oracleSpec));
+    if (raw.fingerprint !== undefined && raw.fingerprint !== this.fingerprint) {
+      throw new Error(`fingerprint ${raw.fingerprint} does not match the spec's ` +
+                      `${this.fingerprint} (a different ldpstream version or a altered spec)`);
+    }
+    if (BigInt(this.domainSize()) !== BigInt(this.expectedOracleSize())) {
+      throw new Error(`oracle.domain_size does not match the domain's ${this.domainSize()} values`);
+    }
+  }
+
+  /** Parse the query API's answer (`{"spec": {...}}`) or a bare spec object. */
+  static fromJson(raw: unknown): CollectionSpec {
+    const obj = raw as { spec?: CollectionJson } & CollectionJson;
+    return new CollectionSpec(obj && typeof obj === "object" && obj.spec ? obj.spec : obj);
+  }
+
+  /** The canonical object whose hash is the fingerprint (ldpcore's `to_dict`). */
+  canonical(): Canon {
+    const out: Record<string, Canon> = {
+      id: this.id, description: this.description, version: this.version,
+      oracle: canonOracle(this.oracleSpec), domain: canonDomain(this.domain),
+      window_seconds: this.windowSeconds, retention_seconds: this.retentionSeconds,
+      min_reports: this.minReports,
+    };
+    if (this.memoization !== "permanent") out.memoization = this.memoization;
+    if (this.epsilon1 !== null) out.epsilon_1 = new PyFloat(this.epsilon1);
+    if (this.reportsPerWindow !== 1) out.reports_per_window = this.reportsPerWindow;
+    return out;
+  }
+
+  private expectedOracleSize(): number | bigint {
+    const o = this.oracleSpec;
+    if (o.mechanism === "pem") return 2n ** BigInt(o.bits as number);
+    return o.domain_size as number;
+  }
+
+  /** Number of values of the domain (a bigint beyond 2^53). */
+  domainSize(): number | bigint {
+    const d = this.domain;
+    if (d.kind === "categories") return d.labels.length;
+    if (d.kind === "integers") {
+      const n = BigInt(d.high) - BigInt(d.low) + 1n;
+      return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
+    }
+    return d.bins;
+  }
+
+  /** The domain index of a label / number (throws RangeError if outside the domain). */
+  index(value: string | number | bigint): Value {
+    const d = this.domain;
+    if (d.kind === "categories") {
+      const i = typeof value === "string" ? d.labels.indexOf(value) : -1;
+      if (i < 0) throw new RangeError(`value ${JSON.stringify(value)} is not one of the labels`);
+      return i;
+    }
+    if (typeof value === "string") throw new RangeError("numeric domain: give a number");
+    if (d.kind === "integers") {
+      if (typeof value === "number" && !Number.isInteger(value)) {
+        throw new RangeError(`values must be integers in [${d.low}, ${d.high}]`);
+      }
+      const x = BigInt(value);
+      if (x < BigInt(d.low) || x > BigInt(d.high)) {
+        throw new RangeError(`values must be integers in [${d.low}, ${d.high}]`);
+      }
+      const i = x - BigInt(d.low);
+      return i <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(i) : i;
+    }
+    const x = Number(value);
+    if (!Number.isFinite(x)) throw new RangeError("values must be finite numbers");
+    const width = (d.high - d.low) / d.bins;
+    return Math.min(Math.max(Math.floor((x - d.low) / width), 0), d.bins - 1);
+  }
+
+  /** A fresh oracle (perturbation and report layout) for this collection. */
+  oracle(): Oracle {
+    return makeOracle(this.oracleSpec);
+  }
+
+  /** The oracle and, for two-level memoization, its instantaneous channel. */
+  channels(): { oracle: Oracle; instant: Rerandomizer | null } {
+    const oracle = this.oracle();
+    const instant = this.memoization === "two-level" && this.epsilon1 !== null
+      ? makeRerandomizer(oracle, this.epsilon1) : null;
+    return { oracle, instant };
+  }
+
+  /** Start (epoch seconds) of the tumbling window holding `nowSeconds`. */
+  windowStart(nowSeconds: number): number {
+    const ms = Math.trunc(nowSeconds * 1000);
+    return Math.floor(Math.floor(ms / 1000) / this.windowSeconds) * this.windowSeconds;
+  }
+}
+
+/** GET `{apiUrl}/v1/collections/{id}` and verify the spec against its fingerprint. */
+export async function fetchSpec(apiUrl: string, collection: string,
+                                init?: { fetch?: typeof fetch; headers?: Record<string, string> }
+): Promise<CollectionSpec> {
+  const f = init?.fetch ?? globalThis.fetch;
+  const url = `${apiUrl.replace(/\/+$/, "")}/v1/collections/${encodeURIComponent(collection)}`;
+  const resp = await f(url, { headers: { accept: "application/json", ...init?.headers } });
+  if (!resp.ok) throw new Error(`GET ${url}: HTTP ${resp.status}`);
+  return CollectionSpec.fromJson(await resp.json());
+}

@@ -1,0 +1,218 @@
+"""Generate the shared SDK test vectors (``sdks/vectors/<mechanism>.json``) from ldpcore.
+
+Every case holds a collection (its served JSON form, with the fingerprint), the canonical
+text whose SHA-256 prefix is that fingerprint, the oracle's canonical spec and
+fingerprint, the raw inputs and their domain indices, a fixed stream of u32 words, the
+reports :func:`ldpcore.reference.perturb_reference` draws from it (JSON records), and the
+message bytes (binary, as hex) and JSON text of :func:`ldpcore.collection.encode_message`.
+Two-level cases also hold the permanent answers and the re-randomized reports (same
+stream, continued).  Format: ``docs/wire-format.md``.
+
+Run ``python sdks/vectors/generate.py`` to rewrite the files (``--check`` compares instead);
+``tests/sdks/test_vectors.py`` runs the check.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ldpcore import wire
+from ldpcore.base import canonical_json
+from ldpcore.collection import CollectionSpec, encode_message
+from ldpcore.longitudinal import TwoLevel
+from ldpcore.reference import NumpyWords, WordStream, perturb_reference, rerandomize_reference
+from ldpcore.registry import make_oracle
+
+HERE = Path(__file__).resolve().parent
+FORMAT = "ldpstream-sdk-vectors"
+VERSION = 1
+
+
+def _cat(n: int) -> dict[str, Any]:
+    return {"kind": "categories", "labels": [f"v{i}" for i in range(n)]}
+
+
+def _ints(lo: int, hi: int) -> dict[str, Any]:
+    return {"kind": "integers", "low": lo, "high": hi}
+
+
+def _interval(lo: float, hi: float, bins: int) -> dict[str, Any]:
+    return {"kind": "interval", "low": lo, "high": hi, "bins": bins}
+
+
+# (name, collection declaration, inputs); inputs are labels / numbers of the domain.
+CASES: list[tuple[str, dict[str, Any], list[Any]]] = [
+    ("grr-labels", {"oracle": {"mechanism": "grr", "epsilon": 1.0}, "domain": _cat(5)},
+     ["v0", "v4", "v2", "v2", "v1", "v3"]),
+    ("grr-integers", {"oracle": {"mechanism": "grr", "epsilon": 3.5},
+                      "domain": _ints(-10, 89), "window_seconds": 60},
+     [-10, 0, 89, 42, 42, 7]),
+    ("grr-wide", {"oracle": {"mechanism": "grr", "epsilon": 0.25},
+                  "domain": _ints(0, 70000), "description": "caf\u00e9 \u2615 \"q\"\n"},
+     [0, 70000, 65536, 12345]),
+    ("sue", {"oracle": {"mechanism": "sue", "epsilon": 2.0}, "domain": _cat(10)},
+     ["v0", "v9", "v5", "v3"]),
+    ("oue", {"oracle": {"mechanism": "oue", "epsilon": 1.0}, "domain": _ints(1, 20),
+             "memoization": "none"}, [1, 20, 8, 8, 13]),
+    ("blh", {"oracle": {"mechanism": "blh", "epsilon": 1.0}, "domain": _ints(0, 49)},
+     [0, 49, 17, 3, 3]),
+    ("olh-default-g", {"oracle": {"mechanism": "olh", "epsilon": 2.0}, "domain": _ints(0, 99)},
+     [0, 99, 50, 7, 64]),
+    ("olh-g5", {"oracle": {"mechanism": "olh", "epsilon": 1.5, "g": 5},
+                "domain": _ints(0, 999)}, [0, 999, 500, 124, 625]),
+    ("hr", {"oracle": {"mechanism": "hr", "epsilon": 1.0}, "domain": _ints(0, 19)},
+     [0, 19, 7, 15, 8]),
+    ("hrr", {"oracle": {"mechanism": "hrr", "epsilon": 1.0}, "domain": _ints(0, 99)},
+     [0, 99, 64, 63, 1]),
+    ("ss", {"oracle": {"mechanism": "ss", "epsilon": 1.0}, "domain": _ints(0, 29)},
+     [0, 29, 11, 11]),
+    ("ss-k3", {"oracle": {"mechanism": "ss", "epsilon": 2.0, "subset_size": 3},
+               "domain": _cat(12)}, ["v0", "v11", "v6"]),
+    ("cms", {"oracle": {"mechanism": "cms", "epsilon": 2.0}, "domain": _ints(0, 99)},
+     [0, 99, 42, 42, 7]),
+    ("cms-m5", {"oracle": {"mechanism": "cms", "epsilon": 3.0, "m": 5},
+                "domain": _ints(0, 199)}, [0, 199, 124, 125]),
+    ("hcms", {"oracle": {"mechanism": "hcms", "epsilon": 2.0}, "domain": _ints(0, 99)},
+     [0, 99, 42, 42, 7]),
+    ("hcms-gf8", {"oracle": {"mechanism": "hcms", "epsilon": 1.0, "m": 8},
+                  "domain": _ints(0, 299)}, [0, 299, 77, 200, 64]),
+    ("hh-hrr", {"oracle": {"mechanism": "hh", "epsilon": 1.0}, "domain": _ints(0, 99)},
+     [0, 99, 50, 50, 12, 77]),
+    ("hh-oue", {"oracle": {"mechanism": "hh", "epsilon": 1.0, "base": "oue", "fanout": 4},
+                "domain": _ints(0, 63)}, [0, 63, 17, 40, 33, 5]),
+    ("hh-olh", {"oracle": {"mechanism": "hh", "epsilon": 2.0, "base": "olh",
+                           "consistency": False}, "domain": _ints(0, 199)},
+     [0, 199, 100, 64, 8, 150]),
+    ("hh-grr", {"oracle": {"mechanism": "hh", "epsilon": 1.0, "base": "grr", "fanout": 3,
+                           "nonnegative": True}, "domain": _ints(0, 25)},
+     [0, 25, 13, 9, 20, 2]),
+    ("haar", {"oracle": {"mechanism": "haar", "epsilon": 1.0}, "domain": _ints(0, 99)},
+     [0, 99, 50, 64, 31, 32]),
+    ("sw", {"oracle": {"mechanism": "sw", "epsilon": 2.0}, "domain": _interval(0, 60, 32)},
+     [0.0, 60.0, 22.5, 30.0, -3.0, 61.5, 1.875]),
+    ("sw-custom", {"oracle": {"mechanism": "sw", "epsilon": 1.0, "out_bins": 64, "b": 0.3,
+                              "smoothing": False}, "domain": _interval(-1.5, 2.5, 16)},
+     [-1.5, 2.5, 0.0, 0.7]),
+    ("pm", {"oracle": {"mechanism": "pm", "epsilon": 1.0}, "domain": _interval(-5, 5, 10)},
+     [-5.0, 5.0, 0.0, 2.5, -1.25]),
+    ("duchi", {"oracle": {"mechanism": "duchi", "epsilon": 1.0},
+               "domain": _interval(0, 1, 4)}, [0.0, 1.0, 0.5, 0.3]),
+    ("pem-small", {"oracle": {"mechanism": "pem", "epsilon": 2.0, "bits": 16, "keep": 8,
+                              "eta": 4, "pool": 32, "hash_seed": 5},
+                   "domain": _ints(0, 2**16 - 1)}, [0, 65535, 4660, 4660, 300]),
+    ("pem-32", {"oracle": {"mechanism": "pem", "epsilon": 4.0, "bits": 32},
+                "domain": _ints(0, 2**32 - 1)}, [0, 2**32 - 1, 777777, 3000000000]),
+    # Two-level memoization: permanent answers, then one re-randomized report each.
+    ("two-level-grr", {"oracle": {"mechanism": "grr", "epsilon": 3.0}, "domain": _cat(6),
+                       "memoization": "two-level", "epsilon_1": 1.0},
+     ["v0", "v5", "v2"]),
+    ("two-level-sue", {"oracle": {"mechanism": "sue", "epsilon": 4.0}, "domain": _cat(9),
+                       "memoization": "two-level", "epsilon_1": 2.0}, ["v0", "v8", "v4"]),
+    ("two-level-oue", {"oracle": {"mechanism": "oue", "epsilon": 4.0}, "domain": _ints(0, 11),
+                       "memoization": "two-level", "epsilon_1": 1.5, "reports_per_window": 3},
+     [0, 11, 6]),
+    ("two-level-olh", {"oracle": {"mechanism": "olh", "epsilon": 3.0},
+                       "domain": _ints(0, 99), "memoization": "two-level",
+                       "epsilon_1": 1.0}, [0, 99, 31]),
+    ("two-level-blh", {"oracle": {"mechanism": "blh", "epsilon": 2.0},
+                       "domain": _ints(0, 15), "memoization": "two-level",
+                       "epsilon_1": 0.5}, [0, 15, 9]),
+    ("two-level-hrr", {"oracle": {"mechanism": "hrr", "epsilon": 2.0}, "domain": _ints(0, 40),
+                       "memoization": "two-level", "epsilon_1": 1.0}, [0, 40, 17]),
+]
+
+
+def _case(name: str, decl: dict[str, Any], inputs: list[Any], seed: int) -> dict[str, Any]:
+    spec = CollectionSpec.from_dict({"id": f"vec.{name}", **decl})
+    oracle = spec.oracle()
+    values = spec.domain.index(inputs).tolist()
+    probe = NumpyWords(seed)
+    record: list[int] = []
+
+    class _Recorder:
+        def next_u32(self) -> int:
+            w = probe.next_u32()
+            record.append(w)
+            return w
+
+    rec = _Recorder()
+    reports = perturb_reference(oracle, values, rec)
+    tl = spec.two_level()
+    out: dict[str, Any] = {
+        "name": name,
+        "collection": json.loads(spec.to_json()),
+        "canonical": canonical_json(spec.to_dict()),
+        "fingerprint": spec.fingerprint,
+        "oracle_canonical": canonical_json(dict(spec.oracle_spec)),
+        "oracle_fingerprint": oracle.fingerprint,
+        "inputs": inputs,
+        "values": values,
+    }
+    if tl is not None:
+        out["permanent"] = wire.to_records(reports)
+        reports = rerandomize_reference(tl, reports, rec)
+    # The words are exactly those consumed: replaying them must use every one.
+    check = WordStream(record)
+    again = perturb_reference(oracle, values, check)
+    if tl is not None:
+        again = rerandomize_reference(tl, again, check)
+    assert again == reports and check.used == len(record)
+    _check_margin(spec, values, record, reports)
+    out["words"] = record
+    out["reports"] = wire.to_records(reports)
+    out["message_binary"] = encode_message(spec, reports).hex()
+    out["message_json"] = encode_message(spec, reports, "json").decode()
+    return out
+
+
+def _check_margin(spec: CollectionSpec, values: list[int], words: list[int],
+                  reports: Any) -> None:
+    """The reports must not change when ε (and ε₁) move by 1e-12 relative: platforms may
+    compute exp() an ulp apart (1e-16 relative), which must not decide any draw."""
+    for factor in (1 - 1e-12, 1 + 1e-12):
+        params = dict(spec.oracle_spec)
+        params["epsilon"] = params["epsilon"] * factor
+        o = make_oracle(**params)
+        src = WordStream(words)
+        again = perturb_reference(o, values, src)
+        if spec.epsilon_1 is not None:
+            tl = TwoLevel(o, epsilon_1=spec.epsilon_1 * factor)
+            again = rerandomize_reference(tl, again, src)
+        assert wire.to_records(again) == [
+            {**r, "fingerprint": o.fingerprint} for r in wire.to_records(reports)], spec.id
+
+
+def generate() -> dict[str, str]:
+    """File name → text of every vector file."""
+    by_mech: dict[str, list[dict[str, Any]]] = {}
+    for i, (name, decl, inputs) in enumerate(CASES):
+        case = _case(name, decl, inputs, seed=1000 + i)
+        mech = "two-level" if "epsilon_1" in decl else decl["oracle"]["mechanism"]
+        by_mech.setdefault(mech, []).append(case)
+    files = {}
+    for mech, cases in by_mech.items():
+        doc = {"format": FORMAT, "version": VERSION, "mechanism": mech, "cases": cases}
+        files[f"{mech}.json"] = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    return files
+
+
+def main(argv: list[str]) -> int:
+    files = generate()
+    if "--check" in argv:
+        bad = [n for n, text in files.items()
+               if not (HERE / n).exists() or (HERE / n).read_text() != text]
+        if bad:
+            print(f"vectors differ from ldpcore: {bad}", file=sys.stderr)
+            return 1
+        return 0
+    for n, text in files.items():
+        (HERE / n).write_text(text)
+    print(f"wrote {len(files)} files to {HERE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,49 @@
+"""Helpers to run the device SDKs built by scripts/sdks.sh (bootstrap) from pytest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+JS = ROOT / "sdks" / "js"
+JAVA = ROOT / "sdks" / "java"
+JUNIT = ROOT / ".tools" / "sdk-java" / "junit-platform-console-standalone.jar"
+SDKS = ("js", "java")
+
+
+def _need(path: Path, what: str) -> None:
+    if not path.exists():
+        pytest.fail(f"{what} is not built ({path} missing): run scripts/bootstrap.sh")
+
+
+def sdk_command(sdk: str) -> list[str]:
+    """The command that runs ``sdk``'s batch perturbation tool (args: request, output)."""
+    if sdk == "js":
+        _need(JS / "dist" / "bin" / "perturb.js", "the TypeScript SDK")
+        return [shutil.which("node") or "node", str(JS / "dist" / "bin" / "perturb.js")]
+    _need(JAVA / "target" / "classes", "the Java SDK")
+    return [shutil.which("java") or "java", "-cp", str(JAVA / "target" / "classes"),
+            "org.ldpstream.sdk.tools.Perturb"]
+
+
+def sdk_perturb_many(sdk: str, requests: list[tuple[dict[str, Any], list[int]]]
+                     ) -> list[bytes]:
+    """Per (served collection, domain indices): one binary message with the SDK's (CSPRNG)
+    reports of the values; all requests in one process (one JVM start)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        args = []
+        for i, (collection, values) in enumerate(requests):
+            req, out = Path(tmp) / f"req{i}.json", Path(tmp) / f"out{i}.bin"
+            req.write_text(json.dumps({"collection": collection, "values": values}))
+            args += [str(req), str(out)]
+        proc = subprocess.run([*sdk_command(sdk), *args], capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        return [(Path(tmp) / f"out{i}.bin").read_bytes() for i in range(len(requests))]

@@ -433,7 +433,6 @@ class FrequencyOracle(Mechanism, FrequencyEstimates):
         """Standard error, ``sqrt(variance(n, frequency))``."""
         return math.sqrt(self.variance(n, frequency))
 
-
     # ---- simulation --------------------------------------------------------------------
     def check_distribution(self, distribution: Any) -> FloatArray:
         """A probability vector over ``[0, d)`` (non-negative, finite, summing to 1 ± 1e-9).

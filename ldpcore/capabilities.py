@@ -143,6 +143,8 @@ class AttributeEstimates(ABC):
     @abstractmethod
     def attribute_counts(self, state: State) -> Any:
         """How many reports answered each attribute (an int array, declaration order)."""
+
+
 class SetItemFrequencies(ABC):
     """Estimates, per item, the fraction of devices whose set holds it (set-valued data).
 

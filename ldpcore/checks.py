@@ -226,6 +226,8 @@ def check_attribute_estimates(o: Mechanism) -> None:
         total += part.n
     assert total == getattr(o, "sample", 1) * st.n, (total, st.n)
     _raises(ParameterError, lambda: o.attribute("no-such-attribute"), "unknown attribute")
+
+
 def check_itemset_support(o: Mechanism) -> None:
     """One finite support and positive standard error per candidate itemset."""
     assert isinstance(o, ItemsetSupport)

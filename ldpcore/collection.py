@@ -243,7 +243,6 @@ class Domain:
         width = (self.high - self.low) / self.bins
         return np.clip(np.floor((arr - self.low) / width), 0, self.bins - 1).astype(np.int64)
 
-
     def attribute_indices(self, values: Any) -> npt.NDArray[np.int64]:
         """Device tuples → an (n, m) array of per-attribute indices (kind ``attributes``).
 
@@ -456,6 +455,8 @@ class CollectionSpec:
                               retention_seconds=self.retention_seconds,
                               min_reports=self.min_reports, memoization=self.memoization,
                               reports_per_window=self.reports_per_window)
+
+    @property
     def set_valued(self) -> bool:
         """True when devices hold a set of the domain's items (mechanisms ps, psi, setsize)."""
         from .setvalued.phases import is_set_valued

@@ -47,6 +47,7 @@ MECHANISMS: dict[str, str] = {
     "setsize": "ldpcore.setvalued.ps:SetSize",
 }
 
+
 def available_mechanisms() -> list[str]:
     """Names of the mechanisms whose module is importable."""
     out = []

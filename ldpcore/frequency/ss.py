@@ -15,6 +15,7 @@ from .unary import _BIT_TABLE, bit_counts
 
 __all__ = ["SS"]
 
+
 class SS(FrequencyOracle):
     r"""Subset selection: each device reports a set of k values.
 

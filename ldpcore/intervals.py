@@ -37,15 +37,18 @@ says why (``auto`` then keeps ``base``).
 
 **Choosing the method** (``method="auto"``; Wang et al., Section VI, "choosing
 the method on synthetic dataset"): each candidate's squared error for the query
-at hand (all d frequencies, or one subset sum) is simulated in two synthetic
-worlds — the Norm-Sub fit :math:`\tilde f` and the Norm-Sub fit of one state
-simulated from it (which differs from :math:`\tilde f` as :math:`\tilde f`
-differs from the truth).  A method replaces ``base`` only if it beats base in
-both worlds by :data:`SELECTION_Z` standard errors of the paired difference, so
-neither selection noise nor one lucky fit can make the default worse than
-``base``; among those the least MSE wins.  Fresh simulations then give the
-interval.  Power and PowerNS are candidates while their cost fits
-:data:`POWER_BUDGET`.
+at hand (all d frequencies, or one subset sum) is simulated, relative to ``base``,
+in the Norm-Sub fit :math:`\tilde f` and in :data:`RESIMULATED_WORLDS` Norm-Sub fits
+of states simulated from it (which differ from :math:`\tilde f` as :math:`\tilde f`
+differs from the truth).  Their spread gives the ratio's bootstrap bias correction
+and standard error; a method replaces ``base`` only if its bias-corrected ratio is
+below 1 by :data:`SELECTION_Z` standard errors (fit uncertainty and Monte-Carlo
+noise).  For a subset, the set's frequency is also moved to both ends of its
+interval (:data:`TILT_Z` standard errors), and a method worse than ``base`` at
+either end is refused: at small n a low noisy estimate of the set makes the fitted
+worlds favour methods that shrink the set further.  Among the qualifying methods
+the least corrected MSE ratio wins.  Fresh simulations then give the interval.
+Power and PowerNS are candidates while their cost fits :data:`POWER_BUDGET`.
 
 The randomness is derived from the state (:func:`state_seed`) unless an ``rng``
 is given, so the same state always gets the same answer (cache-friendly).
@@ -75,7 +78,7 @@ import numpy as np
 from ._validate import as_rng, check_float, check_int
 from .base import FloatArray, FrequencyOracle, State
 from .consistency import METHODS
-from .consistency.batch import _norm_mul_rows, postprocess_rows, simplex_projection_rows
+from .consistency.batch import postprocess_rows, simplex_projection_rows
 from .errors import ParameterError, StateError
 
 __all__ = ["Answer", "BOUNDARY_SIGMAS", "DEFAULT_REPLICATES", "answer", "bootstrap_interval",
@@ -103,12 +106,19 @@ SELECTION_Z = 3.0
 """Standard errors by which a candidate must beat ``base`` (≈ 1 % family-wise over ten)."""
 
 SELECTION_REPLICATES = 50
-"""Replicates per synthetic world ``auto`` spends comparing candidates (fresh ones then give
-the interval)."""
+"""Replicates ``auto`` simulates in the Norm-Sub fit to compare candidates (fresh ones then
+give the interval)."""
 
-RESIMULATED_WORLDS = 3
-"""Synthetic worlds beyond the Norm-Sub and Norm-Mul fits: Norm-Sub fits of states simulated
-from the Norm-Sub fit (they differ from it as it differs from the truth)."""
+RESIMULATED_WORLDS = 8
+"""Further synthetic worlds: Norm-Sub fits of states simulated from the Norm-Sub fit (they
+differ from it as it differs from the truth); their spread is the fit's uncertainty."""
+
+WORLD_REPLICATES = 25
+"""Replicates per resimulated (or tilted) world."""
+
+TILT_Z = 2.0
+"""A subset's frequency is moved this many standard errors either side of its unbiased
+estimate in two more worlds; a candidate worse than ``base`` at either end is refused."""
 
 
 @dataclass(frozen=True)
@@ -228,45 +238,93 @@ def _candidates(d: int, replicates: int) -> tuple[list[str], str | None]:
     return names, None
 
 
+def _tilted(f: FloatArray, idx: np.ndarray, total: float) -> FloatArray:
+    """``f`` with the set ``idx`` rescaled to hold ``total`` and the rest to hold 1 − total."""
+    inside = np.zeros(f.size, dtype=bool)
+    inside[idx] = True
+    out = np.zeros_like(f)
+    for part, mass in ((inside, total), (~inside, 1.0 - total)):
+        held = float(f[part].sum())
+        if part.any():
+            out[part] = f[part] * (mass / held) if held > 0 else mass / int(part.sum())
+    res: FloatArray = out / out.sum()
+    return res
+
+
 def _select(oracle: FrequencyOracle, raw: FloatArray, f_fit: FloatArray,
             idx: np.ndarray | None, simulate: Callable[[FloatArray, int], FloatArray],
-            errors: Callable[..., FloatArray], size: int,
+            errors: Callable[..., FloatArray], query_se: float,
             ) -> tuple[str, dict[str, float], str | None]:
-    """``auto``: the candidate with the least simulated MSE that beats base for sure.
+    r"""``auto``: the candidate with the least simulated MSE that beats base for sure.
 
-    Synthetic worlds: the Norm-Sub fit :math:`\\tilde f` (sparser than the truth), the
-    Norm-Mul fit (denser), and :data:`RESIMULATED_WORLDS` Norm-Sub fits of states
-    simulated from :math:`\\tilde f` (they differ from it as it differs from the truth).
-    A candidate qualifies only if, in every world, its paired squared-error difference to
-    ``base`` is below 0 by :data:`SELECTION_Z` standard errors; the qualifying candidate
-    with the least mean MSE over the worlds wins, else ``base``.
+    Let :math:`\rho_m(f)` be candidate m's MSE for the query relative to ``base``'s
+    in world f.  It is simulated (paired: the same states for every method) in
+
+    * the Norm-Sub fit :math:`\tilde f` (:data:`SELECTION_REPLICATES` states), and
+    * :data:`RESIMULATED_WORLDS` Norm-Sub fits :math:`f^*_k` of states simulated from
+      :math:`\tilde f` (:data:`WORLD_REPLICATES` each): they differ from
+      :math:`\tilde f` as :math:`\tilde f` differs from the truth.
+
+    The bootstrap bias-corrected ratio :math:`\rho^c = 2\rho(\tilde f) -
+    \overline{\rho(f^*)}` has variance about :math:`s^2_{f^*}(1 + 1/K) + 4\,
+    \mathrm{se}^2_{MC}` (the spread over the fitted worlds plus the Monte-Carlo error
+    of :math:`\rho(\tilde f)`, delta method).  A candidate qualifies only if
+    :math:`\rho^c + z\,\mathrm{sd} < 1` with :math:`z` = :data:`SELECTION_Z`.
+
+    For a **subset** the answer's own value matters most: a method that shrinks small
+    sums looks excellent in a world where the set's frequency is small, which is where
+    a low noisy estimate puts it.  So the set's frequency is also moved to both ends of
+    its :data:`TILT_Z`-standard-error interval around the unbiased estimate
+    (:math:`\tilde f` rescaled inside and outside the set), and a candidate must not
+    be worse than ``base`` at either end.  The qualifying candidate with the least
+    :math:`\rho^c` wins, else ``base``.
     """
     d = oracle.domain_size
-    fits = np.vstack([f_fit[None, :], _norm_mul_rows(raw[None, :]),
-                      simplex_projection_rows(simulate(f_fit, RESIMULATED_WORLDS))])
-    worlds = fits.shape[0]
-    # All worlds in one matrix: each method runs once over worlds × size rows.
-    sims = np.vstack([simulate(f, size) for f in fits])
-    truths = np.repeat(method_answers(fits, "base", idx, variance=1.0), size, axis=0)
-    names, note = _candidates(d, size)
+    k = RESIMULATED_WORLDS
+    fits = [f_fit[None, :], simplex_projection_rows(simulate(f_fit, k))]
+    sizes = [SELECTION_REPLICATES] + [WORLD_REPLICATES] * k
+    tilts = 0
+    if idx is not None:
+        centre = float(raw[idx].sum())
+        ends = [min(max(centre + sgn * TILT_Z * query_se, 0.0), 1.0) for sgn in (-1, 1)]
+        fits.append(np.stack([_tilted(f_fit, idx, t) for t in ends]))
+        tilts = len(ends)
+        sizes += [WORLD_REPLICATES] * tilts
+    worlds = np.vstack(fits)
+    # Every world in one matrix: each method runs once over all the rows.
+    sims = np.vstack([simulate(f, r) for f, r in zip(worlds, sizes, strict=True)])
+    truths = np.repeat(method_answers(worlds, "base", idx, variance=1.0), sizes, axis=0)
+    cuts = np.cumsum([0, *sizes])
+    names, note = _candidates(d, SELECTION_REPLICATES)
     cache: dict[str, FloatArray] = {}
 
     def sse(m: str) -> FloatArray:
-        out: FloatArray = (errors(m, sims, truths, cache) ** 2).sum(axis=1).reshape(worlds, size)
+        out: FloatArray = (errors(m, sims, truths, cache) ** 2).sum(axis=1)
         return out
 
+    def by_world(x: FloatArray) -> FloatArray:
+        return np.array([x[a:b].mean() for a, b in zip(cuts[:-1], cuts[1:], strict=True)])
+
     base_sse = sse("base")
-    mse = {"base": float(base_sse.mean())}
-    chosen, best = "base", mse["base"]
+    base_w = np.maximum(by_world(base_sse), np.finfo(np.float64).tiny)
+    s0 = SELECTION_REPLICATES
+    mse = {"base": float(base_w[0])}
+    chosen, best = "base", 1.0
     for m in names:
         if m == "base":
             continue
         cand = sse(m)
-        mse[m] = float(cand.mean())
-        diff = cand - base_sse
-        margin = SELECTION_Z * diff.std(axis=1, ddof=1) / math.sqrt(size)
-        if bool(np.all(diff.mean(axis=1) + margin < 0)) and mse[m] < best:
-            chosen, best = m, mse[m]
+        cand_w = by_world(cand)
+        mse[m] = float(cand_w[0])
+        ratio = cand_w / base_w
+        if tilts and bool(np.any(ratio[1 + k:] > 1.0)):
+            continue
+        rho = ratio[: 1 + k]
+        corrected = 2.0 * rho[0] - float(rho[1:].mean())
+        mc = float((cand[:s0] - rho[0] * base_sse[:s0]).std(ddof=1)) / (math.sqrt(s0) * base_w[0])
+        sd = math.sqrt(float(rho[1:].var(ddof=1)) * (1.0 + 1.0 / k) + 4.0 * mc**2)
+        if corrected + SELECTION_Z * sd < 1.0 and corrected < best:
+            chosen, best = m, corrected
     return chosen, mse, note
 
 
@@ -386,8 +444,7 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
     mse: dict[str, float] = {}
     note = None
     if method == "auto":
-        method, mse, note = _select(oracle, raw, f_fit, idx, simulate, errors,
-                                    min(replicates, SELECTION_REPLICATES))
+        method, mse, note = _select(oracle, raw, f_fit, idx, simulate, errors, float(raw_se[0]))
         if method == "base":
             return analytic(note, mse)
     err = errors(method, iv_sims, truth, {})

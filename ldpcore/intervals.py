@@ -146,7 +146,8 @@ class Answer:
     n, confidence, replicates
         Reports behind the answer, the level, bootstrap replicates (0 if none).
     mse : dict
-        Simulated mean squared error of each candidate (``auto``), else empty.
+        Simulated mean squared error of each candidate in the Norm-Sub fit, bootstrap
+        bias-corrected (``auto``; see ``_select``), else empty.
     """
 
     method: str
@@ -315,12 +316,12 @@ def _select(oracle: FrequencyOracle, raw: FloatArray, f_fit: FloatArray,
             continue
         cand = sse(m)
         cand_w = by_world(cand)
-        mse[m] = float(cand_w[0])
         ratio = cand_w / base_w
-        if tilts and bool(np.any(ratio[1 + k:] > 1.0)):
-            continue
         rho = ratio[: 1 + k]
         corrected = 2.0 * rho[0] - float(rho[1:].mean())
+        mse[m] = max(corrected, 0.0) * float(base_w[0])
+        if tilts and bool(np.any(ratio[1 + k:] > 1.0)):
+            continue
         mc = float((cand[:s0] - rho[0] * base_sse[:s0]).std(ddof=1)) / (math.sqrt(s0) * base_w[0])
         sd = math.sqrt(float(rho[1:].var(ddof=1)) * (1.0 + 1.0 / k) + 4.0 * mc**2)
         if corrected + SELECTION_Z * sd < 1.0 and corrected < best:

@@ -142,7 +142,8 @@ class Answer:
         parametric bootstrap on the Norm-Sub fit, joined with the analytic
         interval near 0).
     reason : str or None
-        Why there is no interval, or why ``auto`` kept fewer candidates.
+        Why there is no interval, or why ``auto`` kept fewer candidates (or kept base
+        without simulating every world).
     n, confidence, replicates
         Reports behind the answer, the level, bootstrap replicates (0 if none).
     mse : dict
@@ -280,49 +281,46 @@ def _select(oracle: FrequencyOracle, raw: FloatArray, f_fit: FloatArray,
     be worse than ``base`` at either end.  The qualifying candidate with the least
     :math:`\rho^c` wins, else ``base``.
     """
-    d = oracle.domain_size
-    k = RESIMULATED_WORLDS
-    fits = [f_fit[None, :], simplex_projection_rows(simulate(f_fit, k))]
-    sizes = [SELECTION_REPLICATES] + [WORLD_REPLICATES] * k
-    tilts = 0
+    k, s0 = RESIMULATED_WORLDS, SELECTION_REPLICATES
+    names, note = _candidates(oracle.domain_size, s0)
+    names = [m for m in names if m != "base"]
+
+    def world_sse(worlds: FloatArray, sizes: list[int]) -> tuple[dict[str, FloatArray],
+                                                                FloatArray]:
+        """Squared errors of base and every candidate, and the per-world means, paired."""
+        # Every world in one matrix: each method runs once over all the rows.
+        sims = np.vstack([simulate(f, r) for f, r in zip(worlds, sizes, strict=True)])
+        truths = np.repeat(method_answers(worlds, "base", idx, variance=1.0), sizes, axis=0)
+        cuts = np.cumsum([0, *sizes])
+        cache: dict[str, FloatArray] = {}
+        rows = {m: (errors(m, sims, truths, cache) ** 2).sum(axis=1) for m in ("base", *names)}
+        means = np.array([[x[a:b].mean() for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+                          for x in rows.values()])
+        return rows, np.maximum(means, np.finfo(np.float64).tiny)
+
     if idx is not None:
+        # The tilted worlds first: a candidate worse than base at either end is out, and
+        # when none is left the other worlds need not be simulated (same decision).
         centre = float(raw[idx].sum())
         ends = [min(max(centre + sgn * TILT_Z * query_se, 0.0), 1.0) for sgn in (-1, 1)]
-        fits.append(np.stack([_tilted(f_fit, idx, t) for t in ends]))
-        tilts = len(ends)
-        sizes += [WORLD_REPLICATES] * tilts
-    worlds = np.vstack(fits)
-    # Every world in one matrix: each method runs once over all the rows.
-    sims = np.vstack([simulate(f, r) for f, r in zip(worlds, sizes, strict=True)])
-    truths = np.repeat(method_answers(worlds, "base", idx, variance=1.0), sizes, axis=0)
-    cuts = np.cumsum([0, *sizes])
-    names, note = _candidates(d, SELECTION_REPLICATES)
-    cache: dict[str, FloatArray] = {}
-
-    def sse(m: str) -> FloatArray:
-        out: FloatArray = (errors(m, sims, truths, cache) ** 2).sum(axis=1)
-        return out
-
-    def by_world(x: FloatArray) -> FloatArray:
-        return np.array([x[a:b].mean() for a, b in zip(cuts[:-1], cuts[1:], strict=True)])
-
-    base_sse = sse("base")
-    base_w = np.maximum(by_world(base_sse), np.finfo(np.float64).tiny)
-    s0 = SELECTION_REPLICATES
+        _, tilt = world_sse(np.stack([_tilted(f_fit, idx, t) for t in ends]),
+                            [WORLD_REPLICATES] * len(ends))
+        names = [m for i, m in enumerate(names, 1) if bool(np.all(tilt[i] <= tilt[0]))]
+        if not names:
+            return "base", {}, (f"auto kept base: every candidate's simulated error exceeds "
+                                f"base's with the set's frequency {TILT_Z:g} standard errors "
+                                f"below or above its estimate")
+    fits = np.vstack([f_fit[None, :], simplex_projection_rows(simulate(f_fit, k))])
+    rows, means = world_sse(fits, [s0] + [WORLD_REPLICATES] * k)
+    base_sse, base_w = rows["base"], means[0]
     mse = {"base": float(base_w[0])}
     chosen, best = "base", 1.0
-    for m in names:
-        if m == "base":
-            continue
-        cand = sse(m)
-        cand_w = by_world(cand)
-        ratio = cand_w / base_w
-        rho = ratio[: 1 + k]
+    for i, m in enumerate(names, 1):
+        rho = means[i] / base_w
         corrected = 2.0 * rho[0] - float(rho[1:].mean())
         mse[m] = max(corrected, 0.0) * float(base_w[0])
-        if tilts and bool(np.any(ratio[1 + k:] > 1.0)):
-            continue
-        mc = float((cand[:s0] - rho[0] * base_sse[:s0]).std(ddof=1)) / (math.sqrt(s0) * base_w[0])
+        mc = float((rows[m][:s0] - rho[0] * base_sse[:s0]).std(ddof=1)) / (
+            math.sqrt(s0) * base_w[0])
         sd = math.sqrt(float(rho[1:].var(ddof=1)) * (1.0 + 1.0 / k) + 4.0 * mc**2)
         if corrected + SELECTION_Z * sd < 1.0 and corrected < best:
             chosen, best = m, corrected
@@ -429,9 +427,10 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
         res: FloatArray = ans - want
         return res
 
-    # The interval's simulations, drawn before (and apart from) any selection.
-    iv_sims = simulate(f_fit, replicates)
+    # The interval's simulations, apart from the selection's; drawn only where needed.
+    iv_sims = None
     if idx is not None and exact is None:
+        iv_sims = simulate(f_fit, replicates)
         # A subset sum's variance includes the estimates' covariances (positive for OLH's
         # collinear values): take the simulated one where it exceeds the sum of variances.
         # The simulated populations vary too (by f_S(1 - f_S)/n): take that part out.
@@ -448,6 +447,8 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
         method, mse, note = _select(oracle, raw, f_fit, idx, simulate, errors, float(raw_se[0]))
         if method == "base":
             return analytic(note, mse)
+    if iv_sims is None:
+        iv_sims = simulate(f_fit, replicates)
     err = errors(method, iv_sims, truth, {})
     point = method_answers(raw[None, :], method, idx, variance=var0, variance_slope=slope)[0]
     alpha = 1.0 - confidence

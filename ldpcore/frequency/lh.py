@@ -21,6 +21,11 @@ MAX_STATE_CELLS = 1 << 24
 _MR_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
 
 
+SMALL_G = 5
+"""Up to this g the transform applies the g-point DFT matrix axis by axis (about 2x faster
+than ``rfftn`` at g = 3; slower from g = 7)."""
+
+
 def is_prime(x: int) -> bool:
     r"""Primality by deterministic Miller–Rabin: exact for every x < 3.3·10^24.
 
@@ -201,8 +206,19 @@ class LocalHashing(FrequencyOracle):
         """
         g, r, d = self.g, self.r, self.domain_size
         size, half = counts.shape[0], g // 2 + 1
-        spec = np.fft.rfftn(counts.reshape((size,) + (g,) * (r + 1)).astype(np.float64),
-                            axes=tuple(range(1, r + 2))).reshape(size, -1)
+        if g <= SMALL_G:
+            # pocketfft is slow along many axes of 3 or 5: apply the g-point DFT matrix to
+            # the leading hash axis and rotate it to the back, r times (the axes return
+            # in order behind the t axis).
+            x = np.fft.rfft(counts.reshape(size, g**r, g).astype(np.float64), axis=-1)
+            dft = np.exp(-2j * np.pi * np.outer(np.arange(g), np.arange(g)) / g)
+            rest = g ** (r - 1) * half
+            for _ in range(r):
+                x = np.matmul(dft, x.reshape(size, g, rest)).transpose(0, 2, 1)
+            spec = x.reshape(size, half, g**r).transpose(0, 2, 1).reshape(size, -1)
+        else:
+            spec = np.fft.rfftn(counts.reshape((size,) + (g,) * (r + 1)).astype(np.float64),
+                                axes=tuple(range(1, r + 2))).reshape(size, -1)
         v = np.arange(d, dtype=np.int64)
         digits = np.stack([(v // g**j) % g for j in range(r)], axis=1)  # (d, r)
         # Digit j of the hash index sits on axis r-1-j: hash index sum_j w_j g^j, t last.

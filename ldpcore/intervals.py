@@ -314,9 +314,9 @@ def _select(oracle: FrequencyOracle, raw: FloatArray, f_fit: FloatArray,
                             [WORLD_REPLICATES] * len(ends))
         names = [m for i, m in enumerate(names, 1) if bool(np.all(tilt[i] <= tilt[0]))]
         if not names:
-            return "base", {}, (f"auto kept base: every candidate's simulated error exceeds "
-                                f"base's with the set's frequency {TILT_Z:g} standard errors "
-                                f"below or above its estimate")
+            why = (f"auto kept base: every candidate's simulated error exceeds base's with "
+                   f"the set's frequency {TILT_Z:g} standard errors below or above its estimate")
+            return "base", {}, why if note is None else f"{why}; {note}"
     # The fitted world itself first: a candidate must beat base there by SELECTION_Z
     # Monte-Carlo standard errors; when none does, the other worlds need not be simulated.
     rows0, means0 = world_sse(f_fit[None, :], [s0])

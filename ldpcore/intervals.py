@@ -37,15 +37,19 @@ says why (``auto`` then keeps ``base``).
 
 **Choosing the method** (``method="auto"``; Wang et al., Section VI, "choosing
 the method on synthetic dataset"): each candidate's squared error for the query
-at hand (all d frequencies, or one subset sum) is simulated in two synthetic
-worlds — the Norm-Sub fit :math:`\tilde f` and the Norm-Sub fit of one state
-simulated from it (which differs from :math:`\tilde f` as :math:`\tilde f`
-differs from the truth).  A method replaces ``base`` only if it beats base in
-both worlds by :data:`SELECTION_Z` standard errors of the paired difference, so
-neither selection noise nor one lucky fit can make the default worse than
-``base``; among those the least MSE wins.  Fresh simulations then give the
-interval.  Power and PowerNS are candidates while their cost fits
-:data:`POWER_BUDGET`.
+at hand (all d frequencies, or one subset sum) is simulated, relative to ``base``,
+in the Norm-Sub fit :math:`\tilde f` and in :data:`RESIMULATED_WORLDS` Norm-Sub fits
+of states simulated from it (which differ from :math:`\tilde f` as :math:`\tilde f`
+differs from the truth).  Their spread gives the ratio's bootstrap bias correction
+and standard error; a method replaces ``base`` only if it beats base in the fit by
+:data:`SELECTION_Z` Monte-Carlo standard errors and its bias-corrected ratio is
+below 1 by :data:`SELECTION_Z` standard errors (fit uncertainty and Monte-Carlo
+noise).  For a subset, the set's frequency is also moved to both ends of its
+interval (:data:`TILT_Z` standard errors), and a method worse than ``base`` at
+either end is refused: at small n a low noisy estimate of the set makes the fitted
+worlds favour methods that shrink the set further.  Among the qualifying methods
+the least corrected MSE ratio wins.  Fresh simulations then give the interval.
+Power and PowerNS are candidates while their cost fits :data:`POWER_BUDGET`.
 
 The randomness is derived from the state (:func:`state_seed`) unless an ``rng``
 is given, so the same state always gets the same answer (cache-friendly).
@@ -75,7 +79,7 @@ import numpy as np
 from ._validate import as_rng, check_float, check_int
 from .base import FloatArray, FrequencyOracle, State
 from .consistency import METHODS
-from .consistency.batch import _norm_mul_rows, postprocess_rows, simplex_projection_rows
+from .consistency.batch import postprocess_rows, simplex_projection_rows
 from .errors import ParameterError, StateError
 
 __all__ = ["Answer", "BOUNDARY_SIGMAS", "DEFAULT_REPLICATES", "answer", "bootstrap_interval",
@@ -103,12 +107,19 @@ SELECTION_Z = 3.0
 """Standard errors by which a candidate must beat ``base`` (≈ 1 % family-wise over ten)."""
 
 SELECTION_REPLICATES = 50
-"""Replicates per synthetic world ``auto`` spends comparing candidates (fresh ones then give
-the interval)."""
+"""Replicates ``auto`` simulates in the Norm-Sub fit to compare candidates (fresh ones then
+give the interval)."""
 
-RESIMULATED_WORLDS = 3
-"""Synthetic worlds beyond the Norm-Sub and Norm-Mul fits: Norm-Sub fits of states simulated
-from the Norm-Sub fit (they differ from it as it differs from the truth)."""
+RESIMULATED_WORLDS = 8
+"""Further synthetic worlds: Norm-Sub fits of states simulated from the Norm-Sub fit (they
+differ from it as it differs from the truth); their spread is the fit's uncertainty."""
+
+WORLD_REPLICATES = 25
+"""Replicates per resimulated (or tilted) world."""
+
+TILT_Z = 2.0
+"""A subset's frequency is moved this many standard errors either side of its unbiased
+estimate in two more worlds; a candidate worse than ``base`` at either end is refused."""
 
 
 @dataclass(frozen=True)
@@ -132,11 +143,14 @@ class Answer:
         parametric bootstrap on the Norm-Sub fit, joined with the analytic
         interval near 0).
     reason : str or None
-        Why there is no interval, or why ``auto`` kept fewer candidates.
+        Why there is no interval, or why ``auto`` kept fewer candidates (or kept base
+        without simulating every world).
     n, confidence, replicates
         Reports behind the answer, the level, bootstrap replicates (0 if none).
     mse : dict
-        Simulated mean squared error of each candidate (``auto``), else empty.
+        Simulated mean squared error of each candidate in the Norm-Sub fit, bootstrap
+        bias-corrected where the resimulated worlds were simulated (``auto``; see
+        ``_select``), else empty.
     """
 
     method: str
@@ -228,45 +242,104 @@ def _candidates(d: int, replicates: int) -> tuple[list[str], str | None]:
     return names, None
 
 
+def _tilted(f: FloatArray, idx: np.ndarray, total: float) -> FloatArray:
+    """``f`` with the set ``idx`` rescaled to hold ``total`` and the rest to hold 1 − total."""
+    inside = np.zeros(f.size, dtype=bool)
+    inside[idx] = True
+    out = np.zeros_like(f)
+    for part, mass in ((inside, total), (~inside, 1.0 - total)):
+        held = float(f[part].sum())
+        if part.any():
+            out[part] = f[part] * (mass / held) if held > 0 else mass / int(part.sum())
+    res: FloatArray = out / out.sum()
+    return res
+
+
 def _select(oracle: FrequencyOracle, raw: FloatArray, f_fit: FloatArray,
             idx: np.ndarray | None, simulate: Callable[[FloatArray, int], FloatArray],
-            errors: Callable[..., FloatArray], size: int,
+            errors: Callable[..., FloatArray], query_se: float,
             ) -> tuple[str, dict[str, float], str | None]:
-    """``auto``: the candidate with the least simulated MSE that beats base for sure.
+    r"""``auto``: the candidate with the least simulated MSE that beats base for sure.
 
-    Synthetic worlds: the Norm-Sub fit :math:`\\tilde f` (sparser than the truth), the
-    Norm-Mul fit (denser), and :data:`RESIMULATED_WORLDS` Norm-Sub fits of states
-    simulated from :math:`\\tilde f` (they differ from it as it differs from the truth).
-    A candidate qualifies only if, in every world, its paired squared-error difference to
-    ``base`` is below 0 by :data:`SELECTION_Z` standard errors; the qualifying candidate
-    with the least mean MSE over the worlds wins, else ``base``.
+    Let :math:`\rho_m(f)` be candidate m's MSE for the query relative to ``base``'s
+    in world f.  It is simulated (paired: the same states for every method) in
+
+    * the Norm-Sub fit :math:`\tilde f` (:data:`SELECTION_REPLICATES` states), and
+    * :data:`RESIMULATED_WORLDS` Norm-Sub fits :math:`f^*_k` of states simulated from
+      :math:`\tilde f` (:data:`WORLD_REPLICATES` each): they differ from
+      :math:`\tilde f` as :math:`\tilde f` differs from the truth.
+
+    The bootstrap bias-corrected ratio :math:`\rho^c = 2\rho(\tilde f) -
+    \overline{\rho(f^*)}` has variance about :math:`s^2_{f^*}(1 + 1/K) + 4\,
+    \mathrm{se}^2_{MC}` (the spread over the fitted worlds plus the Monte-Carlo error
+    of :math:`\rho(\tilde f)`, delta method).  A candidate qualifies only if it beats
+    base in the fit itself, :math:`\rho(\tilde f) + z\,\mathrm{se}_{MC} < 1` (the
+    synthetic-dataset choice; the correction must not extrapolate a gain the fit does
+    not show), and :math:`\rho^c + z\,\mathrm{sd} < 1`, with :math:`z` =
+    :data:`SELECTION_Z`.  The worlds are simulated in that order (tilted, fit,
+    resimulated) and the rest skipped once no candidate is left: same decision, less
+    work.
+
+    For a **subset** the answer's own value matters most: a method that shrinks small
+    sums looks excellent in a world where the set's frequency is small, which is where
+    a low noisy estimate puts it.  So the set's frequency is also moved to both ends of
+    its :data:`TILT_Z`-standard-error interval around the unbiased estimate
+    (:math:`\tilde f` rescaled inside and outside the set), and a candidate must not
+    be worse than ``base`` at either end.  The qualifying candidate with the least
+    :math:`\rho^c` wins, else ``base``.
     """
-    d = oracle.domain_size
-    fits = np.vstack([f_fit[None, :], _norm_mul_rows(raw[None, :]),
-                      simplex_projection_rows(simulate(f_fit, RESIMULATED_WORLDS))])
-    worlds = fits.shape[0]
-    # All worlds in one matrix: each method runs once over worlds × size rows.
-    sims = np.vstack([simulate(f, size) for f in fits])
-    truths = np.repeat(method_answers(fits, "base", idx, variance=1.0), size, axis=0)
-    names, note = _candidates(d, size)
-    cache: dict[str, FloatArray] = {}
+    k, s0 = RESIMULATED_WORLDS, SELECTION_REPLICATES
+    names, note = _candidates(oracle.domain_size, s0)
+    names = [m for m in names if m != "base"]
 
-    def sse(m: str) -> FloatArray:
-        out: FloatArray = (errors(m, sims, truths, cache) ** 2).sum(axis=1).reshape(worlds, size)
-        return out
+    def world_sse(worlds: FloatArray, sizes: list[int]) -> tuple[dict[str, FloatArray],
+                                                                FloatArray]:
+        """Squared errors of base and every candidate, and the per-world means, paired."""
+        # Every world in one matrix: each method runs once over all the rows.
+        sims = np.vstack([simulate(f, r) for f, r in zip(worlds, sizes, strict=True)])
+        truths = np.repeat(method_answers(worlds, "base", idx, variance=1.0), sizes, axis=0)
+        cuts = np.cumsum([0, *sizes])
+        cache: dict[str, FloatArray] = {}
+        rows = {m: (errors(m, sims, truths, cache) ** 2).sum(axis=1) for m in ("base", *names)}
+        means = np.array([[x[a:b].mean() for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+                          for x in rows.values()])
+        return rows, np.maximum(means, np.finfo(np.float64).tiny)
 
-    base_sse = sse("base")
-    mse = {"base": float(base_sse.mean())}
-    chosen, best = "base", mse["base"]
-    for m in names:
-        if m == "base":
-            continue
-        cand = sse(m)
-        mse[m] = float(cand.mean())
-        diff = cand - base_sse
-        margin = SELECTION_Z * diff.std(axis=1, ddof=1) / math.sqrt(size)
-        if bool(np.all(diff.mean(axis=1) + margin < 0)) and mse[m] < best:
-            chosen, best = m, mse[m]
+    if idx is not None:
+        # The tilted worlds first: a candidate worse than base at either end is out, and
+        # when none is left the other worlds need not be simulated (same decision).
+        centre = float(raw[idx].sum())
+        ends = [min(max(centre + sgn * TILT_Z * query_se, 0.0), 1.0) for sgn in (-1, 1)]
+        _, tilt = world_sse(np.stack([_tilted(f_fit, idx, t) for t in ends]),
+                            [WORLD_REPLICATES] * len(ends))
+        names = [m for i, m in enumerate(names, 1) if bool(np.all(tilt[i] <= tilt[0]))]
+        if not names:
+            why = (f"auto kept base: every candidate's simulated error exceeds base's with "
+                   f"the set's frequency {TILT_Z:g} standard errors below or above its estimate")
+            return "base", {}, why if note is None else f"{why}; {note}"
+    # The fitted world itself first: a candidate must beat base there by SELECTION_Z
+    # Monte-Carlo standard errors; when none does, the other worlds need not be simulated.
+    rows0, means0 = world_sse(f_fit[None, :], [s0])
+    base0 = float(means0[0, 0])
+    mse = {"base": base0}
+    rho0: dict[str, float] = {}
+    mc: dict[str, float] = {}
+    for i, m in enumerate(names, 1):
+        rho0[m] = float(means0[i, 0]) / base0
+        mc[m] = float((rows0[m] - rho0[m] * rows0["base"]).std(ddof=1)) / (math.sqrt(s0) * base0)
+        mse[m] = rho0[m] * base0
+    names = [m for m in names if rho0[m] + SELECTION_Z * mc[m] < 1.0]
+    if not names:
+        return "base", mse, note
+    _, means = world_sse(simplex_projection_rows(simulate(f_fit, k)), [WORLD_REPLICATES] * k)
+    chosen, best = "base", 1.0
+    for i, m in enumerate(names, 1):
+        rho = means[i] / means[0]
+        corrected = 2.0 * rho0[m] - float(rho.mean())
+        mse[m] = max(corrected, 0.0) * base0
+        sd = math.sqrt(float(rho.var(ddof=1)) * (1.0 + 1.0 / k) + 4.0 * mc[m] ** 2)
+        if corrected + SELECTION_Z * sd < 1.0 and corrected < best:
+            chosen, best = m, corrected
     return chosen, mse, note
 
 
@@ -370,9 +443,10 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
         res: FloatArray = ans - want
         return res
 
-    # The interval's simulations, drawn before (and apart from) any selection.
-    iv_sims = simulate(f_fit, replicates)
+    # The interval's simulations, apart from the selection's; drawn only where needed.
+    iv_sims = None
     if idx is not None and exact is None:
+        iv_sims = simulate(f_fit, replicates)
         # A subset sum's variance includes the estimates' covariances (positive for OLH's
         # collinear values): take the simulated one where it exceeds the sum of variances.
         # The simulated populations vary too (by f_S(1 - f_S)/n): take that part out.
@@ -386,10 +460,11 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
     mse: dict[str, float] = {}
     note = None
     if method == "auto":
-        method, mse, note = _select(oracle, raw, f_fit, idx, simulate, errors,
-                                    min(replicates, SELECTION_REPLICATES))
+        method, mse, note = _select(oracle, raw, f_fit, idx, simulate, errors, float(raw_se[0]))
         if method == "base":
             return analytic(note, mse)
+    if iv_sims is None:
+        iv_sims = simulate(f_fit, replicates)
     err = errors(method, iv_sims, truth, {})
     point = method_answers(raw[None, :], method, idx, variance=var0, variance_slope=slope)[0]
     alpha = 1.0 - confidence

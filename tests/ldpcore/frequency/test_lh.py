@@ -49,6 +49,16 @@ def test_transform_equals_brute_force_support_counts(g: int, d: int) -> None:
     np.testing.assert_allclose(o.support(counts), brute, rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize(("g", "d"), [(3, 10), (5, 26), (7, 30)])
+def test_batch_estimate_equals_brute_force_support_of_every_row(g: int, d: int) -> None:
+    o = OLH(epsilon=1.0, domain_size=d, g=g)
+    counts = np.random.default_rng(g + d).integers(0, 50, size=(4, *o.state_shape))
+    a = np.arange(o.n_hashes)
+    for row, est in zip(counts, o.estimate_counts(counts, 1000), strict=True):
+        brute = np.array([row[a, o.hash_values(a, np.full_like(a, v))].sum() for v in range(d)])
+        np.testing.assert_allclose(est, (brute / 1000 - 1 / g) / (o.p - 1 / g), atol=1e-9)
+
+
 def zipf_population(d: int, n: int, s: float, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     w = 1.0 / np.arange(1, d + 1) ** s

@@ -81,18 +81,52 @@ class KafkaSink:
 
     def __init__(self, bootstrap: str, topic: str, *, batch_bytes: int, ack_timeout_ms: int,
                  **client_config: Any) -> None:
-        from kafka import KafkaProducer
-
         self.topic = topic
         # The producer gives up on a batch a little after the gateway answered 503 for it,
         # so what it holds for a broker that is away stays bounded.
-        self.producer = KafkaProducer(
+        self._config: dict[str, Any] = dict(
             bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=0,
             batch_size=batch_bytes + (64 << 10), max_request_size=batch_bytes + (1 << 20),
             max_in_flight_requests_per_connection=5,
             request_timeout_ms=min(30_000, ack_timeout_ms),
+            bootstrap_timeout_ms=min(30_000, ack_timeout_ms),
             delivery_timeout_ms=ack_timeout_ms + 5000, **client_config)
+        self.producer: Any = self._new_producer()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="ldp-gateway-send")
+        self.resets = 0
+        self._reset_pending = False
+
+    def _new_producer(self) -> Any:
+        from kafka import KafkaProducer
+
+        return KafkaProducer(**self._config)
+
+    def _swap(self) -> None:
+        self._reset_pending = False
+        old, self.producer = self.producer, None
+        self.resets += 1
+        if old is not None:
+            try:
+                old.close(0)
+            except Exception:  # noqa: BLE001 - it failed already; a new one replaces it
+                pass
+        try:
+            self.producer = self._new_producer()
+        except Exception as exc:  # noqa: BLE001 - the broker is away: the next send retries
+            log.warning("a new Kafka producer could not start: %r", exc)
+
+    def reset(self) -> None:
+        """Replace the producer after a batch failed or timed out (runs on the send thread,
+        so sends queued after it use the new one).
+
+        An idempotent producer whose batch expired unacknowledged cannot be trusted to
+        recover (kafka-python's stays stuck after the broker returns); a new one starts
+        with a new producer id.  Its records that were in flight may still land: their
+        requests were answered 503, so a retry may count them twice (see the module
+        docstring).  At most one replacement waits at a time."""
+        if not self._reset_pending:
+            self._reset_pending = True
+            self._pool.submit(self._swap)
 
     def warm_up(self, timeout: float = 30.0) -> int:
         """Fetch the topic's partitions (blocking) so that sends never wait on metadata."""
@@ -106,6 +140,8 @@ class KafkaSink:
             time.sleep(0.2)
 
     def _send(self, records: Sequence[tuple[bytes, bytes]]) -> list[Any]:
+        if self.producer is None:  # the last replacement could not start: try again
+            self.producer = self._new_producer()
         return [self.producer.send(self.topic, key=k, value=v) for k, v in records]
 
     async def send_all(self, records: Sequence[tuple[bytes, bytes]]) -> None:
@@ -133,7 +169,8 @@ class KafkaSink:
 
     def close(self, timeout: float = 5.0) -> None:
         self._pool.shutdown(wait=True)
-        self.producer.close(timeout)
+        if self.producer is not None:
+            self.producer.close(timeout)
 
 
 class Batcher:
@@ -150,17 +187,20 @@ class Batcher:
     on_flush : callable, optional
         Called after each flush with (accepted per collection {id: (messages, reports)},
         Kafka messages [(reports, bytes)], seconds from send to acknowledgement).
+    on_failure : callable, optional
+        Called when a batch failed or timed out (:meth:`KafkaSink.reset` in the service).
     """
 
     def __init__(self, send: Callable[[Sequence[tuple[bytes, bytes]]], Any], *,
                  linger: float, batch_bytes: int, queue_bytes: int, ack_timeout: float,
                  retry_after: float,
                  on_flush: Callable[[dict[str, tuple[int, int]], list[tuple[int, int]],
-                                     float], None] | None = None) -> None:
+                                     float], None] | None = None,
+                 on_failure: Callable[[], None] | None = None) -> None:
         self.send = send
         self.linger, self.batch_bytes, self.queue_bytes = linger, batch_bytes, queue_bytes
         self.ack_timeout, self.retry_after = ack_timeout, retry_after
-        self.on_flush = on_flush
+        self.on_flush, self.on_failure = on_flush, on_failure
         self.pending: list[Request] = []
         self.pending_bytes = 0
         self.queued_bytes = 0
@@ -298,6 +338,8 @@ class Batcher:
                 log.warning("producing a batch of %d requests failed: %r", len(good), exc)
             if self.down_since is None:
                 self.down_since = time.monotonic()
+            if self.on_failure is not None:
+                self.on_failure()
             err = Unavailable(f"the broker did not acknowledge: {type(exc).__name__}")
             for req in good:
                 self._answer(req, err)

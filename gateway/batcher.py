@@ -303,10 +303,12 @@ class Batcher:
             self.down_since = None
         accepted: dict[str, tuple[int, int]] = {}
         for req in good:
-            nm, nr = len(req.messages), sum(m.n for m in req.messages)
+            nm = nr = 0
             for m in req.messages:
                 a = accepted.get(m.entry.cid, (0, 0))
-                accepted[m.entry.cid] = (a[0] + 1, a[1] + m.n)
+                accepted[m.entry.cid] = (a[0] + m.messages, a[1] + m.n)
+                nm += m.messages
+                nr += m.n
             self._answer(req, (nm, nr))
         if self.on_flush is not None:
             self.on_flush(accepted, sizes, took)
@@ -331,12 +333,16 @@ def validate_requests(reqs: list[Request]) -> list[tuple[CollectionEntry, Report
     checked: dict[CollectionEntry, Reports | None] = {}
     for entry, items in groups.items():
         raw = [(req, i, m.raw) for req, i, m in items if m.raw is not None]
+        items_raw_msg = [m for _, _, m in items if m.raw is not None]
         if not raw:
             checked[entry] = None
             continue
         reports, bad = entry.validate_many([r for _, _, r in raw])
         for pos, exc in bad:
             req, i, _ = raw[pos]
+            where = items_raw_msg[pos].first_bad()
+            if where is not None:  # a merged frames body: the frame at fault
+                i, exc = where
             if req.error is None or req.error.index is None or i < req.error.index:
                 req.error = BodyError(400, exc.reason, str(exc), i)
         checked[entry] = None if bad else reports

@@ -42,7 +42,24 @@ def _message(seed: int, fmt: str) -> bytes:
     return value
 
 
+def _uniform(seed: int, k: int, flip: int | None) -> bytes:
+    """k frames of one collection, one length (the vectorised path), one of them (``flip``)
+    with a bit flipped (still the same length: it may or may not stay valid)."""
+    rng = np.random.default_rng(seed)
+    spec = SPECS[int(rng.integers(0, len(SPECS) - 2))]
+    n = int(rng.integers(1, 4))
+    msgs = [valid_message(spec, rng, "binary", n) for _ in range(k)]
+    if flip is not None:
+        b = bytearray(msgs[flip % k])
+        at = int(rng.integers(0, len(b)))
+        b[at] ^= 1 << int(rng.integers(0, 8))
+        msgs[flip % k] = bytes(b)
+    return frame(msgs)
+
+
 bodies = st.one_of(
+    st.tuples(st.just(FRAMES), st.builds(_uniform, st.integers(0, 2**32), st.integers(8, 40),
+                                         st.none() | st.integers(0, 39))),
     st.tuples(st.sampled_from([OCTETS, FRAMES, JSON, None, "text/plain"]), st.binary(
         max_size=300)),
     st.tuples(st.just(OCTETS), st.integers(0, 2**32).map(lambda s: _message(s, "binary"))),
@@ -76,10 +93,12 @@ def test_any_body_parses_to_messages_or_a_4xx_and_accepted_ones_decode_alike(
     assert messages
     req = Request(lambda result: None, messages, len(body))
     batches = validate_requests([req])
+    if len(messages) == 1 and messages[0].messages > 1:
+        event("merged frames")
     if req.error is not None:
         event(f"refused in the batch: {req.error.reason}")
         assert req.error.status == 400 and req.error.index is not None
-        assert 0 <= req.error.index < len(messages)
+        assert 0 <= req.error.index < sum(m.messages for m in messages)
         assert batches == []
         return
     event("accepted")

@@ -188,6 +188,7 @@ def test_pipelined_requests_are_answered_in_order(gw: GatewayProcess) -> None:
 
 
 def test_operational_routes_and_methods(gw: GatewayProcess) -> None:
+    assert post(gw.port, good())[0] == 202
     assert post(gw.port, b"", method="GET", path="/healthz")[0] == 200
     status, _, body = post(gw.port, b"", method="GET", path="/readyz")
     assert (status, body["kafka"], body["redis"]) == (200, True, True)
@@ -197,6 +198,15 @@ def test_operational_routes_and_methods(gw: GatewayProcess) -> None:
     assert b'ldp_gateway_requests_total{route="reports",status="202"}' in text
     assert b"ldp_gateway_queue_bytes " in text
     assert b'ldp_gateway_reports_accepted_total{collection="g-grr"}' in text
+    import shutil
+    import subprocess
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.fail("promtool is missing: scripts/system-deps.sh installs it (Debian "
+                    "package 'prometheus')")
+    out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
     status, headers, body = post(gw.port, b"", method="GET")
     assert (status, body["reason"], headers["allow"]) == (405, "method", "POST, OPTIONS")
     assert post(gw.port, b"", method="GET", path="/nowhere")[0] == 404

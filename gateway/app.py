@@ -211,7 +211,9 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
         await stop.wait()
     finally:
         listener.close()
+        server.stopping = True
         await batcher.drain()
+        server.write_pending()  # the last answers leave before their connections close
         for conn in list(server.connections):
             conn.close()
         server.stop_sweeper()

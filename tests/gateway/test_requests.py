@@ -171,6 +171,19 @@ def test_a_post_without_length_gets_411_and_a_declared_huge_one_413_at_once(
         assert b"Connection: close" in head
 
 
+def test_expect_100_continue_is_answered_before_the_body(gw: GatewayProcess) -> None:
+    body = good(GRR, 2000)
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+        s.sendall(b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/"
+                  b"octet-stream\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n"
+                  % len(body))
+        assert s.recv(4096).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        s.sendall(body)
+        data = s.recv(4096)
+        assert data.startswith(b"HTTP/1.1 202 "), data
+        assert data.endswith(b'{"accepted_messages":1,"accepted_reports":2000}')
+
+
 def test_pipelined_requests_are_answered_in_order(gw: GatewayProcess) -> None:
     bodies = [good(GRR, 1), b"junk", good(OUE, 2), good(GRR, 3)]
     raw = b"".join(b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/"

@@ -184,6 +184,19 @@ def test_expect_100_continue_is_answered_before_the_body(gw: GatewayProcess) -> 
         assert data.endswith(b'{"accepted_messages":1,"accepted_reports":2000}')
 
 
+def test_a_chunked_body_and_a_media_type_with_parameters_are_accepted(
+        gw: GatewayProcess) -> None:
+    body = good(OUE, 3, "json")
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in (body[:10], body[10:]))
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+        s.sendall(b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/json;"
+                  b" charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks
+                  + b"0\r\n\r\n")
+        data = s.recv(4096)
+    assert data.startswith(b"HTTP/1.1 202 "), data
+    assert data.endswith(b'{"accepted_messages":1,"accepted_reports":3}')
+
+
 def test_pipelined_requests_are_answered_in_order(gw: GatewayProcess) -> None:
     bodies = [good(GRR, 1), b"junk", good(OUE, 2), good(GRR, 3)]
     raw = b"".join(b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/"

@@ -318,3 +318,22 @@ def test_fuzzed_bodies_over_http_never_get_a_5xx(gw: GatewayProcess) -> None:
     assert post(gw.port, b"", method="GET", path="/healthz")[0] == 200
     _, _, text = post(gw.port, b"", method="GET", path="/metrics")
     assert b'ldp_gateway_requests_total{route="reports",status="202"}' in text
+
+
+def test_malformed_http_gets_400_and_a_closed_connection_and_the_gateway_lives_on(
+        gw: GatewayProcess) -> None:
+    rng = np.random.default_rng(4)
+    garbage = [b"GARBAGE\r\n\r\n", b"POST /v1/reports HTTP/9.9\r\n\r\n",
+               b"POST /v1/reports HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+               b"POST /v1/reports HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+               b"GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+               *(bytes(rng.integers(0, 256, int(rng.integers(1, 200)), dtype=np.uint8))
+                 for _ in range(30))]
+    for raw in garbage:
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+            s.sendall(raw + b"\r\n\r\n")
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+        assert data.startswith((b"HTTP/1.1 400 ", b"HTTP/1.1 404 ")), (raw, data)
+    assert post(gw.port, b"", method="GET", path="/healthz")[0] == 200

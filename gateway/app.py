@@ -174,7 +174,8 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
     batcher = Batcher(sink.send_all, linger=settings.linger_ms / 1000.0,
                       batch_bytes=settings.batch_bytes, queue_bytes=settings.queue_bytes,
                       ack_timeout=settings.ack_timeout_ms / 1000.0,
-                      retry_after=settings.retry_after, on_flush=metrics.on_flush)
+                      retry_after=settings.retry_after, on_flush=metrics.on_flush,
+                      on_failure=sink.reset)
 
     async def ready() -> tuple[bool, dict[str, Any]]:
         try:
@@ -210,7 +211,9 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
         await stop.wait()
     finally:
         listener.close()
+        server.stopping = True
         await batcher.drain()
+        server.write_pending()  # the last answers leave before their connections close
         for conn in list(server.connections):
             conn.close()
         server.stop_sweeper()

@@ -41,7 +41,8 @@ from ldpcore import Reports
 
 from .parse import BodyError, CollectionEntry, Message
 
-__all__ = ["Batcher", "KafkaSink", "Overloaded", "Unavailable", "Request"]
+__all__ = ["Batcher", "KafkaSink", "Overloaded", "Unavailable", "Request", "kafka_records",
+           "validate_requests"]
 
 log = logging.getLogger("ldpstream.gateway")
 
@@ -81,18 +82,52 @@ class KafkaSink:
 
     def __init__(self, bootstrap: str, topic: str, *, batch_bytes: int, ack_timeout_ms: int,
                  **client_config: Any) -> None:
-        from kafka import KafkaProducer
-
         self.topic = topic
         # The producer gives up on a batch a little after the gateway answered 503 for it,
         # so what it holds for a broker that is away stays bounded.
-        self.producer = KafkaProducer(
+        self._config: dict[str, Any] = dict(
             bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=0,
             batch_size=batch_bytes + (64 << 10), max_request_size=batch_bytes + (1 << 20),
             max_in_flight_requests_per_connection=5,
             request_timeout_ms=min(30_000, ack_timeout_ms),
+            bootstrap_timeout_ms=min(30_000, ack_timeout_ms),
             delivery_timeout_ms=ack_timeout_ms + 5000, **client_config)
+        self.producer: Any = self._new_producer()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="ldp-gateway-send")
+        self.resets = 0
+        self._reset_pending = False
+
+    def _new_producer(self) -> Any:
+        from kafka import KafkaProducer
+
+        return KafkaProducer(**self._config)
+
+    def _swap(self) -> None:
+        self._reset_pending = False
+        old, self.producer = self.producer, None
+        self.resets += 1
+        if old is not None:
+            try:
+                old.close(0)
+            except Exception:  # noqa: BLE001 - it failed already; a new one replaces it
+                pass
+        try:
+            self.producer = self._new_producer()
+        except Exception as exc:  # noqa: BLE001 - the broker is away: the next send retries
+            log.warning("a new Kafka producer could not start: %r", exc)
+
+    def reset(self) -> None:
+        """Replace the producer after a batch failed or timed out (runs on the send thread,
+        so sends queued after it use the new one).
+
+        An idempotent producer whose batch expired unacknowledged cannot be trusted to
+        recover (kafka-python's stays stuck after the broker returns); a new one starts
+        with a new producer id.  Its records that were in flight may still land: their
+        requests were answered 503, so a retry may count them twice (see the module
+        docstring).  At most one replacement waits at a time."""
+        if not self._reset_pending:
+            self._reset_pending = True
+            self._pool.submit(self._swap)
 
     def warm_up(self, timeout: float = 30.0) -> int:
         """Fetch the topic's partitions (blocking) so that sends never wait on metadata."""
@@ -106,6 +141,8 @@ class KafkaSink:
             time.sleep(0.2)
 
     def _send(self, records: Sequence[tuple[bytes, bytes]]) -> list[Any]:
+        if self.producer is None:  # the last replacement could not start: try again
+            self.producer = self._new_producer()
         return [self.producer.send(self.topic, key=k, value=v) for k, v in records]
 
     async def send_all(self, records: Sequence[tuple[bytes, bytes]]) -> None:
@@ -133,7 +170,8 @@ class KafkaSink:
 
     def close(self, timeout: float = 5.0) -> None:
         self._pool.shutdown(wait=True)
-        self.producer.close(timeout)
+        if self.producer is not None:
+            self.producer.close(timeout)
 
 
 class Batcher:
@@ -150,17 +188,20 @@ class Batcher:
     on_flush : callable, optional
         Called after each flush with (accepted per collection {id: (messages, reports)},
         Kafka messages [(reports, bytes)], seconds from send to acknowledgement).
+    on_failure : callable, optional
+        Called when a batch failed or timed out (:meth:`KafkaSink.reset` in the service).
     """
 
     def __init__(self, send: Callable[[Sequence[tuple[bytes, bytes]]], Any], *,
                  linger: float, batch_bytes: int, queue_bytes: int, ack_timeout: float,
                  retry_after: float,
                  on_flush: Callable[[dict[str, tuple[int, int]], list[tuple[int, int]],
-                                     float], None] | None = None) -> None:
+                                     float], None] | None = None,
+                 on_failure: Callable[[], None] | None = None) -> None:
         self.send = send
         self.linger, self.batch_bytes, self.queue_bytes = linger, batch_bytes, queue_bytes
         self.ack_timeout, self.retry_after = ack_timeout, retry_after
-        self.on_flush = on_flush
+        self.on_flush, self.on_failure = on_flush, on_failure
         self.pending: list[Request] = []
         self.pending_bytes = 0
         self.queued_bytes = 0
@@ -221,57 +262,11 @@ class Batcher:
 
     # ---- one batch --------------------------------------------------------------------------
     def _validate(self, reqs: list[Request]) -> list[tuple[CollectionEntry, Reports]]:
-        """Per collection, the reports of the requests without a bad message; marks the bad."""
-        groups: dict[CollectionEntry, list[tuple[Request, int, Message]]] = {}
-        for req in reqs:
-            for i, m in enumerate(req.messages):
-                groups.setdefault(m.entry, []).append((req, i, m))
-        checked: dict[CollectionEntry, Reports | None] = {}
-        for entry, items in groups.items():
-            raw = [(req, i, m.raw) for req, i, m in items if m.raw is not None]
-            if not raw:
-                checked[entry] = None
-                continue
-            reports, bad = entry.validate_many([r for _, _, r in raw])
-            for pos, exc in bad:
-                req, i, _ = raw[pos]
-                if req.error is None or req.error.index is None or i < req.error.index:
-                    req.error = BodyError(400, exc.reason, str(exc), i)
-            checked[entry] = None if bad else reports
-        out: list[tuple[CollectionEntry, Reports]] = []
-        for entry, items in groups.items():
-            clean = checked[entry] is not None and all(req.error is None for req, _, _ in items)
-            parts: list[Reports] = []
-            done = checked[entry]
-            if clean and done is not None:
-                parts.append(done)
-            else:
-                raw_ok = [m.raw for req, _, m in items if m.raw is not None and req.error is None]
-                if raw_ok:
-                    again, bad = entry.validate_many(raw_ok)
-                    if bad:  # cannot happen: every bad one was found above
-                        raise RuntimeError("a message validated alone failed in a batch")
-                    parts.append(again)
-            parts += [m.reports for req, _, m in items
-                      if m.reports is not None and req.error is None]
-            parts = [p for p in parts if len(p)]
-            if parts:
-                out.append((entry, parts[0] if len(parts) == 1 else Reports.concat(parts)))
-        return out
+        return validate_requests(reqs)
 
     def _records(self, batches: list[tuple[CollectionEntry, Reports]]
                  ) -> tuple[list[tuple[bytes, bytes]], list[tuple[int, int]]]:
-        records: list[tuple[bytes, bytes]] = []
-        sizes: list[tuple[int, int]] = []
-        for entry, reports in batches:
-            key = entry.cid.encode()
-            per = max(1, (self.batch_bytes - 256) // max(entry.row_bytes, 1))
-            n = len(reports)
-            for start in range(0, n, per):
-                value = entry.encode(reports if n <= per else reports[start:start + per])
-                records.append((key, value))
-                sizes.append((min(per, n - start), len(value)))
-        return records, sizes
+        return kafka_records(batches, self.batch_bytes)
 
     async def _flush(self, reqs: list[Request]) -> None:
         try:
@@ -298,6 +293,8 @@ class Batcher:
                 log.warning("producing a batch of %d requests failed: %r", len(good), exc)
             if self.down_since is None:
                 self.down_since = time.monotonic()
+            if self.on_failure is not None:
+                self.on_failure()
             err = Unavailable(f"the broker did not acknowledge: {type(exc).__name__}")
             for req in good:
                 self._answer(req, err)
@@ -306,10 +303,12 @@ class Batcher:
             self.down_since = None
         accepted: dict[str, tuple[int, int]] = {}
         for req in good:
-            nm, nr = len(req.messages), sum(m.n for m in req.messages)
+            nm = nr = 0
             for m in req.messages:
                 a = accepted.get(m.entry.cid, (0, 0))
-                accepted[m.entry.cid] = (a[0] + 1, a[1] + m.n)
+                accepted[m.entry.cid] = (a[0] + m.messages, a[1] + m.n)
+                nm += m.messages
+                nr += m.n
             self._answer(req, (nm, nr))
         if self.on_flush is not None:
             self.on_flush(accepted, sizes, took)
@@ -321,3 +320,66 @@ class Batcher:
             req.answer(result)
         except Exception:  # a bug of the HTTP side must not stop the other answers
             log.exception("answering a request failed")
+
+
+def validate_requests(reqs: list[Request]) -> list[tuple[CollectionEntry, Reports]]:
+    """Per collection, the reports of the requests without a bad message; a request with a
+    bad one gets ``error`` set (the first bad message's 400) and none of its reports goes
+    on.  One vectorised check of the canonically framed messages per collection."""
+    groups: dict[CollectionEntry, list[tuple[Request, int, Message]]] = {}
+    for req in reqs:
+        for i, m in enumerate(req.messages):
+            groups.setdefault(m.entry, []).append((req, i, m))
+    checked: dict[CollectionEntry, Reports | None] = {}
+    for entry, items in groups.items():
+        raw = [(req, i, m.raw) for req, i, m in items if m.raw is not None]
+        items_raw_msg = [m for _, _, m in items if m.raw is not None]
+        if not raw:
+            checked[entry] = None
+            continue
+        reports, bad = entry.validate_many([r for _, _, r in raw])
+        for pos, exc in bad:
+            req, i, _ = raw[pos]
+            where = items_raw_msg[pos].first_bad()
+            if where is not None:  # a merged frames body: the frame at fault
+                i, exc = where
+            if req.error is None or req.error.index is None or i < req.error.index:
+                req.error = BodyError(400, exc.reason, str(exc), i)
+        checked[entry] = None if bad else reports
+    out: list[tuple[CollectionEntry, Reports]] = []
+    for entry, items in groups.items():
+        clean = checked[entry] is not None and all(req.error is None for req, _, _ in items)
+        parts: list[Reports] = []
+        done = checked[entry]
+        if clean and done is not None:
+            parts.append(done)
+        else:
+            raw_ok = [m.raw for req, _, m in items if m.raw is not None and req.error is None]
+            if raw_ok:
+                again, bad = entry.validate_many(raw_ok)
+                if bad:  # cannot happen: every bad one was found above
+                    raise RuntimeError("a message validated alone failed in a batch")
+                parts.append(again)
+        parts += [m.reports for req, _, m in items
+                  if m.reports is not None and req.error is None]
+        parts = [p for p in parts if len(p)]
+        if parts:
+            out.append((entry, parts[0] if len(parts) == 1 else Reports.concat(parts)))
+    return out
+
+
+def kafka_records(batches: list[tuple[CollectionEntry, Reports]], batch_bytes: int
+                  ) -> tuple[list[tuple[bytes, bytes]], list[tuple[int, int]]]:
+    """(key, value) Kafka records of at most about ``batch_bytes`` bytes holding each
+    collection's reports, and the (reports, bytes) of each record."""
+    records: list[tuple[bytes, bytes]] = []
+    sizes: list[tuple[int, int]] = []
+    for entry, reports in batches:
+        key = entry.cid.encode()
+        per = max(1, (batch_bytes - 256) // max(entry.row_bytes, 1))
+        n = len(reports)
+        for start in range(0, n, per):
+            value = entry.encode(reports if n <= per else reports[start:start + per])
+            records.append((key, value))
+            sizes.append((min(per, n - start), len(value)))
+    return records, sizes

@@ -13,6 +13,8 @@ Cases (``--cases``, comma separated):
 
 * ``single``: one binary message of one report per request (``application/octet-stream``);
 * ``batch``: ``application/x-ldp-frames`` of ``--frames`` messages of ``--batch`` reports;
+* ``many``: ``application/x-ldp-frames`` of ``--many`` one-report messages (a relay
+  forwarding the messages of many devices: the per-message cost);
 * ``json``: one JSON message of one report per request;
 * ``latency``: ``single`` at depth 1 on 8 connections (the unloaded round trip).
 
@@ -221,6 +223,11 @@ def run_from_args(args: argparse.Namespace) -> int:
                        args.connections, args.depth),
             "batch": (http_request(host, port, frames, "application/x-ldp-frames"),
                       args.batch * args.frames, args.batch_connections, args.batch_depth),
+            "many": (http_request(host, port, b"".join(
+                len(m).to_bytes(4, "little") + m for m in
+                (encode_message(spec, o.perturb([int(v)], rng=rng))
+                 for v in rng.integers(0, 64, args.many))), "application/x-ldp-frames"),
+                args.many, args.batch_connections, args.batch_depth),
             "json": (http_request(host, port, encode_message(spec, o.perturb([3], rng=rng),
                                                              "json"), "application/json"),
                      1, args.connections, args.depth),
@@ -270,15 +277,17 @@ def add_bench_gateway_parser(bsub: Any) -> None:
     p = bsub.add_parser("gateway", help="HTTP gateway: requests/s, reports/s, p50/p99 latency "
                                         "(embedded broker + Redis, load generator included)")
     p.add_argument("--cases", default="single,batch,latency",
-                   help="comma separated: single, batch, json, latency")
+                   help="comma separated: single, batch, many, json, latency")
     p.add_argument("--seconds", type=float, default=10.0, help="measured time per case")
     p.add_argument("--warmup", type=float, default=2.0)
     p.add_argument("--connections", type=int, default=64)
     p.add_argument("--depth", type=int, default=16, help="pipelined requests per connection")
     p.add_argument("--batch-connections", type=int, default=16)
-    p.add_argument("--batch-depth", type=int, default=2)
+    p.add_argument("--batch-depth", type=int, default=8)
     p.add_argument("--frames", type=int, default=16, help="messages per batched request")
     p.add_argument("--batch", type=int, default=1024, help="reports per message (batched)")
+    p.add_argument("--many", type=int, default=256,
+                   help="one-report messages per request (case many)")
     p.add_argument("--linger-ms", type=float, default=5.0)
     p.add_argument("--broker", choices=("tansu", "kafka"), default="tansu")
     p.add_argument("--bootstrap", default=None, help="use this broker instead")

@@ -20,7 +20,7 @@ LDP_GATEWAY_CORS_ORIGINS     ``*``                     origins allowed by CORS (
 LDP_GATEWAY_MAX_BODY         4194304                   largest request body in bytes (else 413)
 LDP_GATEWAY_LINGER_MS        5                         longest wait of an accepted report before
                                                        its batch goes to Kafka
-LDP_GATEWAY_BATCH_BYTES      1048576                   a collection's Kafka message is cut at
+LDP_GATEWAY_BATCH_BYTES      1000000                   a collection's Kafka message is cut at
                                                        this many bytes (and sent at once)
 LDP_GATEWAY_QUEUE_BYTES      67108864                  message bytes accepted but not yet
                                                        acknowledged by the broker; beyond: 429
@@ -107,7 +107,7 @@ class GatewaySettings:
     cors_origins: tuple[str, ...] = ("*",)
     max_body: int = 4 << 20
     linger_ms: float = 5.0
-    batch_bytes: int = 1 << 20
+    batch_bytes: int = 1_000_000  # under the 1 MB message.max.bytes of a default topic
     queue_bytes: int = 64 << 20
     ack_timeout_ms: int = 10_000
     retry_after: int = 1

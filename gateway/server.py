@@ -118,6 +118,9 @@ class GatewayServer:
         self._sweeper: asyncio.TimerHandle | None = None
         self._dirty: list[HttpProtocol] = []
         self._write_scheduled = False
+        self.stopping = False
+        """Set at shutdown: new requests get 503 (``unavailable``) while the queued ones
+        are answered."""
 
     # ---- responses -------------------------------------------------------------------------
     def cors_headers(self, origin: bytes | None) -> bytes:
@@ -195,6 +198,10 @@ class GatewayServer:
         if not self._write_scheduled:
             self._write_scheduled = True
             asyncio.get_running_loop().call_soon(self._write_all)
+
+    def write_pending(self) -> None:
+        """Write every ready answer now (at shutdown, before the connections close)."""
+        self._write_all()
 
     def _write_all(self) -> None:
         self._write_scheduled = False
@@ -399,6 +406,9 @@ class HttpProtocol(asyncio.Protocol):
                 self.slots.pop()
                 return
             self._fill(slot, self.refused, not keep)
+            return
+        if srv.stopping:
+            self._refuse(slot, origin, keep, 503, "unavailable", "the gateway is stopping")
             return
         h = self.headers
         body = self.body[0] if len(self.body) == 1 else b"".join(self.body)

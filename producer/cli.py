@@ -41,13 +41,19 @@ def _presence(text: str) -> float:
 
 
 def add_simulate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("simulate", help="simulated devices publish perturbed reports to Kafka")
+    p = sub.add_parser("simulate", help="simulated devices publish perturbed reports to Kafka "
+                                        "(or post them to the gateway)")
     p.add_argument("--collection", help="collection id (required if the file declares several)")
     p.add_argument("--collections-file", default=os.environ.get("LDP_COLLECTIONS_FILE"),
                    help="YAML/JSON collections file (default $LDP_COLLECTIONS_FILE)")
     p.add_argument("--api", help="fetch the spec from the query API at this URL instead")
     p.add_argument("--kafka", default=os.environ.get("LDP_KAFKA_BOOTSTRAP", "127.0.0.1:9092"))
     p.add_argument("--topic", default=os.environ.get("LDP_REPORTS_TOPIC", "ldp-reports"))
+    p.add_argument("--gateway", default=None, metavar="URL",
+                   help="post to the HTTP ingestion gateway at URL (e.g. http://127.0.0.1:8080)"
+                        " instead of publishing to Kafka")
+    p.add_argument("--gateway-key", default=os.environ.get("LDP_DEVICE_KEY"),
+                   help="device key for the gateway (default $LDP_DEVICE_KEY)")
     p.add_argument("--reports", type=int, default=100_000, help="reports to send")
     p.add_argument("--devices", type=int, default=None,
                    help="device population (default: one device per report); each device "
@@ -73,7 +79,7 @@ def add_simulate_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from .sdk import Client, fetch_spec, load_spec
+    from .sdk import Client, GatewayClient, fetch_spec, load_spec
     from .simulate import simulate, write_truth
 
     if args.api:
@@ -86,8 +92,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise SystemExit("give --collections-file (or LDP_COLLECTIONS_FILE) or --api")
     from ldpstream.connections import KafkaSecurity
 
-    security = KafkaSecurity.from_env()  # LDP_KAFKA_SECURITY_PROTOCOL, SASL, TLS files
-    with Client(args.kafka, args.topic, fmt=args.format, **security.kafka_python()) as client:
+    client: Client | GatewayClient
+    if args.gateway:
+        client = GatewayClient(args.gateway, fmt=args.format, key=args.gateway_key)
+    else:
+        security = KafkaSecurity.from_env()  # LDP_KAFKA_SECURITY_PROTOCOL, SASL, TLS files
+        client = Client(args.kafka, args.topic, fmt=args.format, **security.kafka_python())
+    with client:
         result = simulate(spec, lambda batch: client.send(spec, batch), dist=args.dist,
                           reports=args.reports, devices=args.devices,
                           batch_sizes=args.batch_size, seed=args.seed, rate=args.rate,

@@ -66,7 +66,7 @@ from ldpcore import Reports, wire
 from ldpcore.collection import CollectionSpec, encode_message, window_start
 from ldpstream.collections_file import read_collections_file, select_collection
 
-__all__ = ["Device", "Client", "load_spec", "fetch_spec"]
+__all__ = ["Device", "Client", "GatewayClient", "GatewayError", "load_spec", "fetch_spec"]
 
 
 def load_spec(path: str | Path, collection: str | None = None) -> CollectionSpec:
@@ -314,6 +314,117 @@ class Client:
         self.producer.close(10)
 
     def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class GatewayError(RuntimeError):
+    """The gateway refused a request for good (a 4xx other than 429): ``status``, ``reason``
+    (see docs/gateway.md) and ``index`` of the message at fault."""
+
+    def __init__(self, status: int, answer: dict[str, Any]) -> None:
+        super().__init__(f"{status} {answer.get('reason')}: {answer.get('detail')}")
+        self.status, self.reason = status, answer.get("reason")
+        self.index = answer.get("index")
+
+
+class GatewayClient:
+    """Posts report batches to the HTTP ingestion gateway (``ldpstream gateway``) instead of
+    Kafka: for devices without Kafka credentials.  Same ``send``/``flush``/``close`` as
+    :class:`Client`.
+
+    One keep-alive connection; each ``send`` is one ``POST /v1/reports`` of one message
+    (``application/octet-stream``, or ``application/json`` with ``fmt="json"``), answered
+    only once the broker holds it.  429, 503 and lost connections are retried after
+    ``Retry-After`` (at most ``retries`` times, then :class:`GatewayError` or the
+    ``OSError``); another 4xx raises :class:`GatewayError` at once.  A retried request
+    that had reached Kafka before its answer was lost is counted twice (docs/gateway.md).
+
+    Parameters
+    ----------
+    url : str
+        Base URL of the gateway, e.g. ``http://127.0.0.1:8080``.
+    key : str, optional
+        Device key of the fleet (``Authorization: Bearer``) when the gateway needs one.
+    """
+
+    def __init__(self, url: str, fmt: str = "binary", key: str | None = None,
+                 timeout: float = 30.0, retries: int = 5) -> None:
+        from urllib.parse import urlsplit
+
+        if fmt not in ("binary", "json"):
+            raise ValueError(f"fmt must be 'binary' or 'json', got {fmt!r}")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"url must be http(s)://host[:port], got {url!r}")
+        self.fmt, self.key, self.timeout, self.retries = fmt, key, timeout, retries
+        self._scheme, self._host = parts.scheme, parts.hostname
+        self._port = parts.port
+        self._path = parts.path.rstrip("/") + "/v1/reports"
+        self._conn: Any = None
+        self.accepted_reports = 0
+
+    def _connection(self) -> Any:
+        import http.client
+
+        if self._conn is None:
+            cls = (http.client.HTTPSConnection if self._scheme == "https"
+                   else http.client.HTTPConnection)
+            self._conn = cls(self._host, self._port, timeout=self.timeout)
+        return self._conn
+
+    def post(self, body: bytes, content_type: str) -> dict[str, Any]:
+        """POST one body; the 202 answer (``accepted_messages``, ``accepted_reports``)."""
+        headers = {"Content-Type": content_type}
+        if self.key is not None:
+            headers["Authorization"] = f"Bearer {self.key}"
+        for attempt in range(self.retries + 1):
+            try:
+                conn = self._connection()
+                conn.request("POST", self._path, body=body, headers=headers)
+                resp = conn.getresponse()
+                raw = resp.read()
+            except OSError:
+                self.close_connection()
+                if attempt == self.retries:
+                    raise
+                time.sleep(min(2.0 ** attempt * 0.1, 5.0))
+                continue
+            answer = json.loads(raw) if raw else {}
+            if resp.status == 202:
+                self.accepted_reports += int(answer.get("accepted_reports", 0))
+                return dict(answer)
+            if resp.status in (429, 503) and attempt < self.retries:
+                time.sleep(float(resp.getheader("Retry-After") or 1))
+                continue
+            raise GatewayError(resp.status, answer)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def send(self, spec: CollectionSpec, reports: Reports, partition: int | None = None
+             ) -> dict[str, Any]:
+        """Post one batch as one message (``partition`` is ignored: the gateway decides)."""
+        ctype = "application/json" if self.fmt == "json" else "application/octet-stream"
+        return self.post(encode_message(spec, reports, self.fmt), ctype)
+
+    def send_many(self, messages: list[bytes]) -> dict[str, Any]:
+        """Post several binary messages in one request (``application/x-ldp-frames``)."""
+        body = b"".join(len(m).to_bytes(4, "little") + m for m in messages)
+        return self.post(body, "application/x-ldp-frames")
+
+    def flush(self, timeout: float | None = 60.0) -> None:
+        """Nothing to do: every ``send`` returned once the broker held its reports."""
+
+    def close_connection(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def close(self) -> None:
+        self.close_connection()
+
+    def __enter__(self) -> GatewayClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

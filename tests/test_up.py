@@ -32,13 +32,18 @@ def _children(pid: int) -> set[int]:
     return {int(x) for x in out.stdout.split()}
 
 
+# The demo devices publish to Kafka on one broker and post through the gateway on the other.
+VIA = {"tansu": "gateway", "kafka": "kafka"}
+
+
 @pytest.mark.parametrize("up_broker", BROKERS)
 def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
         up_broker: str, tmp_path: Path) -> None:
-    port = free_port()
+    port, gport = free_port(), free_port()
     proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "up", "--port", str(port),
                              "--rate", "3000", "--data-dir", str(tmp_path),
-                             "--broker", up_broker], cwd=ROOT,
+                             "--broker", up_broker, "--gateway-port", str(gport),
+                             "--via", VIA[up_broker]], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             preexec_fn=_die_with_parent)
     base = f"http://127.0.0.1:{port}"
@@ -66,12 +71,21 @@ def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
         status, body = _get(f"{base}/v1/collections/session-minutes/quantiles?q=0.5")
         assert status == 200 and 0.0 <= body["quantiles"][0]["value"] <= 60.0  # type: ignore[index]
         kids |= _children(proc.pid)
-        assert len(kids) >= 9  # broker, redis, worker, api, 5 simulators
+        assert len(kids) >= 10  # broker, redis, worker, api, gateway, 5 simulators
+        with urllib.request.urlopen(f"http://127.0.0.1:{gport}/metrics", timeout=5) as r:
+            metrics = r.read().decode()
+        via_gateway = [line for line in metrics.splitlines() if line.startswith(
+            'ldp_gateway_reports_accepted_total{collection="app-version"}')]
+        if VIA[up_broker] == "gateway":
+            assert via_gateway and float(via_gateway[0].split()[-1]) > 0, metrics
+        else:
+            assert not via_gateway
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
     text = out.decode()
     assert "Dashboard:" in text and f"{base}/" in text and "curl" in text
+    assert f"gateway http://127.0.0.1:{gport}/v1/reports" in text
     assert proc.returncode == 0, text
     assert "stopped; logs and data kept in" in text  # --data-dir is the user's
     assert ("Apache Kafka" if up_broker == "kafka" else "(tansu") in text

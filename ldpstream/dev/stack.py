@@ -1,8 +1,10 @@
 """``ldpstream up``: the whole system on one machine, from one command.
 
 Starts, in order: a Kafka broker and a Redis (AOF on) on free loopback ports, one
-aggregator worker, the query API, and one simulator per demo
-collection (:mod:`producer.demo`) publishing at a steady rate.  Prints the
+aggregator worker, the query API, the HTTP ingestion gateway (``ldpstream gateway``, on a
+free port unless ``--no-gateway``), and one simulator per demo collection
+(:mod:`producer.demo`) publishing at a steady rate, to Kafka or, with ``--via gateway``,
+through the gateway.  Prints the
 dashboard URL and example requests; Ctrl-C (or SIGTERM) stops every process,
 children first, then the servers.
 
@@ -57,6 +59,13 @@ def add_up_parser(sub: Any) -> None:
                         "bearer token, at least 8 characters (default: $LDP_ADMIN_TOKEN; off)")
     p.add_argument("--keep", action="store_true",
                    help="keep the temporary working directory (logs, AOF) after stopping")
+    p.add_argument("--no-gateway", action="store_true",
+                   help="do not start the HTTP ingestion gateway")
+    p.add_argument("--gateway-port", type=int, default=None,
+                   help="port of the gateway on 127.0.0.1 (default: a free one)")
+    p.add_argument("--via", choices=("kafka", "gateway"), default="kafka",
+                   help="how the demo devices send: straight to Kafka (default) or through "
+                        "the gateway's POST /v1/reports")
     p.add_argument("--broker", choices=BROKERS, default="tansu",
                    help="tansu: the embedded broker, memory storage (default); kafka: Apache "
                         "Kafka (KRaft, JDK + jars from scripts/bootstrap.sh)")
@@ -106,6 +115,12 @@ def run_stack(args: argparse.Namespace) -> int:
     if token is not None and len(token) < 8:
         print("ldpstream up: --admin-token must be at least 8 characters", file=sys.stderr)
         return 2
+    with_gateway = not getattr(args, "no_gateway", False)
+    via = getattr(args, "via", "kafka")
+    if via == "gateway" and not with_gateway:
+        print("ldpstream up: --via gateway needs the gateway (drop --no-gateway)",
+              file=sys.stderr)
+        return 2
     temporary = args.data_dir is None
     work = Path(args.data_dir or tempfile.mkdtemp(prefix="ldpstream-up-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -154,16 +169,29 @@ def run_stack(args: argparse.Namespace) -> int:
         api = _spawn([py, "-m", "ldpstream", "serve"], env, logs / "api.log")
         children.append(("api", api))
         base = f"http://127.0.0.1:{port}"
+        gateway_url = None
+        if with_gateway:
+            gport = getattr(args, "gateway_port", None) or free_port()
+            genv = {**env, "LDP_GATEWAY_HOST": "127.0.0.1", "LDP_GATEWAY_PORT": str(gport)}
+            gw = _spawn([py, "-m", "ldpstream", "gateway"], genv, logs / "gateway.log")
+            children.append(("gateway", gw))
+            gateway_url = f"http://127.0.0.1:{gport}"
         _wait_http(base + "/readyz", 60, api)
         print(f"  worker  pid {worker.pid}, metrics on 127.0.0.1:{env['LDP_METRICS_PORT']}",
               flush=True)
+        if gateway_url is not None:
+            _wait_http(gateway_url + "/readyz", 60, gw)
+            print(f"  gateway {gateway_url}/v1/reports (devices POST here; "
+                  f"docs/gateway.md)", flush=True)
         if not args.no_simulate:
             for spec, dist in demos:
                 sim = _spawn([py, "-m", "ldpstream", "simulate", "--collection", spec["id"],
                               "--collections-file", str(cfile), "--dist", dist,
                               "--reports", str(10**12), "--devices", "50000",
                               "--rate", str(args.rate), "--batch-size", "1,16,64",
-                              "--no-progress"], env, logs / f"simulate-{spec['id']}.log")
+                              "--no-progress",
+                              *(["--gateway", gateway_url] if via == "gateway" and gateway_url
+                                else [])], env, logs / f"simulate-{spec['id']}.log")
                 children.append((f"simulate {spec['id']}", sim))
         print(f"\nDashboard:  {base}/\n", flush=True)
         print("Try:", flush=True)
@@ -178,6 +206,10 @@ def run_stack(args: argparse.Namespace) -> int:
               flush=True)
         print(f"  curl -sN {base}/v1/collections/app-version/stream", flush=True)
         print(f"  curl -s {base}/metrics | grep ldp_", flush=True)
+        if gateway_url is not None:
+            print(f"  ldpstream simulate --collections-file {cfile} --collection adult-race "
+                  f"--reports 1000 --gateway {gateway_url}", flush=True)
+            print(f"  curl -s {gateway_url}/metrics | grep ldp_gateway_reports", flush=True)
         print(f"  API docs: {base}/docs   methods: {base}/v1/methods", flush=True)
         if token:
             print(f"  curl -s -X POST -H 'Authorization: Bearer …' -d @spec.json "

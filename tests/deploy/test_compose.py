@@ -14,8 +14,9 @@ from ldpstream.collections_file import read_collections_file
 
 from .conftest import ROOT, run
 
-LDP_SERVICES = ("aggregator", "api", "simulator-app-version", "simulator-latency-ms")
-VERB_BY_SERVICE = {"aggregator": "aggregate", "api": "serve"}
+LDP_SERVICES = ("aggregator", "api", "gateway", "simulator-app-version",
+                "simulator-latency-ms")
+VERB_BY_SERVICE = {"aggregator": "aggregate", "api": "serve", "gateway": "gateway"}
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,8 @@ def compose(docker_compose: str) -> dict[str, Any]:
 def documented_variables() -> set[str]:
     """Every ``LDP_…`` variable named in the configuration modules' reference tables."""
     names: set[str] = set()
-    for mod in ("aggregator/config.py", "ldpstream/connections.py", "query_api/config.py"):
+    for mod in ("aggregator/config.py", "ldpstream/connections.py", "query_api/config.py",
+                "gateway/config.py"):
         names |= {v for v in re.findall(r"\bLDP_[A-Z_]+\b", (ROOT / mod).read_text())
                   if not v.endswith("_")}  # "LDP_REDIS_TLS_*" is prose, not a name
     return names
@@ -50,7 +52,8 @@ def test_compose_file_is_valid_and_simulators_are_a_profile(
         docker_compose: str, compose: dict[str, Any]) -> None:
     run(docker_compose, "-f", "docker-compose.yml", "config", "-q")
     services = compose["services"]
-    assert {"kafka", "redis", "aggregator", "api", "prometheus", "grafana"} <= set(services)
+    assert {"kafka", "redis", "aggregator", "api", "gateway", "prometheus",
+            "grafana"} <= set(services)
     for name, svc in services.items():
         expected = ["simulator"] if name.startswith("simulator-") else None
         assert svc.get("profiles") == expected, name
@@ -147,5 +150,10 @@ def test_compose_environment_is_accepted_by_the_services_settings(
             assert s.metrics_host == "0.0.0.0" and s.metrics_port == 9100
         elif verb == "serve":
             assert ApiSettings.from_env(env).host == "0.0.0.0"
+        elif verb == "gateway":
+            from gateway.config import GatewaySettings
+
+            gw = GatewaySettings.from_env(env)
+            assert (gw.host, gw.port, gw.keys, gw.cors_origins) == ("0.0.0.0", 8080, {}, ("*",))
         else:
             KafkaSecurity.from_env(env)

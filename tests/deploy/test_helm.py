@@ -116,7 +116,7 @@ def test_service_monitors_select_services_with_the_named_port(helm: str) -> None
     docs = load_all(render(helm, CHART / "ci" / "production-values.yaml").stdout)
     services = [d for d in docs if d["kind"] == "Service"]
     monitors = [d for d in docs if d["kind"] == "ServiceMonitor"]
-    assert len(monitors) == 2
+    assert len(monitors) == 3  # aggregator, API, gateway
     for m in monitors:
         assert m["apiVersion"] == "monitoring.coreos.com/v1"
         assert m["metadata"]["labels"]["release"] == "kube-prometheus-stack"

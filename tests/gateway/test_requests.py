@@ -16,6 +16,7 @@ import pytest
 from ldpcore import Reports
 from ldpcore.collection import encode_message
 from ldpstream.storage import CollectionCatalog
+from tests.message_cases import specs
 
 from ..integration.helpers import read_topic
 from .conftest import SPECS, GatewayProcess, gateway_env, post
@@ -72,6 +73,8 @@ def gw(kafka: Any, redis_server: Any, names: dict[str, str],
 
     client = redis.Redis.from_url(redis_server.url)
     CollectionCatalog(client, names["prefix"]).register_all(SPECS)
+    # the fuzz test's collections, but the last two (it checks unknown ones too)
+    CollectionCatalog(client, names["prefix"]).register_all(specs()[:-2])
     client.close()
     log = tmp_path_factory.mktemp("gw") / "gateway.log"
     proc = GatewayProcess(gateway_env(kafka, redis_server, names, LDP_GATEWAY_MAX_BODY="65536",
@@ -101,6 +104,9 @@ BAD_BODIES = [
     ("frames-second-out-of-range", FRAMES, frame(good(), grr_values([70]), good(OUE)), 400,
      "out_of_range", 1),
     ("frames-third-garbage", FRAMES, frame(good(), good(OUE), b"LDPX"), 400, "garbage", 2),
+    ("frames-many-one-out-of-range", FRAMES, frame(*[grr_values([i % 64]) for i in range(13)],
+                                                   grr_values([64]), grr_values([1])), 400,
+     "out_of_range", 13),
     ("json-invalid", JSON, b"{not json", 400, "garbage", 0),
     ("json-scalar", JSON, b"42", 400, "schema", 0),
     ("json-empty-array", JSON, b"[]", 400, "schema", 0),
@@ -165,6 +171,32 @@ def test_a_post_without_length_gets_411_and_a_declared_huge_one_413_at_once(
         assert b"Connection: close" in head
 
 
+def test_expect_100_continue_is_answered_before_the_body(gw: GatewayProcess) -> None:
+    body = good(GRR, 2000)
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+        s.sendall(b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/"
+                  b"octet-stream\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n"
+                  % len(body))
+        assert s.recv(4096).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        s.sendall(body)
+        data = s.recv(4096)
+        assert data.startswith(b"HTTP/1.1 202 "), data
+        assert data.endswith(b'{"accepted_messages":1,"accepted_reports":2000}')
+
+
+def test_a_chunked_body_and_a_media_type_with_parameters_are_accepted(
+        gw: GatewayProcess) -> None:
+    body = good(OUE, 3, "json")
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in (body[:10], body[10:]))
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+        s.sendall(b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/json;"
+                  b" charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks
+                  + b"0\r\n\r\n")
+        data = s.recv(4096)
+    assert data.startswith(b"HTTP/1.1 202 "), data
+    assert data.endswith(b'{"accepted_messages":1,"accepted_reports":3}')
+
+
 def test_pipelined_requests_are_answered_in_order(gw: GatewayProcess) -> None:
     bodies = [good(GRR, 1), b"junk", good(OUE, 2), good(GRR, 3)]
     raw = b"".join(b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/"
@@ -182,14 +214,25 @@ def test_pipelined_requests_are_answered_in_order(gw: GatewayProcess) -> None:
 
 
 def test_operational_routes_and_methods(gw: GatewayProcess) -> None:
+    assert post(gw.port, good())[0] == 202
     assert post(gw.port, b"", method="GET", path="/healthz")[0] == 200
     status, _, body = post(gw.port, b"", method="GET", path="/readyz")
-    assert (status, body["kafka"], body["redis"], body["collections"]) == (200, True, True, 3)
+    assert (status, body["kafka"], body["redis"]) == (200, True, True)
+    assert body["collections"] == len(SPECS) + len(specs()) - 2
     status, _, text = post(gw.port, b"", method="GET", path="/metrics")
     assert status == 200
     assert b'ldp_gateway_requests_total{route="reports",status="202"}' in text
     assert b"ldp_gateway_queue_bytes " in text
     assert b'ldp_gateway_reports_accepted_total{collection="g-grr"}' in text
+    import shutil
+    import subprocess
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.fail("promtool is missing: scripts/system-deps.sh installs it (Debian "
+                    "package 'prometheus')")
+    out = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
     status, headers, body = post(gw.port, b"", method="GET")
     assert (status, body["reason"], headers["allow"]) == (405, "method", "POST, OPTIONS")
     assert post(gw.port, b"", method="GET", path="/nowhere")[0] == 404
@@ -255,3 +298,42 @@ def test_a_bad_setting_stops_the_start_naming_the_variable(
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert key in out.stderr
+
+
+def test_fuzzed_bodies_over_http_never_get_a_5xx(gw: GatewayProcess) -> None:
+    """Runs last in this module: what it gets accepted goes to the module's topic."""
+    from hypothesis import HealthCheck, given, settings
+
+    from .test_parser_fuzz import bodies
+
+    @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(bodies)
+    def check(case: tuple[str | None, bytes]) -> None:
+        ctype, body = case
+        status, _, answer = post(gw.port, body, ctype or "")
+        assert status in (202, 400, 404, 413, 415), (status, answer)
+        if status != 202:
+            assert answer["reason"] and answer["detail"]
+    check()
+    assert post(gw.port, b"", method="GET", path="/healthz")[0] == 200
+    _, _, text = post(gw.port, b"", method="GET", path="/metrics")
+    assert b'ldp_gateway_requests_total{route="reports",status="202"}' in text
+
+
+def test_malformed_http_gets_400_and_a_closed_connection_and_the_gateway_lives_on(
+        gw: GatewayProcess) -> None:
+    rng = np.random.default_rng(4)
+    garbage = [b"GARBAGE\r\n\r\n", b"POST /v1/reports HTTP/9.9\r\n\r\n",
+               b"POST /v1/reports HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+               b"POST /v1/reports HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+               b"GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+               *(bytes(rng.integers(0, 256, int(rng.integers(1, 200)), dtype=np.uint8))
+                 for _ in range(30))]
+    for raw in garbage:
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+            s.sendall(raw + b"\r\n\r\n")
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+        assert data.startswith((b"HTTP/1.1 400 ", b"HTTP/1.1 404 ")), (raw, data)
+    assert post(gw.port, b"", method="GET", path="/healthz")[0] == 200

@@ -301,6 +301,8 @@ class Accumulator:
         ts = None if self.timestamp_ms is _ms else self.timestamp_ms
         if msgs[0].offset >= pos and self._one_group(partition, msgs, ts):
             return
+        # The general loop: replays, several keys or windows, or offsets out of order
+        # (a driver may hand events fetched before a seek back, then the re-read ones).
         groups: dict[tuple[str, int], list[Any]] = {}
         # The loop below runs once per record: keep it lean.  Consecutive records mostly
         # share their key and window, so both are looked up only when they change.
@@ -341,9 +343,14 @@ class Accumulator:
                    ts: Callable[[Any], int] | None) -> bool:
         """The common case in C-speed passes: no replay, one key, one window.
 
-        Offsets only grow within a fetch, so if the first record is new, all are.
-        False (nothing done) when the batch mixes keys or windows.
+        Only for offsets strictly increasing from a first one that is new (then no
+        record is a replay); False (nothing done) for anything else, such as events
+        fetched before a seek back followed by the re-read ones, or mixed keys or
+        windows.
         """
+        offsets = list(map(_OFFSET, msgs))
+        if offsets != sorted(offsets) or len(set(offsets)) != len(offsets):
+            return False
         keys = set(map(_KEY, msgs))
         if len(keys) != 1:
             return False
@@ -584,6 +591,7 @@ class Accumulator:
 
 
 _KEY = attrgetter("key")
+_OFFSET = attrgetter("offset")
 _TIMESTAMP = attrgetter("timestamp")
 
 

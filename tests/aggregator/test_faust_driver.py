@@ -150,3 +150,12 @@ def test_an_event_at_or_below_the_position_is_taken(
 def test_faust_seconds_become_milliseconds_without_float_error() -> None:
     for ms in (0, 1, 1_699_999_999_999, 1_700_000_000_123, 3_600_000 * 471_000 - 1):
         assert faust_timestamp_ms(Msg(0, 0, b"", timestamp=ms / 1000.0)) == ms
+
+
+def test_events_read_again_after_a_seek_in_the_same_batch_are_counted_once(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    d, _ = _driver(redis_client, ldp_names)
+    # 0..2 fetched, a seek back to 0, then 0..3 fetched again: one key, one window
+    asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in (0, 1, 2, 0, 1, 2, 3)]))
+    assert d.acc.assigned()[0] == 4
+    assert d.acc.pending_reports == 4 * 5 and d.acc.stats.skipped_replays == 3

@@ -16,6 +16,12 @@ Primitives, over a stream of u32 words ``w0, w1, ...``:
   :math:`w < \lfloor 2^{32}/n \rfloor n` (rejection), then :math:`w \bmod n`;
 * ``bernoulli(p)``: ``uniform() < p``.
 
+Set-valued mechanisms (``ps``, ``psi``, ``setsize``) take sets of item indices: padding
+and sampling (:func:`padded_entry`), then the inner oracle's draws; ``multi`` takes one
+index per attribute and ``vector`` d numbers: question sampling (:func:`sample_questions`,
+a partial Fisher–Yates shuffle), then each sampled question's oracle at ε/k in ascending
+order.
+
 Pure Python (slow: for vectors, SDK checks and tests, not for simulations).
 
 >>> import ldpcore

@@ -16,6 +16,12 @@ Primitives, over a stream of u32 words ``w0, w1, ...``:
   :math:`w < \lfloor 2^{32}/n \rfloor n` (rejection), then :math:`w \bmod n`;
 * ``bernoulli(p)``: ``uniform() < p``.
 
+Set-valued mechanisms (``ps``, ``psi``, ``setsize``) take sets of item indices: padding
+and sampling (:func:`padded_entry`), then the inner oracle's draws; ``multi`` takes one
+index per attribute and ``vector`` d numbers: question sampling (:func:`sample_questions`,
+a partial Fisher–Yates shuffle), then each sampled question's oracle at ε/k in ascending
+order.
+
 Pure Python (slow: for vectors, SDK checks and tests, not for simulations).
 
 >>> import ldpcore
@@ -39,7 +45,8 @@ from .errors import ParameterError, StateError
 
 __all__ = ["DrawSource", "WordStream", "OsWords", "NumpyWords", "uniform", "below",
            "bernoulli", "perturb_reference", "rerandomize_reference", "pcg64_words",
-           "pem_hash_pool", "projective_point", "gf_mul"]
+           "pem_hash_pool", "projective_point", "gf_mul", "padded_entry",
+           "sample_questions"]
 
 _TWO53 = 9007199254740992.0
 _U32 = 1 << 32
@@ -264,8 +271,9 @@ def _grr_like(src: DrawSource, v: int, k: int, p: float) -> int:
     return (v + 1 + below(src, k - 1)) % k
 
 
-def _report(o: Any, v: int, src: DrawSource, cache: dict[str, Any]) -> dict[str, Any]:
+def _report(o: Any, v: int, src: DrawSource, caches: dict[int, Any]) -> dict[str, Any]:
     mech = o.mechanism
+    cache: dict[str, Any] = caches.setdefault(id(o), {})
     if mech == "grr":
         return {"y": _grr_like(src, v, o.domain_size, o.p)}
     if mech in ("sue", "oue"):
@@ -310,7 +318,7 @@ def _report(o: Any, v: int, src: DrawSource, cache: dict[str, Any]) -> dict[str,
     if mech == "hh":
         level = 1 + below(src, o.height)
         sub = o.levels[level - 1]
-        return {"level": level, **_report(sub, v // o.fanout ** (o.height - level), src, cache)}
+        return {"level": level, **_report(sub, v // o.fanout ** (o.height - level), src, caches)}
     if mech == "haar":
         level = 1 + below(src, o.height)
         j = below(src, o.padded >> level)
@@ -326,24 +334,9 @@ def _report(o: Any, v: int, src: DrawSource, cache: dict[str, Any]) -> dict[str,
         idx = int(np.floor((y + b) / (1 + 2 * b) * o.out_bins))
         return {"y": min(max(idx, 0), o.out_bins - 1)}
     if mech == "pm":
-        t = 2 * ((v + uniform(src)) / o.domain_size) - 1
-        c = o.C
-        left = (c + 1) / 2 * t - (c - 1) / 2
-        right = left + c - 1
-        band = bernoulli(src, o.p_band)
-        s = uniform(src)
-        if band:
-            y = left + s * (c - 1)
-        else:
-            rest = s * (c + 1)
-            y = -c + rest if rest < left + c else right + (rest - (left + c))
-        z = (y + c) / (2 * c) * 65536
-        zi = float(np.floor(z + uniform(src)))
-        return {"y": int(min(max(zi, 0.0), 65536.0))}
+        return _pm_t(o, 2 * ((v + uniform(src)) / o.domain_size) - 1, src)
     if mech == "duchi":
-        t = 2 * ((v + uniform(src)) / o.domain_size) - 1
-        e = cache.setdefault("e", float(np.exp(o.epsilon)))
-        return {"y": int(bernoulli(src, ((e - 1) * t + e + 1) / (2 * (e + 1))))}
+        return _duchi_t(o, 2 * ((v + uniform(src)) / o.domain_size) - 1, src, cache)
     if mech == "pem":
         groups = len(o.lengths)
         if "pool" not in cache:
@@ -356,6 +349,28 @@ def _report(o: Any, v: int, src: DrawSource, cache: dict[str, Any]) -> dict[str,
         h = ((x >> 32) * o.g) >> 32
         return {"group": group, "seed": seed, "y": _grr_like(src, h, o.g, o.p)}
     raise ParameterError(f"no reference perturbation for mechanism {mech!r}")
+
+
+def _pm_t(o: Any, t: float, src: DrawSource) -> dict[str, Any]:
+    """PM on t in [-1, 1] (after the binned value's t, or a vector's coordinate)."""
+    c = o.C
+    left = (c + 1) / 2 * t - (c - 1) / 2
+    right = left + c - 1
+    band = bernoulli(src, o.p_band)
+    s = uniform(src)
+    if band:
+        y = left + s * (c - 1)
+    else:
+        rest = s * (c + 1)
+        y = -c + rest if rest < left + c else right + (rest - (left + c))
+    z = (y + c) / (2 * c) * 65536
+    zi = float(np.floor(z + uniform(src)))
+    return {"y": int(min(max(zi, 0.0), 65536.0))}
+
+
+def _duchi_t(o: Any, t: float, src: DrawSource, cache: dict[str, Any]) -> dict[str, Any]:
+    e = cache.setdefault("e", float(np.exp(o.epsilon)))
+    return {"y": int(bernoulli(src, ((e - 1) * t + e + 1) / (2 * (e + 1))))}
 
 
 def _columns(oracle: Mechanism, rows: Sequence[dict[str, Any]]) -> Reports:
@@ -372,18 +387,128 @@ def _columns(oracle: Mechanism, rows: Sequence[dict[str, Any]]) -> Reports:
     return Reports(oracle.mechanism, oracle.fingerprint, cols)
 
 
+# ---- set-valued (ldpcore.setvalued) and multi-attribute (ldpcore.multi) kernels -------
+
+def _set_entries(o: Any, items: list[int]) -> list[int]:
+    """The entries a set contributes, ascending: the positions of the candidate itemsets it
+    contains (``psi``, ``setsize`` with itemsets), of its candidate items (with
+    ``candidates``), else its items."""
+    itemsets = getattr(o, "itemsets", None)
+    if itemsets is not None:
+        have = set(items)
+        return [j for j, its in enumerate(itemsets) if all(x in have for x in its)]
+    if o.candidates is not None:
+        pos = {c: i for i, c in enumerate(o.candidates)}
+        return sorted(pos[x] for x in items if x in pos)
+    return items
+
+
+def padded_entry(src: DrawSource, entries: Sequence[int], m: int, length: int) -> int:
+    """Padding and sampling of s = len(entries) entries to ``length`` l:
+    ``t = below(max(s, l))``; the entry t if t < s, else the dummy ``m + below(l)``."""
+    s = len(entries)
+    t = below(src, max(s, length))
+    return int(entries[t]) if t < s else m + below(src, length)
+
+
+def _set_report(o: Any, items: list[int], src: DrawSource,
+                caches: dict[int, Any]) -> dict[str, Any]:
+    entries = _set_entries(o, items)
+    if o.mechanism == "setsize":
+        return _report(o.inner, min(len(entries), o.max_size), src, caches)
+    return _report(o.inner, padded_entry(src, entries, o.entries, o.length), src, caches)
+
+
+def sample_questions(src: DrawSource, q: int, k: int) -> list[int]:
+    """k of the q questions without replacement, ascending: a partial Fisher–Yates shuffle
+    of 0..q−1, ``j = i + below(q − i)`` and swap, for i = 0..k−1."""
+    idx = list(range(q))
+    for i in range(k):
+        j = i + below(src, q - i)
+        idx[i], idx[j] = idx[j], idx[i]
+    return sorted(idx[:k])
+
+
+def _multi_report(o: Any, row: Sequence[Any], src: DrawSource, caches: dict[int, Any],
+                  continuous: bool) -> dict[str, Any]:
+    names, subs = o.attribute_names, o._subs
+    chosen = sample_questions(src, len(names), o.sample)
+    vals = list(row) + [row[a] * o._radix[b] + row[b] for a, b in o._pairs]
+    out: dict[str, Any] = {"attrs": chosen}
+    for j, (name, sub) in enumerate(zip(names, subs, strict=True)):
+        if j not in chosen:
+            rep: dict[str, Any] = {c.name: [] if c.bits else 0 for c in sub.report_columns}
+        elif continuous:
+            t = min(max(float(vals[j]), -1.0), 1.0)
+            rep = (_pm_t(sub, t, src) if sub.mechanism == "pm"
+                   else _duchi_t(sub, t, src, caches.setdefault(id(sub), {})))
+        else:
+            rep = _report(sub, int(vals[j]), src, caches)
+        for c in sub.report_columns:
+            out[f"{name}.{c.name}"] = rep[c.name]
+    return out
+
+
+_SET_VALUED = ("ps", "psi", "setsize")
+
+
+def _as_sets(oracle: Any, values: Any) -> list[list[int]]:
+    d = oracle.domain_size
+    out = []
+    for v in values:
+        items = [v] if isinstance(v, (int, np.integer)) else list(v)
+        if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not 0 <= x < d
+               for x in items):
+            raise ParameterError(f"set {v!r}: items must be integers in [0, {d})")
+        out.append(sorted({int(x) for x in items}))
+    return out
+
+
+def _as_rows(oracle: Any, values: Any) -> list[list[Any]]:
+    m = len(oracle.input_names)
+    out: list[list[Any]] = []
+    for v in values:
+        if isinstance(v, (int, np.integer)) and oracle.mechanism == "multi":
+            out.append([int(x) for x in oracle.split([int(v)])[0]])
+            continue
+        row = list(v)
+        if len(row) != m:
+            raise ParameterError(f"value {v!r} must hold {m} values, one per attribute "
+                                 f"{list(oracle.input_names)}")
+        if oracle.mechanism == "vector":
+            if not all(isinstance(x, (int, float, np.number)) and np.isfinite(x) for x in row):
+                raise ParameterError(f"value {v!r} must hold finite numbers")
+            out.append([float(x) for x in row])
+        else:
+            oracle._check_matrix([row])
+            out.append([int(x) for x in row])
+    return out
+
+
 def perturb_reference(oracle: Mechanism, values: Any, src: DrawSource) -> Reports:
     """Perturb ``values`` report by report, consuming ``src`` in the documented order.
 
-    Values are domain indices (for ``pem`` integers in [0, 2^bits)); distributed exactly
-    as ``oracle.perturb(values)``.
+    Values are domain indices (for ``pem`` integers in [0, 2^bits)); for ``ps``, ``psi``
+    and ``setsize`` sets of item indices (an integer is a singleton); for ``multi`` rows
+    of per-attribute indices (or mixed-radix indices); for ``vector`` rows of d numbers
+    in [-1, 1] (clipped, not binned, as :meth:`NumericVector.perturb_vectors`).
+    Distributed exactly as ``perturb`` (``perturb_sets``, ``perturb_attributes``,
+    ``perturb_vectors``).
     """
+    caches: dict[int, Any] = {}
+    mech = oracle.mechanism
+    if mech in _SET_VALUED:
+        sets = _as_sets(oracle, values)
+        return _columns(oracle, [_set_report(oracle, s, src, caches) for s in sets])
+    if mech in ("multi", "vector"):
+        rows = _as_rows(oracle, values)
+        return _columns(oracle, [_multi_report(oracle, r, src, caches, mech == "vector")
+                                 for r in rows])
     vals = [int(v) for v in np.atleast_1d(np.asarray(values)).tolist()]
     size = oracle.domain_size
     if any(not 0 <= v < size for v in vals):
         raise ParameterError(f"values must be integers in [0, {size})")
-    cache: dict[str, Any] = {}
-    return _columns(oracle, [_report(oracle, v, src, cache) for v in vals])
+    return _columns(oracle, [_report(oracle, v, src, caches) for v in vals])
 
 
 def rerandomize_reference(two_level: Any, permanent: Reports, src: DrawSource) -> Reports:

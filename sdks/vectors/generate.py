@@ -25,6 +25,7 @@ from ldpcore.collection import CollectionSpec, encode_message
 from ldpcore.longitudinal import TwoLevel
 from ldpcore.reference import NumpyWords, WordStream, perturb_reference, rerandomize_reference
 from ldpcore.registry import make_oracle
+from ldpcore.setvalued.phases import PHASES, device_phase
 
 HERE = Path(__file__).resolve().parent
 FORMAT = "ldpstream-sdk-vectors"
@@ -122,13 +123,101 @@ CASES: list[tuple[str, dict[str, Any], list[Any]]] = [
                        "epsilon_1": 0.5}, [0, 15, 9]),
     ("two-level-hrr", {"oracle": {"mechanism": "hrr", "epsilon": 2.0}, "domain": _ints(0, 40),
                        "memoization": "two-level", "epsilon_1": 1.0}, [0, 40, 17]),
+    # Set-valued collections: an input is a set of labels (values: item indices).
+    ("ps-grr", {"oracle": {"mechanism": "ps", "epsilon": 2.0, "length": 3}, "domain": _cat(8)},
+     [["v0", "v1"], [], ["v2"], [f"v{i}" for i in range(8)], ["v7", "v0", "v7"],
+      ["v3", "v5", "v6"]]),
+    ("ps-olh-candidates", {"oracle": {"mechanism": "ps", "epsilon": 1.0, "length": 4,
+                                      "inner": "olh", "candidates": [3, 17, 0, 9, 12]},
+                           "domain": _ints(0, 19)},
+     [[3, 17], [1, 2], [0, 3, 9, 12, 17, 19], [12], []]),
+    ("ps-svim-candidates", {"oracle": {"mechanism": "ps", "epsilon": 1.5, "length": 2},
+                            "domain": _cat(6), "protocol": {
+                                "name": "svim", "group": "news", "phase": "candidates", "k": 2,
+                                "epsilon_total": 1.5}},
+     [["v0", "v3"], ["v5"], ["v1", "v2", "v4"]]),
+    ("ps-ldpminer", {"oracle": {"mechanism": "ps", "epsilon": 1.0, "length": 2, "inner": "olh",
+                                "candidates": [0, 2, 4]}, "domain": _cat(6), "protocol": {
+                                    "name": "ldpminer", "group": "web", "phase": "frequencies",
+                                    "k": 2, "epsilon_total": 2.0}},
+     [["v0", "v2"], ["v1"], ["v0", "v2", "v4", "v5"]]),
+    ("psi", {"oracle": {"mechanism": "psi", "epsilon": 2.0, "length": 2,
+                        "itemsets": [[0, 1], [2], [1, 3, 4]]}, "domain": _cat(5)},
+     [["v0", "v1", "v2"], ["v1", "v3", "v4", "v0"], ["v4"], [], ["v2"]]),
+    ("psi-svsm-itemsets", {"oracle": {"mechanism": "psi", "epsilon": 1.0, "length": 1,
+                                      "itemsets": [[0, 1], [1, 2]]}, "domain": _cat(4),
+                           "protocol": {"name": "svsm", "group": "emoji", "phase": "itemsets",
+                                        "k": 1, "epsilon_total": 1.0,
+                                        "fractions": [0.3, 0.1, 0.2, 0.1, 0.3]}},
+     [["v0", "v1", "v2"], ["v3"]]),
+    ("setsize-candidates", {"oracle": {"mechanism": "setsize", "epsilon": 2.0, "max_size": 3,
+                                       "candidates": [0, 1, 2, 4]}, "domain": _cat(6)},
+     [["v0", "v1", "v2", "v4"], ["v3", "v5"], ["v1"], ["v0", "v4"]]),
+    ("setsize-itemsets-oue", {"oracle": {"mechanism": "setsize", "epsilon": 1.0, "inner": "oue",
+                                         "itemsets": [[0, 1], [2, 3], [1]]},
+                              "domain": _ints(0, 3)}, [[0, 1, 2, 3], [1], [2], []]),
+    ("setsize-ss-default", {"oracle": {"mechanism": "setsize", "epsilon": 0.5, "inner": "ss",
+                                       "max_size": 9}, "domain": _ints(0, 11)},
+     [list(range(12)), [3, 4], [], [0, 1, 2, 5, 6]]),
+    ("setsize-hcms-default", {"oracle": {"mechanism": "setsize", "epsilon": 1.0,
+                                         "inner": "hcms", "max_size": 20},
+                              "domain": _ints(0, 29)}, [list(range(0, 30, 2)), [7], []]),
+    ("setsize-cms-default", {"oracle": {"mechanism": "setsize", "epsilon": 2.0,
+                                        "inner": "cms", "max_size": 12}, "domain": _ints(0, 19)},
+     [list(range(15)), [1, 2, 3], [19]]),
+    ("setsize-svim-sizes", {"oracle": {"mechanism": "setsize", "epsilon": 3.0,
+                                       "candidates": [1, 2, 3]}, "domain": _cat(5),
+                            "protocol": {"name": "svim", "group": "news", "phase": "sizes",
+                                         "k": 2, "epsilon_total": 3.0}},
+     [["v1", "v2"], ["v0"], ["v1", "v2", "v3", "v4"]]),
+    # Multi-attribute collections: an input is a mapping attribute -> value.
+    ("multi", {"oracle": {"mechanism": "multi", "epsilon": 2.0, "sample": 2},
+               "domain": {"kind": "attributes", "attributes": [
+                   {"name": "os", "kind": "categories", "labels": ["linux", "mac", "win"]},
+                   {"name": "age", "kind": "interval", "low": 0, "high": 100, "bins": 10},
+                   {"name": "n", "kind": "integers", "low": 1, "high": 40}]}},
+     [{"os": "mac", "age": 37, "n": 1}, {"os": "win", "age": 100.0, "n": 40},
+      {"os": "linux", "age": 0.5, "n": 17}, {"os": "mac", "age": 64.5, "n": 3}]),
+    ("multi-pairs", {"oracle": {"mechanism": "multi", "epsilon": 3.0, "sample": 1,
+                                "attributes": [{"mechanism": "oue"}, {"mechanism": "duchi"},
+                                               {"mechanism": "sw", "out_bins": 8, "b": 0.25}],
+                                "pairs": [["a", "c"]]},
+                     "domain": {"kind": "attributes", "attributes": [
+                         {"name": "a", "kind": "categories", "labels": ["x", "y", "z"]},
+                         {"name": "b", "kind": "interval", "low": -1.5, "high": 1.5, "bins": 4},
+                         {"name": "c", "kind": "interval", "low": 0, "high": 1, "bins": 5}]}},
+     [{"a": "x", "b": -1.5, "c": 0.0}, {"a": "z", "b": 1.5, "c": 1.0},
+      {"a": "y", "b": 0.2, "c": 0.5}, {"a": "x", "b": 0.8, "c": 0.3},
+      {"a": "z", "b": -0.4, "c": 0.9}, {"a": "y", "b": 1.0, "c": 0.1}]),
+    ("multi-all", {"oracle": {"mechanism": "multi", "epsilon": 4.0, "sample": 3,
+                              "attributes": {"h": {"mechanism": "hrr"},
+                                             "s": {"mechanism": "cms", "m": 5},
+                                             "o": {"mechanism": "olh", "g": 3}}},
+                   "domain": {"kind": "attributes", "attributes": [
+                       {"name": "h", "kind": "integers", "low": 0, "high": 99},
+                       {"name": "s", "kind": "integers", "low": 0, "high": 29},
+                       {"name": "o", "kind": "categories", "labels": ["p", "q", "r", "t"]}]}},
+     [{"h": 0, "s": 29, "o": "p"}, {"h": 99, "s": 0, "o": "t"}, {"h": 42, "s": 17, "o": "r"}]),
 ]
+
+SECRETS = [bytes.fromhex(h) for h in (
+    "00000000000000000000000000000000", "ffffffffffffffffffffffffffffffff",
+    "000102030405060708090a0b0c0d0e0f", "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e",
+    "d1f2a3b4c5d6e7f8091a2b3c4d5e6f70", "8badf00d8badf00d8badf00d8badf00d",
+    "0123456789abcdef0123456789abcdef", "c0ffee00c0ffee00c0ffee00c0ffee00")]
+"""Device secrets of the phase-membership vectors (HMAC-SHA256 keys)."""
 
 
 def _case(name: str, decl: dict[str, Any], inputs: list[Any], seed: int) -> dict[str, Any]:
     spec = CollectionSpec.from_dict({"id": f"vec.{name}", **decl})
     oracle = spec.oracle()
-    values = spec.domain.index(inputs).tolist()
+    values: list[Any]
+    if spec.set_valued:
+        values = spec.index_sets(inputs).to_lists()
+    elif spec.domain.kind == "attributes":
+        values = spec.domain.attribute_indices(inputs).tolist()
+    else:
+        values = spec.domain.index(inputs).tolist()
     probe = NumpyWords(seed)
     record: list[int] = []
 
@@ -151,6 +240,8 @@ def _case(name: str, decl: dict[str, Any], inputs: list[Any], seed: int) -> dict
         "inputs": inputs,
         "values": values,
     }
+    if spec.protocol is not None:
+        out["phases"] = _phases(spec)
     if tl is not None:
         out["permanent"] = wire.to_records(reports)
         reports = rerandomize_reference(tl, reports, rec)
@@ -168,7 +259,23 @@ def _case(name: str, decl: dict[str, Any], inputs: list[Any], seed: int) -> dict
     return out
 
 
-def _check_margin(spec: CollectionSpec, values: list[int], words: list[int],
+def _phases(spec: CollectionSpec) -> list[dict[str, Any]]:
+    """Per device secret: the phase of the group it takes part in (index, or null when
+    every device reports to every phase) and whether that is this collection's phase."""
+    proto = spec.protocol
+    assert proto is not None
+    out = []
+    for secret in SECRETS:
+        if proto.get("fractions") is None:
+            phase, part = None, True
+        else:
+            phase = device_phase(secret, str(proto["group"]), proto["fractions"])
+            part = PHASES[proto["name"]][phase] == proto["phase"]
+        out.append({"secret": secret.hex(), "phase": phase, "takes_part": part})
+    return out
+
+
+def _check_margin(spec: CollectionSpec, values: list[Any], words: list[int],
                   reports: Any) -> None:
     """The reports must not change when ε (and ε₁) move by 1e-12 relative: platforms may
     compute exp() an ulp apart (1e-16 relative), which must not decide any draw."""

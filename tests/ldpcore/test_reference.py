@@ -131,3 +131,91 @@ def test_sketch_hash_matches_the_oracles_table(mech: str, m: int, d: int) -> Non
     table = o._hash_table
     assert all(sketch_hash(m, o.r, poly, j, x) == table[j, x]
                for j in range(o.k) for x in range(d))
+
+
+SET_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("ps", {"epsilon": 1.0, "domain_size": 5, "length": 2}),
+    ("ps", {"epsilon": 1.0, "domain_size": 6, "length": 3, "inner": "olh",
+            "candidates": [5, 0, 2]}),
+    ("psi", {"epsilon": 1.0, "domain_size": 4, "length": 2,
+             "itemsets": [[0, 1], [2], [1, 3]]}),
+    ("setsize", {"epsilon": 1.0, "domain_size": 5, "max_size": 3, "candidates": [0, 1, 2, 4]}),
+    ("setsize", {"epsilon": 2.0, "domain_size": 4, "itemsets": [[0, 1], [2, 3]],
+                 "inner": "oue"}),
+]
+
+
+def _sets(d: int, seed: int) -> list[list[int]]:
+    """N sets with item x held with probability (x + 1) / (d + 1): sizes 0..d, skewed."""
+    member = np.random.default_rng(seed).random((N, d)) < (np.arange(d) + 1) / (d + 1)
+    return [np.flatnonzero(row).tolist() for row in member]
+
+
+@pytest.mark.parametrize(("mech", "params"), SET_CASES,
+                         ids=[f"{m}-{i}" for i, (m, _) in enumerate(SET_CASES)])
+def test_reference_set_perturbation_is_distributed_as_perturb_sets(
+        mech: str, params: dict[str, Any]) -> None:
+    o: Any = ldpcore.make_oracle(mech, **params)
+    sets = _sets(o.domain_size, 10)
+    ref = perturb_reference(o, sets, NumpyWords(11)).row_keys()
+    fast = o.perturb_sets(sets, rng=12).row_keys()
+    assert _homogeneity_p(ref, fast) > P_FAIL
+
+
+def test_padded_sampling_draws_each_entry_and_dummy_as_documented() -> None:
+    # s = 2 entries padded to l = 4: t = below(4) = 3 >= s, so a dummy m + below(4).
+    from ldpcore.reference import padded_entry
+
+    src = WordStream([3, 1])
+    assert padded_entry(src, [7, 9], 10, 4) == 11 and src.used == 2
+    # s = 5 > l = 2: t = below(5) = 4 picks the last entry, one word.
+    src = WordStream([4])
+    assert padded_entry(src, [1, 2, 3, 4, 5], 10, 2) == 5 and src.used == 1
+
+
+MULTI_CASES: list[dict[str, Any]] = [
+    {"sample": 2, "attributes": [{"name": "a", "mechanism": "grr", "domain_size": 3},
+                                 {"name": "b", "mechanism": "duchi", "bins": 4},
+                                 {"name": "c", "mechanism": "oue", "domain_size": 3}]},
+    {"sample": 1, "attributes": [{"name": "a", "mechanism": "grr", "domain_size": 2},
+                                 {"name": "b", "mechanism": "olh", "domain_size": 3}],
+     "pairs": [["a", "b"]]},
+    {"sample": 3, "attributes": [{"name": "a", "mechanism": "hrr", "domain_size": 4},
+                                 {"name": "b", "mechanism": "sw", "bins": 3, "out_bins": 4},
+                                 {"name": "c", "mechanism": "grr", "domain_size": 2}]},
+]
+
+
+@pytest.mark.parametrize("params", MULTI_CASES, ids=[f"multi-{i}" for i in range(3)])
+def test_reference_multi_perturbation_is_distributed_as_perturb_attributes(
+        params: dict[str, Any]) -> None:
+    o: Any = ldpcore.make_oracle("multi", epsilon=2.0, **params)
+    rng = np.random.default_rng(13)
+    rows = np.stack([rng.choice(d, size=N, p=np.arange(1, d + 1) / (d * (d + 1) / 2))
+                     for d in o._radix], axis=1)
+    ref = perturb_reference(o, rows.tolist(), NumpyWords(14)).row_keys()
+    fast = o.perturb_attributes(rows, rng=15).row_keys()
+    assert _homogeneity_p(ref, fast) > P_FAIL
+
+
+def test_reference_vector_perturbation_is_distributed_as_perturb_vectors() -> None:
+    o: Any = ldpcore.make_oracle("vector", epsilon=2.0, dimensions=3, sample=2, base="duchi")
+    x = np.random.default_rng(16).uniform(-1.2, 1.0, size=(N, 3)) * [1.0, 0.5, -0.8]
+    ref = perturb_reference(o, x.tolist(), NumpyWords(17)).row_keys()
+    fast = o.perturb_vectors(x, rng=18).row_keys()
+    assert _homogeneity_p(ref, fast) > P_FAIL
+
+
+def test_reference_pm_vector_means_are_unbiased_within_the_analytic_error() -> None:
+    o: Any = ldpcore.make_oracle("vector", epsilon=2.0, dimensions=2, sample=1)
+    x = np.random.default_rng(19).uniform(-1.0, 1.0, size=(N, 2)) * [0.9, 0.3] + [0.0, 0.5]
+    st = o.aggregate(perturb_reference(o, x.tolist(), NumpyWords(20)))
+    z = stats.norm.isf(P_FAIL / 4)
+    assert np.all(np.abs(o.means(st) - x.mean(axis=0)) < z * np.sqrt(o.mean_variances(st)))
+
+
+def test_question_sampling_is_a_partial_fisher_yates_shuffle() -> None:
+    from ldpcore.reference import sample_questions
+
+    src = WordStream([2, 0])  # i = 0: j = 0 + 2, swap -> [2, 1, 0]; i = 1: j = 1 + 0
+    assert sample_questions(src, 3, 2) == [1, 2] and src.used == 2

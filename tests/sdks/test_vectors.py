@@ -19,6 +19,7 @@ import pytest
 
 from ldpcore import wire
 from ldpcore.collection import CollectionSpec, decode_message
+from ldpcore.errors import ParameterError
 from ldpcore.reference import WordStream, perturb_reference, rerandomize_reference
 
 VECTORS = Path(__file__).resolve().parents[2] / "sdks" / "vectors"
@@ -52,8 +53,20 @@ def test_vectors_cover_every_mechanism_a_collection_can_declare() -> None:
     from ldpcore.registry import MECHANISMS
 
     declared = {c["collection"]["oracle"]["mechanism"] for c in _cases()}
-    # "adaptive" resolves to a concrete mechanism in the served spec.
-    assert declared == set(MECHANISMS) - {"adaptive"}
+    # "adaptive" resolves to a concrete mechanism in the served spec; "vector" is refused
+    # by collections (they declare "multi" with pm / duchi interval attributes instead).
+    assert declared == set(MECHANISMS) - {"adaptive", "vector"}
+    with pytest.raises(ParameterError, match="vector"):
+        CollectionSpec.from_dict({"id": "v", "oracle": {"mechanism": "vector", "epsilon": 1.0,
+                                                        "dimensions": 2},
+                                  "domain": {"kind": "integers", "low": 0, "high": 3}})
+    # every attribute kind of a multi collection, and each kind of set-valued entries
+    multi = [c for c in _cases() if c["collection"]["oracle"]["mechanism"] == "multi"]
+    assert {a["kind"] for c in multi for a in c["collection"]["domain"]["attributes"]} == {
+        "categories", "integers", "interval"}
+    assert any(c["collection"]["oracle"].get("pairs") for c in multi)
+    assert {c["collection"]["protocol"]["name"] for c in _cases()
+            if "protocol" in c["collection"]} == {"svim", "svsm", "ldpminer"}
     two_level = {c["collection"]["oracle"]["mechanism"] for c in _cases()
                  if c["collection"].get("memoization") == "two-level"}
     assert two_level == set(TWO_LEVEL_MECHANISMS)
@@ -67,7 +80,12 @@ def test_python_passes_the_vector(case: dict[str, Any]) -> None:
     assert hashlib.sha256(case["canonical"].encode()).hexdigest()[:16] == case["fingerprint"]
     assert (hashlib.sha256(case["oracle_canonical"].encode()).hexdigest()[:16]
             == case["oracle_fingerprint"] == spec.oracle().fingerprint)
-    assert spec.domain.index(case["inputs"]).tolist() == case["values"]
+    if spec.set_valued:
+        assert spec.index_sets(case["inputs"]).to_lists() == case["values"]
+    elif spec.domain.kind == "attributes":
+        assert spec.domain.attribute_indices(case["inputs"]).tolist() == case["values"]
+    else:
+        assert spec.domain.index(case["inputs"]).tolist() == case["values"]
     oracle = spec.oracle()
     src = WordStream(case["words"])
     reports = perturb_reference(oracle, case["values"], src)
@@ -80,3 +98,18 @@ def test_python_passes_the_vector(case: dict[str, Any]) -> None:
     for data in (bytes.fromhex(case["message_binary"]), case["message_json"].encode()):
         cid, decoded = decode_message(spec, oracle, data)
         assert cid == spec.id and wire.to_records(decoded) == case["reports"]
+
+
+@pytest.mark.parametrize("case", [c for c in _cases() if "phases" in c], ids=lambda c: c["name"])
+def test_python_device_takes_part_in_the_phase_of_the_vector(case: dict[str, Any]) -> None:
+    from producer.sdk import Device
+
+    spec = CollectionSpec.from_dict(case["collection"])
+    seen = set()
+    for row in case["phases"]:
+        dev = Device(spec, secret=bytes.fromhex(row["secret"]))
+        assert dev.takes_part() is row["takes_part"]
+        assert (dev.message(case["inputs"][0], now=0.0) is not None) is row["takes_part"]
+        seen.add(row["takes_part"])
+    assert seen == ({True} if spec.protocol and spec.protocol.get("fractions") is None
+                    else {True, False})

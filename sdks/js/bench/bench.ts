@@ -1,5 +1,5 @@
 /** Perturbation speed per mechanism (reports per second, CSPRNG draws included). */
-import { CollectionSpec, CryptoSource, Report, encodeBinary } from "../src/index.js";
+import { CollectionSpec, CryptoSource, Report, Value, encodeBinary } from "../src/index.js";
 import { BENCH_CASES } from "./cases.js";
 
 const src = new CryptoSource();
@@ -8,11 +8,14 @@ for (const [name, collection] of BENCH_CASES) {
   const spec = CollectionSpec.fromJson(collection);
   const { oracle, instant } = spec.channels();
   const size = Number(spec.domainSize());
+  // set-valued: a 3-item set per report; other mechanisms (multi too): a domain index
+  const value = (i: number): Value => (spec.setValued
+    ? [i % size, (7 * i + 1) % size, (13 * i + 5) % size] : i % size);
   const run = (n: number): number => {
     const t0 = performance.now();
     const reports: Report[] = [];
     for (let i = 0; i < n; i++) {
-      const r = oracle.perturb(i % size, src);
+      const r = oracle.perturb(value(i), src);
       reports.push(instant ? instant.rerandomize(r, src) : r);
     }
     encodeBinary(spec, oracle.columns, reports);

@@ -19,5 +19,12 @@ export const BENCH_CASES: Array<[string, Record<string, unknown>]> = [
   ["pm eps=1 bins=64", { oracle: { mechanism: "pm", epsilon: 1.0, domain_size: 64, low: 0.0, high: 1.0 }, domain: iv(64) }],
   ["duchi eps=1 bins=64", { oracle: { mechanism: "duchi", epsilon: 1.0, domain_size: 64, low: 0.0, high: 1.0 }, domain: iv(64) }],
   ["pem eps=4 bits=32", { oracle: { mechanism: "pem", epsilon: 4.0, bits: 32, keep: 64, eta: 8, pool: 256, hash_seed: 0 }, domain: ints(2 ** 32) }],
+  ["ps eps=1 d=64 l=4 grr (3-item sets)", { oracle: { mechanism: "ps", epsilon: 1.0, domain_size: 64, length: 4, inner: "grr" }, domain: ints(64) }],
+  ["ps eps=1 d=1024 l=4 olh (3-item sets)", { oracle: { mechanism: "ps", epsilon: 1.0, domain_size: 1024, length: 4, inner: "olh" }, domain: ints(1024) }],
+  ["setsize eps=1 d=64 L=8 (3-item sets)", { oracle: { mechanism: "setsize", epsilon: 1.0, domain_size: 64, max_size: 8, inner: "grr" }, domain: ints(64) }],
+  ["multi eps=2 k=2: grr16 oue32 pm64", { oracle: { mechanism: "multi", epsilon: 2.0, domain_size: 32768, sample: 2, attributes: [
+    { name: "a", mechanism: "grr", domain_size: 16 }, { name: "b", mechanism: "oue", domain_size: 32 },
+    { name: "c", mechanism: "pm", domain_size: 64, low: 0.0, high: 1.0 }] },
+  domain: { kind: "attributes", attributes: [{ name: "a", ...ints(16) }, { name: "b", ...ints(32) }, { name: "c", ...iv(64) }] } }],
   ["two-level oue eps=4/1 d=64", { oracle: { mechanism: "oue", epsilon: 4.0, domain_size: 64 }, domain: ints(64), memoization: "two-level", epsilon_1: 1.0 }],
 ].map(([name, c]) => [name as string, { id: "bench", ...(c as object) }]);

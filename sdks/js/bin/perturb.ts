@@ -1,7 +1,8 @@
 /**
  * Batch perturbation for the Python-side statistical checks (tests/sdks): for every pair
  * of arguments REQUEST OUTPUT, reads `{"collection": spec, "values": [domain indices]}`
- * from REQUEST, perturbs every value with a fresh device's draw (CSPRNG; two-level
+ * from REQUEST (a set-valued collection: lists of item indices; multi: lists of
+ * per-attribute indices), perturbs every value with a fresh device's draw (CSPRNG; two-level
  * collections: permanent answer then one re-randomized report) and writes one binary
  * message with all reports to OUTPUT.
  */
@@ -14,7 +15,7 @@ for (let i = 2; i + 1 < process.argv.length; i += 2) {
   const req = JSON.parse(readFileSync(process.argv[i], "utf8"));
   const spec = CollectionSpec.fromJson(req.collection);
   const { oracle, instant } = spec.channels();
-  const reports: Report[] = (req.values as Array<number | string>).map((v) => {
+  const reports: Report[] = (req.values as Array<number | string | number[]>).map((v) => {
     const r = oracle.perturb(typeof v === "string" ? BigInt(v) : v, src);
     return instant ? instant.rerandomize(r, src) : r;
   });

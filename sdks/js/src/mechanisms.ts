@@ -16,8 +16,12 @@ export interface Column {
 /** One report: column name → integer, or for a bitmask the ascending set-bit indices. */
 export type Report = Record<string, number | number[]>;
 
-/** A value of the domain: an index (number), or for pem an integer up to 2^62 (bigint). */
-export type Value = number | bigint;
+/**
+ * A value of the domain: an index (number), or for pem an integer up to 2^62 (bigint); for
+ * the set-valued mechanisms (ps, psi, setsize) a set of item indices, for multi one index
+ * per attribute (an array of numbers).
+ */
+export type Value = number | bigint | readonly number[];
 
 export interface Oracle {
   readonly mechanism: string;
@@ -442,7 +446,10 @@ class PM implements Oracle {
     this.pBand = h / (h + 1);
   }
   perturb(v: Value, src: DrawSource): Report {
-    const t = 2 * ((Number(v) + uniform(src)) / this.domainSize) - 1;
+    return this.perturbT(2 * ((Number(v) + uniform(src)) / this.domainSize) - 1, src);
+  }
+  /** PM on t in [-1, 1]. */
+  perturbT(t: number, src: DrawSource): Report {
     const c = this.C;
     const left = (c + 1) / 2 * t - (c - 1) / 2;
     const right = left + c - 1;
@@ -469,7 +476,10 @@ class Duchi implements Oracle {
     this.e = Math.exp(eps);
   }
   perturb(v: Value, src: DrawSource): Report {
-    const t = 2 * ((Number(v) + uniform(src)) / this.domainSize) - 1;
+    return this.perturbT(2 * ((Number(v) + uniform(src)) / this.domainSize) - 1, src);
+  }
+  /** Duchi on t in [-1, 1]. */
+  perturbT(t: number, src: DrawSource): Report {
     const e = this.e;
     return { y: bernoulli(src, ((e - 1) * t + e + 1) / (2 * (e + 1))) ? 1 : 0 };
   }
@@ -578,7 +588,7 @@ class PEM implements Oracle {
   }
   perturb(v: Value, src: DrawSource): Report {
     this.ensurePool();
-    const x = BigInt(v);
+    const x = BigInt(v as number | bigint);
     if (x < 0n || x >= 1n << BigInt(this.bits)) {
       throw new RangeError(`pem values must be integers in [0, 2^${this.bits})`);
     }
@@ -598,6 +608,182 @@ function roundHalfEven(x: number): number {
   if (d > 0.5) return f + 1;
   if (d < 0.5) return f;
   return f % 2 === 0 ? f : f + 1;
+}
+
+// ---- set-valued mechanisms (docs/wire-format.md §4, "Set-valued mechanisms") ----------
+
+/** Sorted distinct item indices of a set (a number is a singleton). */
+export function itemsOf(v: Value): number[] {
+  const xs = typeof v === "number" || typeof v === "bigint" ? [Number(v)] : Array.from(v);
+  return Array.from(new Set(xs)).sort((a, b) => a - b);
+}
+
+function intList(x: unknown, what: string): number[] {
+  if (!Array.isArray(x) || !x.every((i) => Number.isSafeInteger(i))) {
+    throw new Error(`oracle.${what} must be a list of integers`);
+  }
+  return x as number[];
+}
+
+/** The entries a set contributes, ascending (itemset positions, candidate positions, items). */
+function setEntries(items: number[], candidates: number[] | null,
+                    itemsets: number[][] | null): number[] {
+  if (itemsets) {
+    const have = new Set(items);
+    const out: number[] = [];
+    itemsets.forEach((its, j) => { if (its.every((x) => have.has(x))) out.push(j); });
+    return out;
+  }
+  if (candidates) {
+    const pos = new Map(candidates.map((c, i) => [c, i] as [number, number]));
+    return items.filter((x) => pos.has(x)).map((x) => pos.get(x) as number).sort((a, b) => a - b);
+  }
+  return items;
+}
+
+/** ps / psi: pad the entries to `length`, sample one, report it with GRR at the amplified
+ * epsilon' = log(l * expm1(eps) + 1) or OLH at eps, over m entries + l dummies. */
+class Padded implements Oracle {
+  readonly columns: Column[];
+  readonly inner: Oracle;
+  readonly length: number;
+  readonly entries: number;
+  readonly candidates: number[] | null;
+  readonly itemsets: number[][] | null;
+  constructor(readonly mechanism: "ps" | "psi", eps: number, readonly domainSize: number,
+              spec: OracleSpec) {
+    this.length = spec.length === undefined ? 1 : intOf(spec, "length");
+    this.candidates = mechanism === "ps" && spec.candidates !== undefined
+      ? intList(spec.candidates, "candidates") : null;
+    this.itemsets = mechanism === "psi"
+      ? (spec.itemsets === undefined ? Array.from({ length: domainSize }, (_, i) => [i])
+        : (spec.itemsets as unknown[]).map((x) => intList(x, "itemsets"))) : null;
+    this.entries = this.itemsets ? this.itemsets.length
+      : this.candidates ? this.candidates.length : domainSize;
+    const size = this.entries + this.length;
+    const inner = spec.inner ?? "grr";
+    if (inner === "grr") {
+      this.inner = new GRR(Math.log(this.length * Math.expm1(eps) + 1), size);
+    } else if (inner === "olh") {
+      this.inner = new LocalHashing("olh", eps, size, LocalHashing.defaultG(eps, size));
+    } else {
+      throw new Error(`oracle.inner must be grr or olh (resolved), got ${JSON.stringify(inner)}`);
+    }
+    this.columns = this.inner.columns;
+  }
+  perturb(v: Value, src: DrawSource): Report {
+    const entries = setEntries(itemsOf(v), this.candidates, this.itemsets);
+    const s = entries.length;
+    const t = below(src, Math.max(s, this.length));
+    const x = t < s ? entries[t] : this.entries + below(src, this.length);
+    return this.inner.perturb(x, src);
+  }
+}
+
+/** setsize: min(number of entries, max_size) through the inner frequency oracle. */
+class SetSize implements Oracle {
+  readonly mechanism = "setsize";
+  readonly columns: Column[];
+  readonly inner: Oracle;
+  readonly maxSize: number;
+  readonly candidates: number[] | null;
+  readonly itemsets: number[][] | null;
+  constructor(eps: number, readonly domainSize: number, spec: OracleSpec) {
+    this.candidates = spec.candidates === undefined ? null
+      : intList(spec.candidates, "candidates");
+    this.itemsets = spec.itemsets === undefined ? null
+      : (spec.itemsets as unknown[]).map((x) => intList(x, "itemsets"));
+    this.maxSize = intOf(spec, "max_size");
+    if (typeof spec.inner !== "string" || spec.inner === "auto") {
+      throw new Error("oracle.inner must be the resolved mechanism name");
+    }
+    this.inner = makeOracle({ mechanism: spec.inner, epsilon: eps,
+      domain_size: this.maxSize + 1 });
+    this.columns = this.inner.columns;
+  }
+  perturb(v: Value, src: DrawSource): Report {
+    const n = setEntries(itemsOf(v), this.candidates, this.itemsets).length;
+    return this.inner.perturb(Math.min(n, this.maxSize), src);
+  }
+}
+
+// ---- multi-attribute (docs/wire-format.md §4, "Multi-attribute") ----------------------
+
+/** k of q questions without replacement, ascending (partial Fisher-Yates on 0..q-1). */
+export function sampleQuestions(src: DrawSource, q: number, k: number): number[] {
+  const idx = Array.from({ length: q }, (_, i) => i);
+  for (let i = 0; i < k; i++) {
+    const j = i + below(src, q - i);
+    [idx[i], idx[j]] = [idx[j], idx[i]];
+  }
+  return idx.slice(0, k).sort((a, b) => a - b);
+}
+
+/** multi: `sample` of the attributes (and pairs) per report, each by its oracle at eps/k. */
+class Multi implements Oracle {
+  readonly mechanism = "multi";
+  readonly columns: Column[];
+  readonly names: string[];
+  readonly subs: Oracle[];
+  readonly radix: number[];
+  readonly pairs: Array<[number, number]>;
+  readonly sample: number;
+  readonly domainSize: number;
+  constructor(eps: number, spec: OracleSpec) {
+    const attrs = spec.attributes as OracleSpec[];
+    const pairs = (spec.pairs ?? []) as OracleSpec[];
+    if (!Array.isArray(attrs) || !Array.isArray(pairs)) {
+      throw new Error("oracle.attributes (and pairs) must be lists of oracle specs");
+    }
+    this.sample = intOf(spec, "sample");
+    const sub = (a: OracleSpec): Oracle => {
+      const { name: _n, attributes: _a, ...rest } = a;
+      return makeOracle({ ...rest, epsilon: eps / this.sample });
+    };
+    this.names = attrs.map((a) => a.name as string);
+    this.subs = attrs.map(sub);
+    this.radix = this.subs.map((o) => o.domainSize);
+    this.pairs = pairs.map((p) => {
+      const [a, b] = p.attributes as string[];
+      return [this.names.indexOf(a), this.names.indexOf(b)];
+    });
+    for (const p of pairs) {
+      this.names.push((p.attributes as string[]).join("*"));
+      this.subs.push(sub(p));
+    }
+    this.domainSize = this.radix.reduce((x, y) => x * y, 1);
+    this.columns = [{ name: "attrs", dtype: "uint8", bits: this.names.length }];
+    this.names.forEach((name, j) => {
+      for (const c of this.subs[j].columns) this.columns.push({ ...c, name: `${name}.${c.name}` });
+    });
+  }
+  /** Mixed-radix index (attribute 0 most significant) → per-attribute indices. */
+  split(v: number | bigint): number[] {
+    let x = BigInt(v);
+    const out = new Array<number>(this.radix.length);
+    for (let j = this.radix.length - 1; j >= 0; j--) {
+      const r = BigInt(this.radix[j]);
+      out[j] = Number(x % r);
+      x /= r;
+    }
+    return out;
+  }
+  perturb(v: Value, src: DrawSource): Report {
+    const row = typeof v === "number" || typeof v === "bigint" ? this.split(v) : Array.from(v);
+    if (row.length !== this.radix.length || row.some((x, j) => !(x >= 0 && x < this.radix[j]))) {
+      throw new RangeError(`a multi value needs ${this.radix.length} indices within the ` +
+                           "attributes' domains");
+    }
+    const vals = [...row, ...this.pairs.map(([a, b]) => row[a] * this.radix[b] + row[b])];
+    const chosen = sampleQuestions(src, this.names.length, this.sample);
+    const out: Report = { attrs: chosen };
+    this.names.forEach((name, j) => {
+      const sub = this.subs[j];
+      const rep = chosen.includes(j) ? sub.perturb(vals[j], src) : null;
+      for (const c of sub.columns) out[`${name}.${c.name}`] = rep ? rep[c.name] : (c.bits ? [] : 0);
+    });
+    return out;
+  }
 }
 
 /** Mechanisms that admit two-level memoization (ldpcore.longitudinal.TwoLevel). */
@@ -624,8 +810,26 @@ export function makeOracle(spec: OracleSpec): Oracle {
     }
     case "hr": return new HR(eps, d);
     case "hrr": return new HRR(eps, d);
-    case "ss": return new SS(eps, d, intOf(spec, "subset_size"));
-    case "cms": case "hcms": return new Sketch(mech, eps, d, intOf(spec, "m"));
+    case "ss": {
+      const e = Math.exp(eps);
+      const k = spec.subset_size === undefined
+        ? Math.min(d - 1, Math.max(1, roundHalfEven(d / (e + 1)))) : intOf(spec, "subset_size");
+      return new SS(eps, d, k);
+    }
+    case "cms": case "hcms": {
+      let m = spec.m === undefined ? 0 : intOf(spec, "m");
+      if (m === 0 && mech === "cms") {
+        m = Math.max(2, Math.floor(Math.sqrt(d - 1)) + 1);
+        while (!isPrime(m)) m++;
+      } else if (m === 0) {
+        m = 2;
+        while (m * m < d) m *= 2;
+      }
+      return new Sketch(mech, eps, d, m);
+    }
+    case "ps": case "psi": return new Padded(mech, eps, d, spec);
+    case "setsize": return new SetSize(eps, d, spec);
+    case "multi": return new Multi(eps, spec);
     case "hh": {
       const consistency = spec.consistency ?? true;
       const fanout = spec.fanout === undefined ? (consistency ? 8 : 4) : intOf(spec, "fanout");

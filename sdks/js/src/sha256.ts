@@ -50,3 +50,26 @@ export function sha256Hex(data: Uint8Array): string {
   for (let i = 0; i < 8; i++) out += h[i].toString(16).padStart(8, "0");
   return out;
 }
+
+function hexBytes(hex: string): Uint8Array {
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+/** HMAC-SHA256 (RFC 2104) of `message` under `key`: 32 bytes. */
+export function hmacSha256(key: Uint8Array, message: Uint8Array): Uint8Array {
+  let k = key.length > 64 ? hexBytes(sha256Hex(key)) : key;
+  const block = new Uint8Array(64);
+  block.set(k);
+  k = block;
+  const inner = new Uint8Array(64 + message.length);
+  const outer = new Uint8Array(64 + 32);
+  for (let i = 0; i < 64; i++) {
+    inner[i] = k[i] ^ 0x36;
+    outer[i] = k[i] ^ 0x5c;
+  }
+  inner.set(message, 64);
+  outer.set(hexBytes(sha256Hex(inner)), 64);
+  return hexBytes(sha256Hex(outer));
+}

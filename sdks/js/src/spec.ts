@@ -5,10 +5,38 @@
 import { Canon, PyFloat, fingerprintOf } from "./canonical.js";
 import { Oracle, OracleSpec, Rerandomizer, Value, makeOracle, makeRerandomizer } from "./mechanisms.js";
 
-export type Domain =
+export type ScalarDomain =
   | { kind: "categories"; labels: string[] }
   | { kind: "integers"; low: number | bigint; high: number | bigint }
   | { kind: "interval"; low: number; high: number; bins: number };
+
+/** A multi collection's domain: named attributes, each a scalar domain. */
+export type Domain = ScalarDomain
+  | { kind: "attributes"; attributes: Array<ScalarDomain & { name: string }> };
+
+/** A raw value: a label or number; for a set-valued collection a list of them; for a multi
+ * collection a mapping attribute → value or a list in the attributes' order. */
+export type Input = string | number | bigint | Array<string | number | bigint>
+  | Record<string, string | number | bigint>;
+
+/** The `protocol` key of a phase of a set-valued protocol (ldpcore.setvalued.phases). */
+export interface ProtocolJson {
+  name: string;
+  group: string;
+  phase: string;
+  k: number;
+  epsilon_total: number;
+  fractions?: number[];
+}
+
+/** Phases of each protocol, in order. */
+export const PHASES: Record<string, string[]> = {
+  svim: ["candidates", "sizes", "frequencies"],
+  svsm: ["candidates", "sizes", "frequencies", "itemset-sizes", "itemsets"],
+  ldpminer: ["candidates", "frequencies"],
+};
+
+const SET_VALUED = ["ps", "psi", "setsize"];
 
 export type Memoization = "none" | "permanent" | "two-level";
 
@@ -25,24 +53,74 @@ export interface CollectionJson {
   memoization?: Memoization;
   epsilon_1?: number;
   reports_per_window?: number;
+  protocol?: ProtocolJson;
   fingerprint?: string;
 }
 
 const ORACLE_FLOATS = new Set(["epsilon", "low", "high", "b"]);
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
+/** The oracle spec with its float keys (at any depth: multi's attributes and pairs) marked. */
 function canonOracle(oracle: OracleSpec): Canon {
   const out: Record<string, Canon> = {};
   for (const [k, v] of Object.entries(oracle)) {
-    out[k] = ORACLE_FLOATS.has(k) && typeof v === "number" ? new PyFloat(v) : (v as Canon);
+    out[k] = ORACLE_FLOATS.has(k) && typeof v === "number" ? new PyFloat(v) : canonNested(v);
   }
   return out;
+}
+
+function canonNested(v: unknown): Canon {
+  if (Array.isArray(v)) return v.map(canonNested);
+  if (v && typeof v === "object" && !(v instanceof PyFloat)) return canonOracle(v as OracleSpec);
+  return v as Canon;
 }
 
 function canonDomain(d: Domain): Canon {
   if (d.kind === "categories") return { kind: d.kind, labels: d.labels };
   if (d.kind === "integers") return { kind: d.kind, low: d.low, high: d.high };
+  if (d.kind === "attributes") {
+    return { kind: d.kind, attributes: d.attributes.map((a) => {
+      const c = canonDomain(a) as Record<string, Canon>;
+      return { name: a.name, ...c };
+    }) };
+  }
   return { kind: d.kind, low: new PyFloat(d.low), high: new PyFloat(d.high), bins: d.bins };
+}
+
+function scalarSize(d: ScalarDomain): number | bigint {
+  if (d.kind === "categories") return d.labels.length;
+  if (d.kind === "integers") {
+    const n = BigInt(d.high) - BigInt(d.low) + 1n;
+    return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
+  }
+  return d.bins;
+}
+
+/** The index of a label / number in a scalar domain (RangeError if outside). */
+function scalarIndex(d: ScalarDomain, value: unknown): number | bigint {
+  if (d.kind === "categories") {
+    const i = typeof value === "string" ? d.labels.indexOf(value) : -1;
+    if (i < 0) throw new RangeError(`value ${JSON.stringify(value)} is not one of the labels`);
+    return i;
+  }
+  if (typeof value !== "number" && typeof value !== "bigint") {
+    throw new RangeError("numeric domain: give a number");
+  }
+  if (d.kind === "integers") {
+    if (typeof value === "number" && !Number.isInteger(value)) {
+      throw new RangeError(`values must be integers in [${d.low}, ${d.high}]`);
+    }
+    const x = BigInt(value);
+    if (x < BigInt(d.low) || x > BigInt(d.high)) {
+      throw new RangeError(`values must be integers in [${d.low}, ${d.high}]`);
+    }
+    const i = x - BigInt(d.low);
+    return i <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(i) : i;
+  }
+  const x = Number(value);
+  if (!Number.isFinite(x)) throw new RangeError("values must be finite numbers");
+  const width = (d.high - d.low) / d.bins;
+  return Math.min(Math.max(Math.floor((x - d.low) / width), 0), d.bins - 1);
 }
 
 /** An immutable collection spec; construction verifies the served fingerprint. */
@@ -58,6 +136,8 @@ export class CollectionSpec {
   readonly memoization: Memoization;
   readonly epsilon1: number | null;
   readonly reportsPerWindow: number;
+  /** The protocol of a phase collection (set-valued protocols), else null. */
+  readonly protocol: ProtocolJson | null;
   /** SHA-256 prefix of the canonical spec (carried in every message envelope). */
   readonly fingerprint: string;
   /** SHA-256 prefix of the canonical oracle spec (carried in every batch). */
@@ -82,6 +162,7 @@ export class CollectionSpec {
     this.memoization = raw.memoization ?? "permanent";
     this.epsilon1 = raw.epsilon_1 ?? null;
     this.reportsPerWindow = raw.reports_per_window ?? 1;
+    this.protocol = raw.protocol ?? null;
     if (!["none", "permanent", "two-level"].includes(this.memoization)) {
       throw new Error(`memoization must be none, permanent or two-level, got ${this.memoization}`);
     }
@@ -97,7 +178,11 @@ export class CollectionSpec {
       throw new Error(`fingerprint ${raw.fingerprint} does not match the spec's ` +
                       `${this.fingerprint} (a different ldpstream version or a altered spec)`);
     }
-    if (BigInt(this.domainSize()) !== BigInt(this.expectedOracleSize())) {
+    const have = BigInt(this.domainSize());
+    const capped = this.domain.kind === "attributes" && have > 1n << 62n ? 1n << 62n : have;
+    const want = this.expectedOracleSize();
+    if (this.domain.kind === "attributes" ? Number(capped) !== Number(want)
+      : have !== BigInt(want)) {
       throw new Error(`oracle.domain_size does not match the domain's ${this.domainSize()} values`);
     }
   }
@@ -119,6 +204,12 @@ export class CollectionSpec {
     if (this.memoization !== "permanent") out.memoization = this.memoization;
     if (this.epsilon1 !== null) out.epsilon_1 = new PyFloat(this.epsilon1);
     if (this.reportsPerWindow !== 1) out.reports_per_window = this.reportsPerWindow;
+    if (this.protocol !== null) {
+      const p: Record<string, Canon> = { ...(this.protocol as unknown as Record<string, Canon>),
+        epsilon_total: new PyFloat(this.protocol.epsilon_total) };
+      if (this.protocol.fractions) p.fractions = this.protocol.fractions.map((f) => new PyFloat(f));
+      out.protocol = p;
+    }
     return out;
   }
 
@@ -131,38 +222,68 @@ export class CollectionSpec {
   /** Number of values of the domain (a bigint beyond 2^53). */
   domainSize(): number | bigint {
     const d = this.domain;
-    if (d.kind === "categories") return d.labels.length;
-    if (d.kind === "integers") {
-      const n = BigInt(d.high) - BigInt(d.low) + 1n;
-      return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
-    }
-    return d.bins;
+    if (d.kind !== "attributes") return scalarSize(d);
+    const n = d.attributes.reduce((p, a) => p * BigInt(scalarSize(a)), 1n);
+    return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
+  }
+
+  /** True for the set-valued mechanisms (ps, psi, setsize): a value is a set of labels. */
+  get setValued(): boolean {
+    return SET_VALUED.includes(this.oracleSpec.mechanism as string);
   }
 
   /** The domain index of a label / number (throws RangeError if outside the domain). */
   index(value: string | number | bigint): Value {
     const d = this.domain;
-    if (d.kind === "categories") {
-      const i = typeof value === "string" ? d.labels.indexOf(value) : -1;
-      if (i < 0) throw new RangeError(`value ${JSON.stringify(value)} is not one of the labels`);
-      return i;
+    if (d.kind === "attributes") throw new RangeError("a multi collection: use attributeIndices");
+    return scalarIndex(d, value);
+  }
+
+  /** A set of labels / numbers → its sorted distinct item indices (set-valued collections). */
+  indexSet(values: Iterable<string | number | bigint>): number[] {
+    if (typeof values === "string" || !values || typeof values[Symbol.iterator] !== "function") {
+      throw new RangeError("a set-valued collection takes a list of labels / numbers");
     }
-    if (typeof value === "string") throw new RangeError("numeric domain: give a number");
-    if (d.kind === "integers") {
-      if (typeof value === "number" && !Number.isInteger(value)) {
-        throw new RangeError(`values must be integers in [${d.low}, ${d.high}]`);
+    const idx = Array.from(values, (v) => Number(this.index(v)));
+    return Array.from(new Set(idx)).sort((a, b) => a - b);
+  }
+
+  /** One device's tuple (mapping name → value, or a list in order) → one index per
+   * attribute (multi collections). */
+  attributeIndices(value: Input): number[] {
+    const d = this.domain;
+    if (d.kind !== "attributes") throw new RangeError("not a multi collection");
+    const names = d.attributes.map((a) => a.name);
+    let items: unknown[];
+    if (Array.isArray(value)) {
+      items = value;
+    } else if (value && typeof value === "object") {
+      const rec = value as Record<string, unknown>;
+      const keys = Object.keys(rec);
+      if (keys.length !== names.length || !names.every((n) => n in rec)) {
+        throw new RangeError(`a value needs exactly the attributes ${names.join(", ")}`);
       }
-      const x = BigInt(value);
-      if (x < BigInt(d.low) || x > BigInt(d.high)) {
-        throw new RangeError(`values must be integers in [${d.low}, ${d.high}]`);
-      }
-      const i = x - BigInt(d.low);
-      return i <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(i) : i;
+      items = names.map((n) => rec[n]);
+    } else {
+      throw new RangeError(`a value must be a mapping {${names.join(", ")}} or a list`);
     }
-    const x = Number(value);
-    if (!Number.isFinite(x)) throw new RangeError("values must be finite numbers");
-    const width = (d.high - d.low) / d.bins;
-    return Math.min(Math.max(Math.floor((x - d.low) / width), 0), d.bins - 1);
+    if (items.length !== names.length) {
+      throw new RangeError(`a value needs ${names.length} values, one per attribute`);
+    }
+    return d.attributes.map((a, j) => {
+      try {
+        return Number(scalarIndex(a, items[j]));
+      } catch (e) {
+        throw new RangeError(`attribute ${a.name}: ${(e as Error).message}`);
+      }
+    });
+  }
+
+  /** The mixed-radix index of per-attribute indices (attribute 0 most significant). */
+  combine(row: number[]): bigint {
+    const d = this.domain;
+    if (d.kind !== "attributes") throw new RangeError("not a multi collection");
+    return d.attributes.reduce((acc, a, j) => acc * BigInt(scalarSize(a)) + BigInt(row[j]), 0n);
   }
 
   /** A fresh oracle (perturbation and report layout) for this collection. */

@@ -3,6 +3,8 @@ import { readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { Input } from "../src/index.js";
+
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const VECTORS = join(HERE, "..", "..", "..", "vectors");
 
@@ -13,8 +15,9 @@ interface Case {
   fingerprint: string;
   oracle_canonical: string;
   oracle_fingerprint: string;
-  inputs: Array<string | number>;
-  values: number[];
+  inputs: Input[];
+  values: unknown[];
+  phases?: Array<{ secret: string; phase: number | null; takes_part: boolean }>;
   words: number[];
   permanent?: Record<string, unknown>[];
   reports: Record<string, unknown>[];

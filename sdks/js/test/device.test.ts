@@ -72,3 +72,35 @@ test("CryptoSource words are uniform (byte frequencies within 6 sigma)", () => {
   assert.ok(Math.abs(s / 10000 - 0.5) < 6 * Math.sqrt(1 / 12 / 10000));
   for (let i = 0; i < 1000; i++) assert.ok(below(src, 7) < 7);
 });
+
+test("a set-valued device memoizes per set, keyed -1 - bitmask as the Python SDK", () => {
+  const s = new CollectionSpec({ id: "apps", oracle: { mechanism: "ps", epsilon: 1.0,
+    domain_size: 4, length: 2, inner: "grr" },
+  domain: { kind: "categories", labels: ["a", "b", "c", "d"] } });
+  const storage = new MemoryStorage();
+  const dev = new Device(s, { storage });
+  const first = dev.report(["b", "a"]);
+  assert.deepEqual(dev.report(["a", "b", "a"]), first);
+  const doc = JSON.parse(storage.getItem("ldpstream-device-memo") as string);
+  assert.deepEqual(Object.keys(doc.collections[s.fingerprint].answers), ["-4"]);
+  assert.deepEqual(new Device(s, { storage }).report(["a", "b"]), first);
+  assert.throws(() => dev.report(["a", "z"]), /labels/);
+});
+
+test("a multi device takes a mapping or a list per attribute, keyed by the mixed radix", () => {
+  const s = new CollectionSpec({ id: "profile", oracle: { mechanism: "multi", epsilon: 2.0,
+    sample: 1, domain_size: 30, attributes: [
+      { name: "os", mechanism: "grr", domain_size: 3 },
+      { name: "age", mechanism: "pm", domain_size: 10, low: 0.0, high: 100.0 }] },
+  domain: { kind: "attributes", attributes: [
+    { name: "os", kind: "categories", labels: ["linux", "mac", "win"] },
+    { name: "age", kind: "interval", low: 0, high: 100, bins: 10 }] } });
+  const storage = new MemoryStorage();
+  const dev = new Device(s, { storage });
+  const first = dev.report({ os: "mac", age: 37 });
+  assert.deepEqual(dev.report(["mac", 39.5]), first);
+  const doc = JSON.parse(storage.getItem("ldpstream-device-memo") as string);
+  assert.deepEqual(Object.keys(doc.collections[s.fingerprint].answers), ["13"]);
+  assert.equal((first.attrs as number[]).length, 1);
+  assert.throws(() => dev.report({ os: "mac" }), /attributes/);
+});

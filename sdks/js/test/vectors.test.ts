@@ -3,8 +3,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  CollectionSpec, Report, WordStream, canonicalJson, encodeBinary, encodeJson, fingerprintOf,
-  makeRerandomizer, toRecords,
+  CollectionSpec, Device, Input, Report, Value, WordStream, canonicalJson, encodeBinary,
+  encodeJson, fingerprintOf, makeRerandomizer, toRecords,
 } from "../src/index.js";
 import { loadCases } from "./cases.js";
 
@@ -16,10 +16,14 @@ for (const c of loadCases()) {
     assert.equal(canonicalJson(spec.canonical()), c.canonical);
     assert.equal(spec.fingerprint, c.fingerprint);
     assert.equal(spec.oracleFingerprint, c.oracle_fingerprint);
-    assert.deepEqual(c.inputs.map((x) => spec.index(x)), c.values);
+    const values: Value[] = c.inputs.map((x: Input) => (spec.setValued
+      ? spec.indexSet(x as Array<string | number>)
+      : spec.domain.kind === "attributes" ? spec.attributeIndices(x)
+        : spec.index(x as string | number)));
+    assert.deepEqual(values, c.values);
     const oracle = spec.oracle();
     const src = new WordStream(c.words);
-    let reports: Report[] = c.values.map((v) => oracle.perturb(v, src));
+    let reports: Report[] = values.map((v) => oracle.perturb(v, src));
     if (c.permanent) {
       assert.deepEqual(toRecords(spec, oracle.columns, reports), c.permanent);
       const inst = makeRerandomizer(oracle, spec.epsilon1 as number);
@@ -29,6 +33,11 @@ for (const c of loadCases()) {
     assert.deepEqual(toRecords(spec, oracle.columns, reports), c.reports);
     assert.equal(hex(encodeBinary(spec, oracle.columns, reports)), c.message_binary);
     assert.equal(encodeJson(spec, oracle.columns, reports), c.message_json);
+    for (const row of c.phases ?? []) {
+      const dev = new Device(spec, { secret: Buffer.from(row.secret, "hex") });
+      assert.equal(dev.takesPart(), row.takes_part, `secret ${row.secret}`);
+      assert.equal(dev.message(c.inputs[0], 0) !== null, row.takes_part);
+    }
   });
 }
 

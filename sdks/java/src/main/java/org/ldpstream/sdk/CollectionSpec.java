@@ -38,6 +38,18 @@ public final class CollectionSpec {
   /** epsilon_1 of two-level memoization, else null. */
   public final Double epsilon1;
   public final long reportsPerWindow;
+  /** The {@code protocol} of a phase of a set-valued protocol, else null. */
+  public final Map<String, Object> protocol;
+  /** Phases of each protocol, in order (ldpcore.setvalued.phases.PHASES). */
+  public static final Map<String, List<String>> PHASES = new LinkedHashMap<>();
+
+  static {
+    PHASES.put("svim", Arrays.asList("candidates", "sizes", "frequencies"));
+    PHASES.put("svsm", Arrays.asList("candidates", "sizes", "frequencies", "itemset-sizes",
+        "itemsets"));
+    PHASES.put("ldpminer", Arrays.asList("candidates", "frequencies"));
+  }
+
   /** SHA-256 prefix of the canonical spec (in every message envelope). */
   public final String fingerprint;
   /** SHA-256 prefix of the canonical oracle spec (in every batch). */
@@ -78,6 +90,11 @@ public final class CollectionSpec {
           "epsilon_1 is needed with, and only with, memoization 'two-level'");
     }
     reportsPerWindow = longOf(raw, "reports_per_window", 1);
+    Object proto = raw.get("protocol");
+    if (proto != null && !(proto instanceof Map)) {
+      throw new IllegalArgumentException("protocol must be an object");
+    }
+    protocol = proto == null ? null : new LinkedHashMap<>((Map<String, Object>) proto);
     if (reportsPerWindow < 1) {
       throw new IllegalArgumentException("reports_per_window must be an integer >= 1");
     }
@@ -91,7 +108,11 @@ public final class CollectionSpec {
     BigInteger expected = "pem".equals(oracleSpec.get("mechanism"))
         ? BigInteger.ONE.shiftLeft(((Number) oracleSpec.get("bits")).intValue())
         : BigInteger.valueOf(((Number) oracleSpec.get("domain_size")).longValue());
-    if (!expected.equals(domainSize())) {
+    BigInteger have = domainSize();
+    if ("attributes".equals(domainKind)) {
+      have = have.min(BigInteger.ONE.shiftLeft(62));
+    }
+    if (!expected.equals(have)) {
       throw new IllegalArgumentException("oracle.domain_size does not match the domain's "
           + domainSize() + " values");
     }
@@ -125,29 +146,66 @@ public final class CollectionSpec {
   }
 
   private Map<String, Object> canonicalOracle() {
+    return canonicalFloats(oracleSpec);
+  }
+
+  /** An oracle spec with its float keys marked, at any depth (multi's attributes, pairs). */
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> canonicalFloats(Map<String, Object> spec) {
     Map<String, Object> out = new LinkedHashMap<>();
-    for (Map.Entry<String, Object> e : oracleSpec.entrySet()) {
+    for (Map.Entry<String, Object> e : spec.entrySet()) {
       Object v = e.getValue();
-      out.put(e.getKey(), ORACLE_FLOATS.contains(e.getKey()) && v instanceof Number
-          ? new Canonical.PyFloat(((Number) v).doubleValue()) : v);
+      if (ORACLE_FLOATS.contains(e.getKey()) && v instanceof Number) {
+        v = new Canonical.PyFloat(((Number) v).doubleValue());
+      } else if (v instanceof List) {
+        List<Object> l = new java.util.ArrayList<>();
+        for (Object x : (List<Object>) v) {
+          l.add(x instanceof Map ? canonicalFloats((Map<String, Object>) x) : x);
+        }
+        v = l;
+      }
+      out.put(e.getKey(), v);
     }
     return out;
   }
 
-  /** The canonical object whose hash is the fingerprint (ldpcore's {@code to_dict}). */
-  public Map<String, Object> canonical() {
+  private static Map<String, Object> canonicalDomain(Map<String, Object> domain) {
+    String kind = String.valueOf(domain.get("kind"));
     Map<String, Object> d = new LinkedHashMap<>();
-    d.put("kind", domainKind);
-    if ("categories".equals(domainKind)) {
+    d.put("kind", kind);
+    if ("categories".equals(kind)) {
       d.put("labels", domain.get("labels"));
-    } else if ("integers".equals(domainKind)) {
+    } else if ("integers".equals(kind)) {
       d.put("low", domain.get("low"));
       d.put("high", domain.get("high"));
+    } else if ("attributes".equals(kind)) {
+      List<Object> attrs = new java.util.ArrayList<>();
+      for (Map<String, Object> a : attributeDomains(domain)) {
+        Map<String, Object> c = canonicalDomain(a);
+        c.put("name", a.get("name"));
+        attrs.add(c);
+      }
+      d.put("attributes", attrs);
     } else {
       d.put("low", new Canonical.PyFloat(((Number) domain.get("low")).doubleValue()));
       d.put("high", new Canonical.PyFloat(((Number) domain.get("high")).doubleValue()));
       d.put("bins", domain.get("bins"));
     }
+    return d;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static List<Map<String, Object>> attributeDomains(Map<String, Object> domain) {
+    Object a = domain.get("attributes");
+    if (!(a instanceof List)) {
+      throw new IllegalArgumentException("domain.attributes must be a list of domains");
+    }
+    return (List<Map<String, Object>>) a;
+  }
+
+  /** The canonical object whose hash is the fingerprint (ldpcore's {@code to_dict}). */
+  public Map<String, Object> canonical() {
+    Map<String, Object> d = canonicalDomain(domain);
     Map<String, Object> out = new LinkedHashMap<>();
     out.put("id", id);
     out.put("description", description);
@@ -166,7 +224,89 @@ public final class CollectionSpec {
     if (reportsPerWindow != 1) {
       out.put("reports_per_window", reportsPerWindow);
     }
+    if (protocol != null) {
+      Map<String, Object> p = new LinkedHashMap<>(protocol);
+      p.put("epsilon_total",
+          new Canonical.PyFloat(((Number) protocol.get("epsilon_total")).doubleValue()));
+      if (protocol.get("fractions") instanceof List) {
+        List<Object> fr = new java.util.ArrayList<>();
+        for (Object f : (List<?>) protocol.get("fractions")) {
+          fr.add(new Canonical.PyFloat(((Number) f).doubleValue()));
+        }
+        p.put("fractions", fr);
+      }
+      out.put("protocol", p);
+    }
     return out;
+  }
+
+  /** True for the set-valued mechanisms (ps, psi, setsize): a value is a set of labels. */
+  public boolean setValued() {
+    return Arrays.asList("ps", "psi", "setsize").contains(oracleSpec.get("mechanism"));
+  }
+
+  /** A set of labels / numbers → its sorted distinct item indices (set-valued collections). */
+  public long[] indexSet(Iterable<?> values) {
+    java.util.TreeSet<Long> out = new java.util.TreeSet<>();
+    for (Object v : values) {
+      out.add(index(v));
+    }
+    return out.stream().mapToLong(Long::longValue).toArray();
+  }
+
+  /**
+   * One device's tuple (a Map name → value, or a List in the attributes' order) → one index
+   * per attribute (multi collections).
+   */
+  public long[] attributeIndices(Object value) {
+    if (!"attributes".equals(domainKind)) {
+      throw new IllegalArgumentException("not a multi collection");
+    }
+    List<Map<String, Object>> attrs = attributeDomains(domain);
+    List<?> items;
+    if (value instanceof Map) {
+      Map<?, ?> m = (Map<?, ?>) value;
+      List<Object> l = new java.util.ArrayList<>();
+      for (Map<String, Object> a : attrs) {
+        if (!m.containsKey(a.get("name"))) {
+          throw new IllegalArgumentException("a value needs exactly the attributes, missing "
+              + a.get("name"));
+        }
+        l.add(m.get(a.get("name")));
+      }
+      if (m.size() != attrs.size()) {
+        throw new IllegalArgumentException("a value needs exactly the attributes, got "
+            + m.keySet());
+      }
+      items = l;
+    } else if (value instanceof List) {
+      items = (List<?>) value;
+    } else {
+      throw new IllegalArgumentException("a multi value must be a Map or a List, got " + value);
+    }
+    if (items.size() != attrs.size()) {
+      throw new IllegalArgumentException("a value needs " + attrs.size() + " values");
+    }
+    long[] out = new long[attrs.size()];
+    for (int j = 0; j < out.length; j++) {
+      try {
+        out[j] = indexIn(attrs.get(j), items.get(j));
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("attribute " + attrs.get(j).get("name") + ": "
+            + e.getMessage());
+      }
+    }
+    return out;
+  }
+
+  /** The mixed-radix index of per-attribute indices (attribute 0 most significant). */
+  public BigInteger combine(long[] row) {
+    BigInteger acc = BigInteger.ZERO;
+    List<Map<String, Object>> attrs = attributeDomains(domain);
+    for (int j = 0; j < row.length; j++) {
+      acc = acc.multiply(sizeOf(attrs.get(j))).add(BigInteger.valueOf(row[j]));
+    }
+    return acc;
   }
 
   private static BigInteger big(Object v) {
@@ -175,17 +315,37 @@ public final class CollectionSpec {
 
   /** Number of values of the domain. */
   public BigInteger domainSize() {
+    return sizeOf(domain);
+  }
+
+  private static BigInteger sizeOf(Map<String, Object> domain) {
+    String domainKind = String.valueOf(domain.get("kind"));
     if ("categories".equals(domainKind)) {
       return BigInteger.valueOf(((List<?>) domain.get("labels")).size());
     }
     if ("integers".equals(domainKind)) {
       return big(domain.get("high")).subtract(big(domain.get("low"))).add(BigInteger.ONE);
     }
+    if ("attributes".equals(domainKind)) {
+      BigInteger n = BigInteger.ONE;
+      for (Map<String, Object> a : attributeDomains(domain)) {
+        n = n.multiply(sizeOf(a));
+      }
+      return n;
+    }
     return BigInteger.valueOf(((Number) domain.get("bins")).longValue());
   }
 
   /** The domain index of a label (String) or number; IllegalArgumentException if outside. */
   public long index(Object value) {
+    if ("attributes".equals(domainKind)) {
+      throw new IllegalArgumentException("a multi collection: use attributeIndices");
+    }
+    return indexIn(domain, value);
+  }
+
+  private static long indexIn(Map<String, Object> domain, Object value) {
+    String domainKind = String.valueOf(domain.get("kind"));
     if ("categories".equals(domainKind)) {
       int i = ((List<?>) domain.get("labels")).indexOf(value);
       if (i < 0) {

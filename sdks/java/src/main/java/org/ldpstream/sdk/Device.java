@@ -1,6 +1,9 @@
 package org.ldpstream.sdk;
 
 import java.io.IOException;
+import java.math.BigInteger;
+import java.security.GeneralSecurityException;
+import java.security.SecureRandom;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,6 +29,10 @@ import java.util.function.DoubleSupplier;
  *   <li>persistence: with a memo file (app-private storage) the memo and the cadence are
  *       written atomically after every change, in the Python SDK's format, and reloaded;</li>
  *   <li>randomness: {@link SecureRandom} unless a {@link DrawSource} is given (tests).</li>
+ *   <li>set-valued collections (ps, psi, setsize) take a set (any Iterable) of labels, memoized
+ *       per set; multi collections a Map attribute → value or a List in the attributes'
+ *       order; in a phase of a partitioned protocol (svim, svsm) the device sends only to the
+ *       phase {@link #devicePhase} picks from its secret.</li>
  * </ul>
  *
  * <p>Not thread-safe: use one Device per thread or synchronize.
@@ -40,9 +47,10 @@ public final class Device {
   private final DrawSource source;
   private final DoubleSupplier clock;
   private final Path memoPath;
-  private final TreeMap<Long, Map<String, Object>> memo = new TreeMap<>();
+  private final TreeMap<BigInteger, Map<String, Object>> memo = new TreeMap<>();
   private Long window;
   private long sentInWindow;
+  private byte[] secret;
 
   /** A device with the platform CSPRNG, the system clock and no persistence. */
   public Device(CollectionSpec spec) throws IOException {
@@ -72,16 +80,92 @@ public final class Device {
     return oracle;
   }
 
-  /** The report of a label / number of the domain, per the memoization policy. */
-  public Map<String, Object> report(Object value) throws IOException {
-    long idx = spec.index(value);
-    if ("none".equals(spec.memoization)) {
-      return oracle.perturb(idx, source);
+  /** Set the device secret that picks its phase of a protocol group (default: 16 random
+   * bytes drawn when first needed and kept in the memo file). */
+  public void setSecret(byte[] secret) {
+    this.secret = secret.clone();
+  }
+
+  /**
+   * The phase (index) of a partitioned protocol group a device takes part in
+   * (ldpcore.setvalued.phases.device_phase): u = the first 8 bytes of
+   * HMAC-SHA256(secret, group), big-endian, / 2^64; the number of running sums of
+   * {@code fractions} that are &lt;= u, capped at the last phase.
+   */
+  public static int devicePhase(byte[] secret, String group, List<Double> fractions) {
+    byte[] mac;
+    try {
+      javax.crypto.Mac h = javax.crypto.Mac.getInstance("HmacSHA256");
+      h.init(new javax.crypto.spec.SecretKeySpec(secret.length == 0 ? new byte[1] : secret,
+          "HmacSHA256"));
+      mac = h.doFinal(group.getBytes(StandardCharsets.UTF_8));
+    } catch (GeneralSecurityException e) {
+      throw new IllegalStateException("HmacSHA256 is not available", e);
     }
-    Map<String, Object> rep = memo.get(idx);
+    double u = new BigInteger(1, java.util.Arrays.copyOf(mac, 8)).doubleValue() / 0x1p64;
+    double cum = 0;
+    int pos = 0;
+    for (double f : fractions) {
+      cum += f;
+      if (cum <= u) {
+        pos++;
+      }
+    }
+    return Math.min(pos, fractions.size() - 1);
+  }
+
+  /** False when a partitioned protocol (svim, svsm) puts this device in another phase. */
+  public boolean takesPart() throws IOException {
+    Map<String, Object> p = spec.protocol;
+    if (p == null || !(p.get("fractions") instanceof List)) {
+      return true;
+    }
+    if (secret == null) {
+      secret = new byte[16];
+      new SecureRandom().nextBytes(secret);
+      save();
+    }
+    List<Double> fr = new ArrayList<>();
+    for (Object f : (List<?>) p.get("fractions")) {
+      fr.add(((Number) f).doubleValue());
+    }
+    List<String> phases = CollectionSpec.PHASES.get(String.valueOf(p.get("name")));
+    return phases.get(devicePhase(secret, String.valueOf(p.get("group")), fr))
+        .equals(p.get("phase"));
+  }
+
+  /**
+   * The report of a value per the memoization policy: a label / number; for a set-valued
+   * collection an Iterable of them (memo key -1 - the bitmask of their indices); for multi a
+   * Map or List of attribute values (memo key the mixed-radix index) — as the Python SDK.
+   */
+  public Map<String, Object> report(Object value) throws IOException {
+    long[] items;
+    BigInteger key;
+    if (spec.setValued()) {
+      if (!(value instanceof Iterable)) {
+        throw new IllegalArgumentException("a set-valued collection takes a set of labels");
+      }
+      items = spec.indexSet((Iterable<?>) value);
+      BigInteger mask = BigInteger.ZERO;
+      for (long i : items) {
+        mask = mask.setBit((int) i);
+      }
+      key = BigInteger.ONE.negate().subtract(mask);
+    } else if ("attributes".equals(spec.domainKind)) {
+      items = spec.attributeIndices(value);
+      key = spec.combine(items);
+    } else {
+      items = new long[] {spec.index(value)};
+      key = BigInteger.valueOf(items[0]);
+    }
+    if ("none".equals(spec.memoization)) {
+      return oracle.perturbItems(items, source);
+    }
+    Map<String, Object> rep = memo.get(key);
     if (rep == null) {
-      rep = oracle.perturb(idx, source);
-      memo.put(idx, rep);
+      rep = oracle.perturbItems(items, source);
+      memo.put(key, rep);
       save();
     }
     return instant != null ? instant.rerandomize(rep, source) : rep;
@@ -116,6 +200,9 @@ public final class Device {
     long w = currentWindow();
     boolean same = window != null && window == w;
     if (same && sentInWindow >= spec.reportsPerWindow) {
+      return null;
+    }
+    if (!takesPart()) {
       return null;
     }
     Map<String, Object> rep = report(value);
@@ -154,7 +241,7 @@ public final class Device {
     List<Map<String, Object>> reps = new ArrayList<>(memo.values());
     List<Map<String, Object>> recs = Encoding.records(spec, oracle.columns(), reps);
     int i = 0;
-    for (Long k : memo.keySet()) {
+    for (BigInteger k : memo.keySet()) {
       answers.put(String.valueOf(k), recs.get(i++));
     }
     Map<String, Object> entry = new LinkedHashMap<>();
@@ -163,6 +250,13 @@ public final class Device {
     entry.put("answers", answers);
     entry.put("window", window);
     entry.put("sent", sentInWindow);
+    if (secret != null) {
+      StringBuilder hex = new StringBuilder();
+      for (byte b : secret) {
+        hex.append(String.format("%02x", b & 0xff));
+      }
+      entry.put("secret", hex.toString());
+    }
     ((Map<String, Object>) doc.get("collections")).put(spec.fingerprint, entry);
     Path dir = memoPath.toAbsolutePath().getParent();
     Files.createDirectories(dir);
@@ -189,16 +283,25 @@ public final class Device {
       return;
     }
     Map<String, Object> entry = (Map<String, Object>) e;
-    long size = spec.domainSize().min(java.math.BigInteger.valueOf(Long.MAX_VALUE)).longValue();
+    BigInteger size = spec.domainSize();
     for (Map.Entry<String, Object> a : ((Map<String, Object>) entry.get("answers")).entrySet()) {
-      long idx = Long.parseLong(a.getKey());
+      BigInteger idx = new BigInteger(a.getKey());
       Map<String, Object> rec = (Map<String, Object>) a.getValue();
-      if (idx < 0 || idx >= size || !spec.oracleFingerprint.equals(rec.get("fingerprint"))) {
+      boolean fits = idx.signum() < 0 ? spec.setValued() : idx.compareTo(size) < 0;
+      if (!fits || !spec.oracleFingerprint.equals(rec.get("fingerprint"))) {
         throw new IOException("memo entry " + idx + " does not fit collection " + spec.id);
       }
       memo.put(idx, Encoding.fromRecord(oracle.columns(), rec));
     }
     window = (Long) entry.get("window");
     sentInWindow = (Long) entry.get("sent");
+    Object hex = entry.get("secret");
+    if (secret == null && hex instanceof String) {
+      String h = (String) hex;
+      secret = new byte[h.length() / 2];
+      for (int i = 0; i < secret.length; i++) {
+        secret[i] = (byte) Integer.parseInt(h.substring(2 * i, 2 * i + 2), 16);
+      }
+    }
   }
 }

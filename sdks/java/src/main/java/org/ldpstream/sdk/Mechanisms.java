@@ -51,6 +51,17 @@ public final class Mechanisms {
 
     /** The report of a domain index (for pem an integer below 2^bits). */
     Map<String, Object> perturb(long value, DrawSource src);
+
+    /**
+     * The report of several indices: for ps, psi and setsize a set of item indices, for
+     * multi one index per attribute; for the other mechanisms a single index.
+     */
+    default Map<String, Object> perturbItems(long[] values, DrawSource src) {
+      if (values.length != 1) {
+        throw new IllegalArgumentException(mechanism() + " takes one domain index");
+      }
+      return perturb(values[0], src);
+    }
   }
 
   /** The instantaneous channel of two-level memoization. */
@@ -837,6 +848,9 @@ public final class Mechanisms {
           (int) integer(spec, "eta", 8), (int) integer(spec, "pool", 256),
           integer(spec, "hash_seed", 0));
     }
+    if ("multi".equals(mech)) {
+      return new Multi(eps, spec);
+    }
     long d = integer(spec, "domain_size", -1);
     if (d < 2) {
       throw new IllegalArgumentException("oracle.domain_size must be an integer >= 2");
@@ -849,8 +863,29 @@ public final class Mechanisms {
           spec.containsKey("g") ? integer(spec, "g", 0) : LocalHashing.defaultG(eps, d));
       case "hr": return new Hr(eps, d);
       case "hrr": return new Hrr(eps, d);
-      case "ss": return new Ss(eps, (int) d, (int) integer(spec, "subset_size", -1));
-      case "cms": case "hcms": return new Sketch((String) mech, eps, d, integer(spec, "m", -1));
+      case "ss": {
+        double e = Math.exp(eps);
+        long k = spec.containsKey("subset_size") ? integer(spec, "subset_size", -1)
+            : Math.min(d - 1, Math.max(1, (long) Math.rint(d / (e + 1))));
+        return new Ss(eps, (int) d, (int) k);
+      }
+      case "cms": case "hcms": {
+        long m = integer(spec, "m", 0);
+        if (m == 0 && "cms".equals(mech)) {
+          m = Math.max(2, (long) Math.floor(Math.sqrt(d - 1)) + 1);
+          while (!isPrime(m)) {
+            m++;
+          }
+        } else if (m == 0) {
+          m = 2;
+          while (m * m < d) {
+            m *= 2;
+          }
+        }
+        return new Sketch((String) mech, eps, d, m);
+      }
+      case "ps": case "psi": return new Padded((String) mech, eps, d, spec);
+      case "setsize": return new SetSize(eps, d, spec);
       case "hh": {
         boolean consistency = !Boolean.FALSE.equals(spec.get("consistency"));
         long fanout = integer(spec, "fanout", consistency ? 8 : 4);
@@ -864,6 +899,277 @@ public final class Mechanisms {
       default:
         throw new IllegalArgumentException("unknown or unresolved mechanism " + mech
             + " (the SDK needs the resolved spec the query API serves)");
+    }
+  }
+
+  // ---- set-valued mechanisms (docs/wire-format.md §4, "Set-valued mechanisms") --------
+
+  static long[] intList(Object x, String what) {
+    if (!(x instanceof List)) {
+      throw new IllegalArgumentException("oracle." + what + " must be a list of integers");
+    }
+    List<?> l = (List<?>) x;
+    long[] out = new long[l.size()];
+    for (int i = 0; i < out.length; i++) {
+      if (!(l.get(i) instanceof Long)) {
+        throw new IllegalArgumentException("oracle." + what + " must be a list of integers");
+      }
+      out[i] = (Long) l.get(i);
+    }
+    return out;
+  }
+
+  static long[][] itemsets(Object x) {
+    if (!(x instanceof List)) {
+      throw new IllegalArgumentException("oracle.itemsets must be a list of lists of integers");
+    }
+    List<?> l = (List<?>) x;
+    long[][] out = new long[l.size()][];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = intList(l.get(i), "itemsets");
+    }
+    return out;
+  }
+
+  /** Sorted distinct item indices. */
+  static long[] itemsOf(long[] values) {
+    return Arrays.stream(values).distinct().sorted().toArray();
+  }
+
+  /** The entries a set contributes, ascending (itemset positions, candidate positions, items). */
+  static long[] setEntries(long[] items, long[] candidates, long[][] itemsets) {
+    if (itemsets != null) {
+      java.util.Set<Long> have = new java.util.HashSet<>();
+      for (long x : items) {
+        have.add(x);
+      }
+      List<Long> out = new ArrayList<>();
+      for (int j = 0; j < itemsets.length; j++) {
+        boolean all = true;
+        for (long x : itemsets[j]) {
+          all &= have.contains(x);
+        }
+        if (all) {
+          out.add((long) j);
+        }
+      }
+      return out.stream().mapToLong(Long::longValue).toArray();
+    }
+    if (candidates != null) {
+      Map<Long, Long> pos = new java.util.HashMap<>();
+      for (int i = 0; i < candidates.length; i++) {
+        pos.put(candidates[i], (long) i);
+      }
+      return Arrays.stream(items).filter(pos::containsKey).map(pos::get).sorted().toArray();
+    }
+    return items;
+  }
+
+  /**
+   * ps / psi: pad the entries to {@code length}, sample one, report it with GRR at the
+   * amplified epsilon' = log(l * expm1(eps) + 1) or OLH at eps, over m entries + l dummies.
+   */
+  static final class Padded extends Base {
+    final Oracle inner;
+    final long length;
+    final long entries;
+    final long[] candidates;
+    final long[][] itemsets;
+
+    Padded(String mech, double eps, long d, Map<String, Object> spec) {
+      super(mech);
+      length = integer(spec, "length", 1);
+      candidates = "ps".equals(mech) && spec.get("candidates") != null
+          ? intList(spec.get("candidates"), "candidates") : null;
+      if ("psi".equals(mech)) {
+        if (spec.get("itemsets") != null) {
+          itemsets = itemsets(spec.get("itemsets"));
+        } else {
+          itemsets = new long[(int) d][];
+          for (int i = 0; i < d; i++) {
+            itemsets[i] = new long[] {i};
+          }
+        }
+      } else {
+        itemsets = null;
+      }
+      entries = itemsets != null ? itemsets.length : candidates != null ? candidates.length : d;
+      long size = entries + length;
+      Object in = spec.get("inner");
+      if (in == null || "grr".equals(in)) {
+        inner = new Grr(Math.log(length * Math.expm1(eps) + 1), size);
+      } else if ("olh".equals(in)) {
+        inner = new LocalHashing("olh", eps, size, LocalHashing.defaultG(eps, size));
+      } else {
+        throw new IllegalArgumentException("oracle.inner must be grr or olh (resolved), got "
+            + in);
+      }
+      columns.addAll(inner.columns());
+    }
+
+    @Override
+    public Map<String, Object> perturb(long v, DrawSource src) {
+      return perturbItems(new long[] {v}, src);
+    }
+
+    @Override
+    public Map<String, Object> perturbItems(long[] values, DrawSource src) {
+      long[] e = setEntries(itemsOf(values), candidates, itemsets);
+      long s = e.length;
+      long t = below(src, Math.max(s, length));
+      long x = t < s ? e[(int) t] : entries + below(src, length);
+      return inner.perturb(x, src);
+    }
+  }
+
+  /** setsize: min(number of entries, max_size) through the inner frequency oracle. */
+  static final class SetSize extends Base {
+    final Oracle inner;
+    final long maxSize;
+    final long[] candidates;
+    final long[][] itemsets;
+
+    SetSize(double eps, long d, Map<String, Object> spec) {
+      super("setsize");
+      candidates = spec.get("candidates") == null ? null
+          : intList(spec.get("candidates"), "candidates");
+      itemsets = spec.get("itemsets") == null ? null : itemsets(spec.get("itemsets"));
+      maxSize = integer(spec, "max_size", -1);
+      Object in = spec.get("inner");
+      if (!(in instanceof String) || "auto".equals(in)) {
+        throw new IllegalArgumentException("oracle.inner must be the resolved mechanism name");
+      }
+      Map<String, Object> sub = new LinkedHashMap<>();
+      sub.put("mechanism", in);
+      sub.put("epsilon", eps);
+      sub.put("domain_size", maxSize + 1);
+      inner = make(sub);
+      columns.addAll(inner.columns());
+    }
+
+    @Override
+    public Map<String, Object> perturb(long v, DrawSource src) {
+      return perturbItems(new long[] {v}, src);
+    }
+
+    @Override
+    public Map<String, Object> perturbItems(long[] values, DrawSource src) {
+      long n = setEntries(itemsOf(values), candidates, itemsets).length;
+      return inner.perturb(Math.min(n, maxSize), src);
+    }
+  }
+
+  // ---- multi-attribute (docs/wire-format.md §4, "Multi-attribute") --------------------
+
+  /** k of q questions without replacement, ascending (partial Fisher-Yates on 0..q-1). */
+  public static int[] sampleQuestions(DrawSource src, int q, int k) {
+    int[] idx = new int[q];
+    for (int i = 0; i < q; i++) {
+      idx[i] = i;
+    }
+    for (int i = 0; i < k; i++) {
+      int j = i + (int) below(src, q - i);
+      int tmp = idx[i];
+      idx[i] = idx[j];
+      idx[j] = tmp;
+    }
+    int[] out = Arrays.copyOf(idx, k);
+    Arrays.sort(out);
+    return out;
+  }
+
+  /** multi: {@code sample} of the attributes (and pairs) per report, each at eps/k. */
+  @SuppressWarnings("unchecked")
+  static final class Multi extends Base {
+    final List<String> names = new ArrayList<>();
+    final List<Oracle> subs = new ArrayList<>();
+    final long[] radix;
+    final int[][] pairs;
+    final int sample;
+
+    Multi(double eps, Map<String, Object> spec) {
+      super("multi");
+      Object a = spec.get("attributes");
+      Object p = spec.get("pairs") == null ? new ArrayList<Object>() : spec.get("pairs");
+      if (!(a instanceof List) || !(p instanceof List)) {
+        throw new IllegalArgumentException(
+            "oracle.attributes (and pairs) must be lists of oracle specs");
+      }
+      sample = (int) integer(spec, "sample", 1);
+      List<Map<String, Object>> attrs = (List<Map<String, Object>>) a;
+      List<Map<String, Object>> ps = (List<Map<String, Object>>) p;
+      for (Map<String, Object> at : attrs) {
+        names.add((String) at.get("name"));
+        subs.add(sub(at, eps / sample));
+      }
+      radix = new long[attrs.size()];
+      for (int j = 0; j < radix.length; j++) {
+        radix[j] = ((Number) attrs.get(j).get("domain_size")).longValue();
+      }
+      pairs = new int[ps.size()][];
+      for (int i = 0; i < pairs.length; i++) {
+        List<String> ab = (List<String>) ps.get(i).get("attributes");
+        pairs[i] = new int[] {names.indexOf(ab.get(0)), names.indexOf(ab.get(1))};
+      }
+      for (Map<String, Object> pr : ps) {
+        List<String> ab = (List<String>) pr.get("attributes");
+        names.add(ab.get(0) + "*" + ab.get(1));
+        subs.add(sub(pr, eps / sample));
+      }
+      columns.add(new Column("attrs", "uint8", names.size()));
+      for (int j = 0; j < names.size(); j++) {
+        for (Column c : subs.get(j).columns()) {
+          columns.add(new Column(names.get(j) + "." + c.name, c.dtype, c.bits));
+        }
+      }
+    }
+
+    private static Oracle sub(Map<String, Object> spec, double eps) {
+      Map<String, Object> m = new LinkedHashMap<>(spec);
+      m.remove("name");
+      m.remove("attributes");
+      m.put("epsilon", eps);
+      return make(m);
+    }
+
+    @Override
+    public Map<String, Object> perturb(long v, DrawSource src) {
+      long[] row = new long[radix.length];
+      for (int j = radix.length - 1; j >= 0; j--) {
+        row[j] = v % radix[j];
+        v /= radix[j];
+      }
+      return perturbItems(row, src);
+    }
+
+    @Override
+    public Map<String, Object> perturbItems(long[] row, DrawSource src) {
+      if (row.length != radix.length) {
+        throw new IllegalArgumentException("a multi value needs " + radix.length + " indices");
+      }
+      for (int j = 0; j < row.length; j++) {
+        if (row[j] < 0 || row[j] >= radix[j]) {
+          throw new IllegalArgumentException("attribute " + names.get(j) + ": index "
+              + row[j] + " outside [0, " + radix[j] + ")");
+        }
+      }
+      long[] vals = Arrays.copyOf(row, names.size());
+      for (int i = 0; i < pairs.length; i++) {
+        vals[row.length + i] = row[pairs[i][0]] * radix[pairs[i][1]] + row[pairs[i][1]];
+      }
+      int[] chosen = sampleQuestions(src, names.size(), sample);
+      Map<String, Object> out = new LinkedHashMap<>();
+      out.put("attrs", chosen);
+      for (int j = 0; j < names.size(); j++) {
+        Oracle o = subs.get(j);
+        Map<String, Object> rep = Arrays.binarySearch(chosen, j) >= 0
+            ? o.perturb(vals[j], src) : null;
+        for (Column c : o.columns()) {
+          out.put(names.get(j) + "." + c.name, rep != null ? rep.get(c.name)
+              : c.bits > 0 ? new int[0] : (Object) 0L);
+        }
+      }
+      return out;
     }
   }
 

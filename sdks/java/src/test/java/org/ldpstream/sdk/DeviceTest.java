@@ -106,4 +106,37 @@ class DeviceTest {
     assertArrayEquals(new long[] {2096804712593481934L},
         new long[] {Mechanisms.pcg64Words(12345, 1)[0] >>> 1});
   }
+
+  @Test
+  void aSetValuedDeviceMemoizesPerSetKeyedAsThePythonSdk(@TempDir Path dir) throws IOException {
+    CollectionSpec s = CollectionSpec.parse("{\"id\":\"apps\",\"oracle\":{\"mechanism\":"
+        + "\"ps\",\"epsilon\":1.0,\"domain_size\":4,\"length\":2,\"inner\":\"grr\"},"
+        + "\"domain\":{\"kind\":\"categories\",\"labels\":[\"a\",\"b\",\"c\",\"d\"]}}");
+    Path memo = dir.resolve("memo.json");
+    Device dev = new Device(s, null, memo, null);
+    Map<String, Object> first = dev.report(java.util.Arrays.asList("b", "a"));
+    assertEquals(first, dev.report(java.util.Arrays.asList("a", "b", "a")));
+    assertTrue(new String(Files.readAllBytes(memo)).contains("\"-4\":"));
+    assertEquals(first, new Device(s, null, memo, null).report(java.util.Arrays.asList("a", "b")));
+  }
+
+  @Test
+  void aMultiDeviceTakesAMapOrAListKeyedByTheMixedRadix(@TempDir Path dir) throws IOException {
+    CollectionSpec s = CollectionSpec.parse("{\"id\":\"profile\",\"oracle\":{\"mechanism\":"
+        + "\"multi\",\"epsilon\":2.0,\"sample\":1,\"domain_size\":30,\"attributes\":["
+        + "{\"name\":\"os\",\"mechanism\":\"grr\",\"domain_size\":3},{\"name\":\"age\","
+        + "\"mechanism\":\"pm\",\"domain_size\":10,\"low\":0.0,\"high\":100.0}]},"
+        + "\"domain\":{\"kind\":\"attributes\",\"attributes\":[{\"name\":\"os\",\"kind\":"
+        + "\"categories\",\"labels\":[\"linux\",\"mac\",\"win\"]},{\"name\":\"age\","
+        + "\"kind\":\"interval\",\"low\":0,\"high\":100,\"bins\":10}]}}");
+    Path memo = dir.resolve("memo.json");
+    Device dev = new Device(s, null, memo, null);
+    Map<String, Object> m = new java.util.LinkedHashMap<>();
+    m.put("os", "mac");
+    m.put("age", 37L);
+    Map<String, Object> first = dev.report(m);
+    assertEquals(first, dev.report(java.util.Arrays.asList("mac", 39.5)));
+    assertTrue(new String(Files.readAllBytes(memo)).contains("\"13\":"));
+    assertEquals(1, ((int[]) first.get("attrs")).length);
+  }
 }

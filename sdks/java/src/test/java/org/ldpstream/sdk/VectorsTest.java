@@ -9,6 +9,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -68,8 +70,15 @@ class VectorsTest {
     assertEquals(c.get("oracle_fingerprint"), spec.oracleFingerprint);
     List<Object> inputs = (List<Object>) c.get("inputs");
     List<Object> values = (List<Object>) c.get("values");
+    List<long[]> rows = new ArrayList<>();
     for (int i = 0; i < inputs.size(); i++) {
-      assertEquals(((Number) values.get(i)).longValue(), spec.index(inputs.get(i)));
+      long[] got = spec.setValued() ? spec.indexSet((List<Object>) inputs.get(i))
+          : "attributes".equals(spec.domainKind) ? spec.attributeIndices(inputs.get(i))
+          : new long[] {spec.index(inputs.get(i))};
+      Object want = values.get(i);
+      assertEquals(want instanceof List ? want : Collections.singletonList(want),
+          Arrays.stream(got).boxed().collect(Collectors.toList()));
+      rows.add(got);
     }
     List<Object> w = (List<Object>) c.get("words");
     long[] words = new long[w.size()];
@@ -79,8 +88,8 @@ class VectorsTest {
     WordStream src = new WordStream(words);
     Mechanisms.Oracle oracle = spec.oracle();
     List<Map<String, Object>> reports = new ArrayList<>();
-    for (Object v : values) {
-      reports.add(oracle.perturb(((Number) v).longValue(), src));
+    for (long[] v : rows) {
+      reports.add(oracle.perturbItems(v, src));
     }
     if (c.containsKey("permanent")) {
       assertEquals(c.get("permanent"), Encoding.records(spec, oracle.columns(), reports));
@@ -95,6 +104,24 @@ class VectorsTest {
     assertEquals(c.get("reports"), Encoding.records(spec, oracle.columns(), reports));
     assertEquals(c.get("message_binary"), hex(Encoding.binary(spec, oracle.columns(), reports)));
     assertEquals(c.get("message_json"), Encoding.json(spec, oracle.columns(), reports));
+    if (c.containsKey("phases")) {
+      for (Object o : (List<Object>) c.get("phases")) {
+        Map<String, Object> row = (Map<String, Object>) o;
+        String h = (String) row.get("secret");
+        byte[] secret = new byte[h.length() / 2];
+        for (int i = 0; i < secret.length; i++) {
+          secret[i] = (byte) Integer.parseInt(h.substring(2 * i, 2 * i + 2), 16);
+        }
+        try {
+          Device dev = new Device(spec, null, null, () -> 0.0);
+          dev.setSecret(secret);
+          assertEquals(row.get("takes_part"), dev.takesPart(), "secret " + h);
+          assertEquals(row.get("takes_part"), dev.message(inputs.get(0)) != null);
+        } catch (IOException e) {
+          throw new AssertionError(e);
+        }
+      }
+    }
   }
 
   @TestFactory

@@ -46,6 +46,11 @@ public final class Bench {
     cases.add(c("pm eps=1 bins=64", "{\"mechanism\":\"pm\",\"epsilon\":1.0,\"domain_size\":64,\"low\":0.0,\"high\":1.0}", String.format(IV, 64), ""));
     cases.add(c("duchi eps=1 bins=64", "{\"mechanism\":\"duchi\",\"epsilon\":1.0,\"domain_size\":64,\"low\":0.0,\"high\":1.0}", String.format(IV, 64), ""));
     cases.add(c("pem eps=4 bits=32", "{\"mechanism\":\"pem\",\"epsilon\":4.0,\"bits\":32,\"keep\":64,\"eta\":8,\"pool\":256,\"hash_seed\":0}", ints(1L << 32), ""));
+    cases.add(c("ps eps=1 d=64 l=4 grr (3-item sets)", "{\"mechanism\":\"ps\",\"epsilon\":1.0,\"domain_size\":64,\"length\":4,\"inner\":\"grr\"}", ints(64), ""));
+    cases.add(c("ps eps=1 d=1024 l=4 olh (3-item sets)", "{\"mechanism\":\"ps\",\"epsilon\":1.0,\"domain_size\":1024,\"length\":4,\"inner\":\"olh\"}", ints(1024), ""));
+    cases.add(c("setsize eps=1 d=64 L=8 (3-item sets)", "{\"mechanism\":\"setsize\",\"epsilon\":1.0,\"domain_size\":64,\"max_size\":8,\"inner\":\"grr\"}", ints(64), ""));
+    cases.add(c("multi eps=2 k=2: grr16 oue32 pm64", "{\"mechanism\":\"multi\",\"epsilon\":2.0,\"domain_size\":32768,\"sample\":2,\"attributes\":[{\"name\":\"a\",\"mechanism\":\"grr\",\"domain_size\":16},{\"name\":\"b\",\"mechanism\":\"oue\",\"domain_size\":32},{\"name\":\"c\",\"mechanism\":\"pm\",\"domain_size\":64,\"low\":0.0,\"high\":1.0}]}",
+        "{\"kind\":\"attributes\",\"attributes\":[{\"name\":\"a\",\"kind\":\"integers\",\"low\":0,\"high\":15},{\"name\":\"b\",\"kind\":\"integers\",\"low\":0,\"high\":31},{\"name\":\"c\",\"kind\":\"interval\",\"low\":0.0,\"high\":1.0,\"bins\":64}]}", ""));
     cases.add(c("two-level oue eps=4/1 d=64", "{\"mechanism\":\"oue\",\"epsilon\":4.0,\"domain_size\":64}", ints(64), ",\"memoization\":\"two-level\",\"epsilon_1\":1.0"));
     SecureRandomSource src = new SecureRandomSource();
     System.out.println("mechanism      params                      reports/s   (encode incl.)");
@@ -73,8 +78,13 @@ public final class Bench {
                     SecureRandomSource src, long size, int n) {
     long t0 = System.nanoTime();
     List<Map<String, Object>> reports = new ArrayList<>(n);
+    boolean sets = spec.setValued();
     for (int i = 0; i < n; i++) {
-      Map<String, Object> r = oracle.perturb(i % size, src);
+      // set-valued: a 3-item set per report; other mechanisms (multi too): a domain index
+      Map<String, Object> r = sets
+          ? oracle.perturbItems(new long[] {i % size, (7L * i + 1) % size, (13L * i + 5) % size},
+              src)
+          : oracle.perturb(i % size, src);
       reports.add(inst != null ? inst.rerandomize(r, src) : r);
     }
     Encoding.binary(spec, oracle.columns(), reports);

@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Paths;
 import org.ldpstream.sdk.CollectionSpec;
 import org.ldpstream.sdk.Device;
+import org.ldpstream.sdk.Json;
 
 /**
  * One device message from the command line, with the memo in a file (the Python SDK's memo
@@ -18,8 +19,9 @@ public final class Message {
   public static void main(String[] args) throws Exception {
     CollectionSpec spec = CollectionSpec.parse(
         new String(Files.readAllBytes(Paths.get(args[0])), StandardCharsets.UTF_8));
-    Object value = "categories".equals(spec.domainKind) ? args[1]
-        : (Object) Double.valueOf(args[1]);
+    // A JSON list or object: a set of labels, or an attribute tuple.
+    Object value = args[1].startsWith("[") || args[1].startsWith("{") ? Json.parse(args[1])
+        : "categories".equals(spec.domainKind) ? args[1] : (Object) Double.valueOf(args[1]);
     double now = Double.parseDouble(args[3]);
     Device device = new Device(spec, null, Paths.get(args[2]), () -> now);
     if (args.length > 4 && "json".equals(args[4])) {

@@ -15,7 +15,8 @@ import org.ldpstream.sdk.SecureRandomSource;
 /**
  * Batch perturbation for the Python-side statistical checks (tests/sdks): for every pair of
  * arguments REQUEST OUTPUT, reads {@code {"collection": spec, "values": [domain indices]}}
- * from REQUEST, perturbs every value with SecureRandom (two-level: permanent answer then one
+ * from REQUEST (set-valued: lists of item indices; multi: lists of per-attribute indices),
+ * perturbs every value with SecureRandom (two-level: permanent answer then one
  * re-randomized report) and writes one binary message with all reports to OUTPUT.
  */
 public final class Perturb {
@@ -38,8 +39,15 @@ public final class Perturb {
         ? Mechanisms.rerandomizer(oracle, spec.epsilon1) : null;
     List<Map<String, Object>> reports = new ArrayList<>();
     for (Object v : (List<Object>) req.get("values")) {
-      long x = v instanceof String ? Long.parseLong((String) v) : ((Number) v).longValue();
-      Map<String, Object> r = oracle.perturb(x, src);
+      Map<String, Object> r;
+      if (v instanceof List) {  // a set of item indices, or one index per attribute
+        long[] items = ((List<Object>) v).stream().mapToLong(x -> ((Number) x).longValue())
+            .toArray();
+        r = oracle.perturbItems(items, src);
+      } else {
+        long x = v instanceof String ? Long.parseLong((String) v) : ((Number) v).longValue();
+        r = oracle.perturb(x, src);
+      }
       reports.add(inst != null ? inst.rerandomize(r, src) : r);
     }
     Files.write(Paths.get(output), Encoding.binary(spec, oracle.columns(), reports));

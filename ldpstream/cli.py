@@ -179,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     from query_api.bench import add_bench_api_parser
 
     add_bench_api_parser(bsub)
+    from ldpstream.dev.soak import add_bench_soak_parser
+
+    add_bench_soak_parser(bsub)
     return parser
 
 

@@ -176,7 +176,8 @@ def _start(args: argparse.Namespace, work: Path) -> Stack:
             r = re.search(r"redis\s+(redis://\S+)", text)
             if m is None or r is None:
                 raise RuntimeError(f"cannot read the broker and Redis of ldpstream up:\n{text}")
-            stack.bootstrap, stack.broker = m.group(1), m.group(2).strip(",")
+            stack.bootstrap = m.group(1)
+            stack.broker = "kafka" if m.group(2).startswith("Apache") else "tansu"
             stack.redis_url = r.group(1)
             break
         time.sleep(0.5)
@@ -314,6 +315,11 @@ def run_soak(args: argparse.Namespace) -> int:
     if args.minutes <= 0 or args.interval <= 0:
         print("ldpstream bench soak: --minutes and --interval must be > 0", file=sys.stderr)
         return 2
+    def interrupted(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    # nohup'ed in the background, SIGINT is ignored: SIGTERM also ends the soak cleanly
+    signal.signal(signal.SIGTERM, interrupted)
     work = Path(tempfile.mkdtemp(prefix="ldpstream-soak-"))
     samples: list[Sample] = []
     stack = _start(args, work)

@@ -52,7 +52,7 @@ from .servers import (
     start_redis,
 )
 
-__all__ = ["UP_KAFKA_CONFIG", "add_up_parser", "choose_broker", "run_stack"]
+__all__ = ["UP_KAFKA_CONFIG", "UP_KAFKA_HEAP", "add_up_parser", "choose_broker", "run_stack"]
 
 #: Apache Kafka settings of ``up``: only the janitor releases records (no time or size
 #: retention, which could drop a report not yet counted); segments of at most 4 MiB or
@@ -66,6 +66,9 @@ UP_KAFKA_CONFIG = {
     "log.retention.check.interval.ms": "60000",
     "log.segment.delete.delay.ms": "10000",
 }
+
+#: Apache Kafka's JVM heap in ``up`` (the demo rate needs far less; it bounds the broker's RSS)
+UP_KAFKA_HEAP = "256m"
 
 
 def choose_broker(wanted: str) -> str:
@@ -103,6 +106,9 @@ def add_up_parser(sub: Any) -> None:
                         "storage, which cannot release any (its memory grows ~5 MB/min at "
                         "the demo rate); auto (default): kafka if a JDK and the jars are "
                         "there, else tansu")
+    p.add_argument("--retention-hours", type=float, default=24.0,
+                   help="how long Redis keeps each demo collection's windows (default 24; "
+                        "about 150 MB of Redis a day at the demo rate)")
     p.add_argument("--release-interval", type=float, default=30.0,
                    help="seconds between the janitor's rounds: delete the records below the "
                         "Redis watermarks (already counted) and trim expired windows "
@@ -148,6 +154,21 @@ def _demo_collections() -> list[tuple[dict[str, Any], str]]:
     return [(spec, dist) for spec, dist in json.loads(out)]
 
 
+def _with_retention(demos: list[tuple[dict[str, Any], str]],
+                    seconds: int) -> list[tuple[dict[str, Any], str]]:
+    """The demo specs with ``retention_seconds`` set (their fingerprint follows).
+
+    >>> _with_retention([({"id": "a", "fingerprint": "x"}, "zipf")], 3600)
+    [({'id': 'a', 'retention_seconds': 3600}, 'zipf')]
+    """
+    out = []
+    for spec, dist in demos:
+        spec = {k: v for k, v in spec.items() if k != "fingerprint"}
+        spec["retention_seconds"] = max(1, seconds)
+        out.append((spec, dist))
+    return out
+
+
 def run_stack(args: argparse.Namespace) -> int:
     token = getattr(args, "admin_token", None)
     if token is not None and len(token) < 8:
@@ -158,7 +179,11 @@ def run_stack(args: argparse.Namespace) -> int:
     work.mkdir(parents=True, exist_ok=True)
     logs = work / "logs"
     logs.mkdir(exist_ok=True)
-    demos = _demo_collections()
+    retention = getattr(args, "retention_hours", 24.0)
+    if not retention > 0:
+        print("ldpstream up: --retention-hours must be > 0", file=sys.stderr)
+        return 2
+    demos = _with_retention(_demo_collections(), round(retention * 3600))
     cfile = work / "collections.json"
     cfile.write_text(json.dumps({"collections": [spec for spec, _ in demos]}, indent=1))
     port = args.port if _port_free(args.port) else free_port()
@@ -179,7 +204,8 @@ def run_stack(args: argparse.Namespace) -> int:
         print(f"ldpstream up: working directory {work}", flush=True)
         broker = choose_broker(getattr(args, "broker", "auto"))
         started = time.monotonic()
-        kafka = (start_broker(broker, _mk(work / "kafka"), config=UP_KAFKA_CONFIG)
+        kafka = (start_broker(broker, _mk(work / "kafka"), config=UP_KAFKA_CONFIG,
+                              heap=UP_KAFKA_HEAP)
                  if broker == "kafka" else start_broker(broker, _mk(work / "kafka")))
         servers.append(kafka)
         took = time.monotonic() - started

@@ -5,7 +5,8 @@ watermarks: on Apache Kafka each partition's log start offset follows its waterm
 (never above it: nothing uncounted goes), a worker killed and restarted afterwards
 resumes from Redis above the released offsets, and the count equals what was sent,
 cell for cell.  tansu 0.6 has no DeleteRecords: the janitor notices once, releases
-nothing, and the count is exact all the same.  The janitor also drops the entries of
+nothing, and the count is exact all the same.  A worker started with
+``LDP_RELEASE_INTERVAL_MS`` runs the janitor itself.  The janitor also drops the entries of
 expired windows from the ``windows`` sorted sets, and only those.
 
 One engine (aiokafka) is enough here: the janitor does not depend on the worker's driver.
@@ -57,7 +58,7 @@ def test_janitor_releases_only_counted_records_and_the_count_stays_exact(
                       prefix=prefix, interval=0.2)
     releases = kafka.broker != "tansu"
     try:
-        pub = Publisher(kafka.bootstrap, topic, SPEC, reports=60_000, rate=12_000, seed=3)
+        pub = Publisher(kafka.bootstrap, topic, SPEC, reports=36_000, rate=12_000, seed=3)
         pub.start()
         rounds = 0
         while pub.is_alive() or rounds < 3:
@@ -100,6 +101,34 @@ def test_janitor_releases_only_counted_records_and_the_count_stays_exact(
         assert worker.alive(), worker.output()
     finally:
         janitor.close()
+        assert worker.stop() == 0, worker.output()
+
+
+@pytest.mark.brokers("kafka")
+def test_a_worker_with_a_release_interval_releases_what_it_counted(
+        kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
+        tmp_path: Path) -> None:
+    topic, prefix = ldp_names["topic"], ldp_names["prefix"]
+    cfile = tmp_path / "collections.json"
+    cfile.write_text(json.dumps({"collections": [SPEC.to_dict()]}))
+    env = worker_env(kafka, redis_server, ldp_names, LDP_COLLECTIONS_FILE=str(cfile),
+                     LDP_RELEASE_INTERVAL_MS="300")
+    worker = WorkerProcess(env, tmp_path / "worker.log").start()
+    try:
+        pub = Publisher(kafka.bootstrap, topic, SPEC, reports=20_000, rate=20_000, seed=6)
+        pub.start()
+        result = pub.finish()
+        wait_for(lambda: load_state(redis_client, SPEC, prefix=prefix).n >= result.state.n,
+                 60, f"{result.state.n} reports counted")
+
+        def released() -> bool:
+            wms = read_watermarks(redis_client, topic, prefix)
+            first, _ = log_offsets(kafka.bootstrap, topic)
+            return len(wms) == 4 and first == [wms[p] + 1 for p in range(4)]
+        wait_for(released, 30, "the log start offsets at the watermarks + 1", interval=0.3)
+        assert load_state(redis_client, SPEC, prefix=prefix).n == result.state.n
+        assert worker.alive(), worker.output()
+    finally:
         assert worker.stop() == 0, worker.output()
 
 

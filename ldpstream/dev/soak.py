@@ -10,7 +10,8 @@ Redis, the aggregator worker, the API and the simulated devices, summed), and ev
 * **retained**: records the broker still keeps on the reports topic, the sum over its
   partitions of ``end offset - log start offset`` (ListOffsets latest and earliest);
   it stays bounded only when counted records are released (DeleteRecords);
-* **redis used**: Redis's own ``used_memory``.
+* **redis used**: Redis's own ``used_memory``;
+* **broker disk**: the disk Apache Kafka's log directory takes (tansu keeps none).
 
 At the end it stops the stack (SIGINT, as Ctrl-C would), prints one table of samples and
 one of figures per process, MB at start and at the end, the peak, and two least-squares
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import signal
 import subprocess
@@ -133,6 +135,8 @@ class Sample:
     counted: int | None
     retained: int | None
     redis_used_mb: float | None
+    #: disk blocks of Apache Kafka's log directory (None for tansu: memory storage)
+    broker_disk_mb: float | None = None
 
 
 @dataclass
@@ -141,6 +145,7 @@ class Stack:
 
     proc: subprocess.Popen[bytes]
     log: Path
+    data: Path
     bootstrap: str = ""
     redis_url: str = ""
     broker: str = ""
@@ -165,7 +170,7 @@ def _start(args: argparse.Namespace, work: Path) -> Stack:
     with open(log, "ab") as out:
         proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
-    stack = Stack(proc, log)
+    stack = Stack(proc, log, work / "data")
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         text = log.read_text(errors="replace")
@@ -251,6 +256,19 @@ class _Probe:
             self.redis.close()
 
 
+def disk_mb(path: Path) -> float | None:
+    """Disk space allocated under ``path`` in MB (blocks, so sparse index files count
+    what they use), None if there is no such directory."""
+    if not path.is_dir():
+        return None
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(root, name)).st_blocks * 512
+    return total / 2**20
+
+
 def _sample(stack: Stack, probe: _Probe, t0: float) -> Sample:
     if stack.proc.poll() is None:
         stack.discover()  # a restarted child gets a new pid
@@ -260,7 +278,7 @@ def _sample(stack: Stack, probe: _Probe, t0: float) -> Sample:
         if values:
             rss[role] = sum(values)
     return Sample((time.monotonic() - t0) / 60, rss, probe.counted(), probe.retained(),
-                  probe.redis_used_mb())
+                  probe.redis_used_mb(), disk_mb(stack.data / "kafka" / "data"))
 
 
 def _fmt_int(v: int | None) -> str:
@@ -300,13 +318,21 @@ def report(samples: list[Sample], *, broker: str, rate: float, minutes: float,
         lines.append(f"Records the broker retained on the reports topic: "
                      f"{ret[0]:,} at the first sample, {ret[-1]:,} at the last, "
                      f"{max(ret):,} at most.")
-    lines += ["", "| min | " + " | ".join(roles) + " | counted | retained | redis used MB |",
-              "|---:|" + "---:|" * (len(roles) + 3)]
+    disks = [s.broker_disk_mb for s in samples if s.broker_disk_mb is not None]
+    if disks:
+        lines.append(f"The broker's log on disk: {disks[0]:.1f} MB at the first sample, "
+                     f"{disks[-1]:.1f} MB at the last, {max(disks):.1f} MB at most.")
+    disk = bool(disks)
+    lines += ["", "| min | " + " | ".join(roles) + " | counted | retained | redis used MB |"
+              + (" broker disk MB |" if disk else ""),
+              "|---:|" + "---:|" * (len(roles) + 3 + disk)]
     for s in samples:
         cells = [f"{s.rss[r]:.1f}" if r in s.rss else "–" for r in roles]
         used = "–" if s.redis_used_mb is None else f"{s.redis_used_mb:.1f}"
+        on_disk = ("" if not disk else " – |" if s.broker_disk_mb is None
+                   else f" {s.broker_disk_mb:.1f} |")
         lines.append(f"| {s.minute:.1f} | " + " | ".join(cells) +
-                     f" | {_fmt_int(s.counted)} | {_fmt_int(s.retained)} | {used} |")
+                     f" | {_fmt_int(s.counted)} | {_fmt_int(s.retained)} | {used} |" + on_disk)
     return lines
 
 

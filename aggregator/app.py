@@ -11,9 +11,11 @@ import asyncio
 import contextlib
 import logging
 import signal
+import threading
 from collections.abc import AsyncIterator
 
 from ldpstream.collections_file import read_collections_file
+from ldpstream.retention import Janitor
 from ldpstream.storage import CollectionCatalog
 
 from .accumulator import Accumulator
@@ -39,6 +41,8 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
                                   **settings.redis_options.kwargs())
     registry = CollectorRegistry()
     server = None
+    janitor_stop = threading.Event()
+    janitor: threading.Thread | None = None
     try:
         if settings.collections_file:
             specs = read_collections_file(settings.collections_file)
@@ -51,8 +55,19 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
             server = HealthServer(registry, lambda: agg.stats.last_tick,
                                   host=settings.metrics_host, port=settings.metrics_port,
                                   stall_after=stall_after(settings)).start()
+        if settings.release_interval_ms > 0:
+            janitor = Janitor(bootstrap=settings.kafka_bootstrap, redis=client,
+                              topic=settings.reports_topic, prefix=settings.redis_prefix,
+                              interval=settings.release_interval_ms / 1000,
+                              admin_config=settings.kafka_security.kafka_python()
+                              ).start(janitor_stop)
+            log.info("janitor: releasing counted records of %s every %.1f s",
+                     settings.reports_topic, settings.release_interval_ms / 1000)
         yield agg
     finally:
+        janitor_stop.set()
+        if janitor is not None:
+            janitor.join(20)
         if server is not None:
             server.shutdown()
         client.close()

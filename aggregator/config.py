@@ -24,6 +24,9 @@ LDP_REBALANCE_TIMEOUT_MS  10000                       Faust engine: broker rebal
                                                       joins take ~30 s with Faust's default 60 s)
 LDP_ENGINE                faust                       ``faust`` (faust-streaming agent) or
                                                       ``aiokafka`` (direct consumer loop)
+LDP_RELEASE_INTERVAL_MS   0 (off)                     run the janitor in this worker: delete the
+                                                      records below the Redis watermarks (already
+                                                      counted) and trim expired windows this often
 ========================  ==========================  ==============================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
@@ -75,6 +78,7 @@ class WorkerSettings:
     heartbeat_ms: int = 1000
     rebalance_timeout_ms: int = 10_000
     engine: str = "faust"
+    release_interval_ms: int = 0
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
 
@@ -115,6 +119,8 @@ class WorkerSettings:
             rebalance_timeout_ms=env_int(env, "LDP_REBALANCE_TIMEOUT_MS",
                                          cls.rebalance_timeout_ms, 1000, 600_000),
             engine=engine,
+            release_interval_ms=env_int(env, "LDP_RELEASE_INTERVAL_MS", cls.release_interval_ms,
+                                        0, 86_400_000),
             kafka_security=KafkaSecurity.from_env(env),
             redis_options=RedisOptions.from_env(env, url=url),
         )

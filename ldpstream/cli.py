@@ -198,8 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench_api_parser(bsub)
     from gateway.bench import add_bench_gateway_parser
+    from ldpstream.dev.soak import add_bench_soak_parser
 
     add_bench_gateway_parser(bsub)
+    add_bench_soak_parser(bsub)
     return parser
 
 

@@ -89,6 +89,12 @@ def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
     assert proc.returncode == 0, text
     assert "stopped; logs and data kept in" in text  # --data-dir is the user's
     assert ("Apache Kafka" if up_broker == "kafka" else "(tansu") in text
+    # what is counted is released where the broker can (the janitor), said where it cannot
+    assert "janitor every 30 s" in text
+    if up_broker == "kafka":
+        assert "deletes the records below the Redis watermarks" in text
+    else:
+        assert "cannot release counted records" in text
     alive = [pid for pid in kids if Path(f"/proc/{pid}").exists()
              and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()]
     assert not alive, f"processes left running: {alive}"

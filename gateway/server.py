@@ -414,57 +414,53 @@ class HttpProtocol(asyncio.Protocol):
         body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
         try:
             srv.authenticate(h.get(b"authorization"), h.get(b"x-ldp-key"))
-            msgs = parse_body(_media_type(h.get(b"content-type")), body, srv.catalogue())
-            srv.batcher.submit(msgs, len(body),
-                               lambda result: self._answered(slot, origin, keep, result))
+            self._submit(slot, origin, keep, body)
         except UnknownCollection as unknown:
             asyncio.get_running_loop().create_task(
                 self._post_unknown(slot, origin, keep, body, unknown))
-            return
         except BodyError as exc:
-            srv.stats.count("reports", exc.status)
-            self._fill(slot, srv.error(exc, origin), not keep)
-            return
+            self._reject(slot, origin, keep, exc)
+
+    def _submit(self, slot: Slot, origin: bytes | None, keep: bool, body: bytes) -> None:
+        """Parse the body and queue its messages, or answer why not.
+
+        :class:`UnknownCollection` propagates: the catalogue may have to be read first.
+        """
+        srv = self.server
+        try:
+            msgs = parse_body(_media_type(self.headers.get(b"content-type")), body,
+                              srv.catalogue())
+            srv.batcher.submit(msgs, len(body),
+                               lambda result: self._answered(slot, origin, keep, result))
+        except BodyError as exc:
+            self._reject(slot, origin, keep, exc)
         except Overloaded as exc:
             self._refuse(slot, origin, keep, 429, "overloaded", str(exc))
-            return
         except Unavailable as exc:
             self._refuse(slot, origin, keep, 503, "unavailable", str(exc))
-            return
+
+    def _reject(self, slot: Slot, origin: bytes | None, keep: bool, exc: BodyError) -> None:
+        self.server.stats.count("reports", exc.status)
+        self._fill(slot, self.server.error(exc, origin), not keep)
 
     def _refuse(self, slot: Slot, origin: bytes | None, keep: bool, status: int, reason: str,
                 detail: str) -> None:
-        self.server.stats.count("reports", status)
-        self._fill(slot, self.server.error(BodyError(status, reason, detail), origin), not keep)
+        self._reject(slot, origin, keep, BodyError(status, reason, detail))
 
     async def _post_unknown(self, slot: Slot, origin: bytes | None, keep: bool, body: bytes,
                             unknown: UnknownCollection) -> None:
         srv = self.server
-        h = self.headers
         try:
-            found = await srv.lookup(unknown.collection)
-            if not found:
+            if not await srv.lookup(unknown.collection):
                 raise BodyError(404, "unknown_collection", f"collection {unknown.collection!r}"
                                 " is not in the catalogue", unknown.index)
-            msgs = parse_body(_media_type(h.get(b"content-type")), body, srv.catalogue())
-            srv.batcher.submit(msgs, len(body),
-                               lambda result: self._answered(slot, origin, keep, result))
+            self._submit(slot, origin, keep, body)
         except UnknownCollection as again:
-            exc = BodyError(404, "unknown_collection", f"collection {again.collection!r} is "
-                            "not in the catalogue", again.index)
-            srv.stats.count("reports", 404)
-            self._fill(slot, srv.error(exc, origin), not keep)
-            return
+            self._reject(slot, origin, keep, BodyError(
+                404, "unknown_collection", f"collection {again.collection!r} is not in the "
+                "catalogue", again.index))
         except BodyError as exc:
-            srv.stats.count("reports", exc.status)
-            self._fill(slot, srv.error(exc, origin), not keep)
-            return
-        except Overloaded as exc:
-            self._refuse(slot, origin, keep, 429, "overloaded", str(exc))
-            return
-        except Unavailable as exc:
-            self._refuse(slot, origin, keep, 503, "unavailable", str(exc))
-            return
+            self._reject(slot, origin, keep, exc)
         except Exception as exc:  # Redis down: the catalogue cannot be read
             log.warning("catalogue lookup failed: %r", exc)
             self._refuse(slot, origin, keep, 503, "unavailable",

@@ -6,9 +6,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,9 +13,8 @@ from typing import Any
 import pytest
 
 from ldpcore.collection import CollectionSpec
-from ldpstream.dev.servers import _die_with_parent
 
-from ..integration.helpers import ROOT
+from ..integration.helpers import ROOT, ServiceProcess
 
 __all__ = ["GatewayProcess", "gateway_env", "post", "SPECS"]
 
@@ -49,19 +45,14 @@ def gateway_env(kafka: Any, redis_server: Any, names: dict[str, str],
     return env
 
 
-class GatewayProcess:
+class GatewayProcess(ServiceProcess):
     """``python -m gateway`` as a child process; :attr:`port` once it listens."""
 
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.env, self.log = env, log
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.port = 0
+    module = "gateway"
+    port = 0
 
     def start(self, timeout: float = 60.0) -> GatewayProcess:
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "gateway"], cwd=ROOT,
-                                         env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                         preexec_fn=_die_with_parent)
+        self.spawn()
         deadline = time.monotonic() + timeout
         mark = "ldpstream gateway: listening on http://"
         while time.monotonic() < deadline:
@@ -70,30 +61,10 @@ class GatewayProcess:
                 if line.startswith(mark):
                     self.port = int(line[len(mark):].split()[0].rsplit(":", 1)[1])
                     return self
-            if self.proc.poll() is not None:
+            if self.proc is not None and self.proc.poll() is not None:
                 raise AssertionError(f"the gateway exited with {self.proc.returncode}:\n{text}")
             time.sleep(0.05)
         raise AssertionError(f"the gateway did not listen within {timeout} s:\n{self.output()}")
-
-    def kill9(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-
-    def stop(self, timeout: float = 20.0) -> int | None:
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        return self.proc.returncode
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def url(self, path: str = "") -> str:
         return f"http://127.0.0.1:{self.port}{path}"

@@ -19,8 +19,8 @@ from typing import Any
 from ldpcore.collection import CollectionSpec
 from ldpstream.dev.servers import LOOPBACK, _die_with_parent
 
-__all__ = ["ProduceResponseDropper", "Publisher", "WorkerProcess", "group_assignment",
-           "log_offsets", "wait_for", "worker_env"]
+__all__ = ["ProduceResponseDropper", "Publisher", "ServiceProcess", "WorkerProcess",
+           "group_assignment", "log_offsets", "wait_for", "worker_env"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,19 +46,20 @@ def worker_env(kafka: Any, redis_server: Any, names: dict[str, str],
     return env
 
 
-class WorkerProcess:
-    """``python -m aggregator`` as a child process (dies with the test run)."""
+class ServiceProcess:
+    """``python -m <module>`` as a child process (dies with the test run)."""
+
+    module = ""
 
     def __init__(self, env: dict[str, str], log: Path) -> None:
         self.env, self.log = env, log
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> WorkerProcess:
+    def spawn(self) -> None:
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "aggregator"], cwd=ROOT,
+            self.proc = subprocess.Popen([sys.executable, "-m", self.module], cwd=ROOT,
                                          env=self.env, stdout=out, stderr=subprocess.STDOUT,
                                          preexec_fn=_die_with_parent)
-        return self
 
     def kill9(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -82,6 +83,16 @@ class WorkerProcess:
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+class WorkerProcess(ServiceProcess):
+    """``python -m aggregator`` as a child process (dies with the test run)."""
+
+    module = "aggregator"
+
+    def start(self) -> WorkerProcess:
+        self.spawn()
+        return self
 
 
 def wait_for(cond: Callable[[], bool], timeout: float, what: str,

@@ -47,3 +47,13 @@ def sdk_perturb_many(sdk: str, requests: list[tuple[dict[str, Any], list[int]]]
                               timeout=600)
         assert proc.returncode == 0, proc.stderr
         return [(Path(tmp) / f"out{i}.bin").read_bytes() for i in range(len(requests))]
+
+
+@pytest.fixture(autouse=True)
+def _private_user_data_dir(tmp_path_factory: pytest.TempPathFactory,
+                           monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Devices keep their store under the user data directory: never the real one here
+    (the SDK processes the tests start inherit it)."""
+    path = tmp_path_factory.mktemp("user-data")
+    monkeypatch.setenv("XDG_DATA_HOME", str(path))
+    return path

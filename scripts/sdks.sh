@@ -16,6 +16,7 @@ digest() {  # sha256 over the named files and directories (sorted), one line
 
 if command -v npm >/dev/null 2>&1; then
   js_want=$(digest sdks/js/src sdks/js/test sdks/js/bin sdks/js/bench sdks/js/package.json \
+    sdks/js/tsconfig.build.json \
     sdks/js/package-lock.json sdks/js/tsconfig.json)
   if [ "$(cat .tools/sdk-js.sha256 2>/dev/null)" != "$js_want" ] \
       || [ ! -f sdks/js/dist/src/index.js ]; then

@@ -15,8 +15,8 @@ LDP_GATEWAY_HOST             127.0.0.1                 bind address (0.0.0.0 in 
 LDP_GATEWAY_PORT             8080                      port (0: a free one, printed at start)
 LDP_GATEWAY_KEYS             (unset: no keys)          device API keys ``fleet:key,fleet:key``
 LDP_GATEWAY_KEYS_FILE        (unset)                   file of ``fleet:key`` lines (``#`` comments)
-LDP_GATEWAY_CORS_ORIGINS     ``*``                     origins allowed by CORS (comma separated,
-                                                       ``*`` = any; empty string = CORS off)
+LDP_GATEWAY_CORS_ORIGINS     ``LDP_CORS_ORIGINS``,     origins allowed by CORS (comma separated,
+                             else ``*``                ``*`` = any; empty string = CORS off)
 LDP_GATEWAY_MAX_BODY         4194304                   largest request body in bytes (else 413)
 LDP_GATEWAY_LINGER_MS        5                         longest wait of an accepted report before
                                                        its batch goes to Kafka
@@ -50,6 +50,7 @@ from ldpstream.settings import (
     env_float,
     env_int,
     env_name,
+    env_origins,
     env_redis_prefix,
     env_redis_url,
 )
@@ -131,13 +132,9 @@ class GatewaySettings:
                                           f"key with fleet {keys[digest]!r} of "
                                           "LDP_GATEWAY_KEYS")
                     keys[digest] = fleet
-        raw_origins = env.get("LDP_GATEWAY_CORS_ORIGINS")
-        origins = ("*",) if raw_origins is None else tuple(
-            o.strip().rstrip("/") for o in raw_origins.split(",") if o.strip())
-        for o in origins:
-            if o != "*" and not o.startswith(("http://", "https://")):
-                raise ConfigError("LDP_GATEWAY_CORS_ORIGINS must be '*' or http(s)://host[:port]"
-                                  f" origins, got {o!r}")
+        # LDP_GATEWAY_CORS_ORIGINS wins; else the origins the query API allows; else any.
+        origins = env_origins(env, "LDP_GATEWAY_CORS_ORIGINS", "LDP_CORS_ORIGINS",
+                              default=("*",))
         max_body = env_int(env, "LDP_GATEWAY_MAX_BODY", cls.max_body, 64, 1 << 30)
         batch_bytes = env_int(env, "LDP_GATEWAY_BATCH_BYTES", cls.batch_bytes, 1024, 16 << 20)
         queue_bytes = env_int(env, "LDP_GATEWAY_QUEUE_BYTES", cls.queue_bytes, 1 << 16, 1 << 34)

@@ -37,7 +37,7 @@ __all__ = ["GatewayServer", "Stats"]
 log = logging.getLogger("ldpstream.gateway")
 
 REPORTS_PATH = b"/v1/reports"
-_CORS_ALLOW_HEADERS = b"Authorization, Content-Type, X-LDP-Key"
+_CORS_ALLOW_HEADERS = b"Authorization, Content-Type, X-LDP-Key, Idempotency-Key"
 _WANTED = {b"content-type", b"content-length", b"authorization", b"x-ldp-key", b"origin",
            b"transfer-encoding", b"expect", b"access-control-request-method"}
 

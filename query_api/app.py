@@ -13,6 +13,8 @@ registry are owned by its lifespan unless injected (tests inject both).  Routes
 * operations (:mod:`query_api.routes.operations`): ``/metrics``, ``/healthz``,
   ``/readyz``; the dashboard at ``/``.
 
+Browsers on other origins: :class:`query_api.middleware.Cors` (``LDP_CORS_ORIGINS``).
+
 Every answer is computed once per state version (:mod:`query_api.service`) and
 cached; every error is JSON naming the parameter and what is allowed.
 """
@@ -34,7 +36,7 @@ from . import routes
 from .config import ApiSettings
 from .errors import install_error_handlers
 from .metrics import ApiMetrics
-from .middleware import HeadAsGet, RequestMetrics
+from .middleware import Cors, HeadAsGet, RequestMetrics
 from .routes.operations import STATIC
 from .service import Service
 from .store import Store
@@ -72,6 +74,8 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
     app.state.metrics = metrics
     install_error_handlers(app)
     app.add_middleware(HeadAsGet)
+    if settings.cors_origins:  # preflights are answered there, before any route
+        app.add_middleware(Cors, origins=settings.cors_origins)
     app.add_middleware(RequestMetrics, metrics=metrics)
     for router in (routes.operations, routes.collections, routes.estimates, routes.series,
                    routes.stream, routes.attributes, routes.setvalued):

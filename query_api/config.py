@@ -15,6 +15,7 @@ from ldpstream.settings import (
     ConfigError,
     env_float,
     env_int,
+    env_origins,
     env_redis_prefix,
     env_redis_url,
 )
@@ -40,6 +41,9 @@ class ApiSettings:
     LDP_CACHE_ENTRIES           1024                        estimate cache size (per state version)
     LDP_MAX_STALE_MS            2000                        serve a previous version's answer this
                                                             long while the new one is computed
+    LDP_CORS_ORIGINS            (unset: CORS off)           browser origins (comma separated
+                                                            http(s)://host[:port]; ``*`` = any,
+                                                            for the read routes only)
     ==========================  ==========================  ========================================
 
     Redis credentials and TLS files: ``LDP_REDIS_PASSWORD`` etc., see
@@ -55,6 +59,7 @@ class ApiSettings:
     cache_entries: int = 1024
     version_ttl_s: float = 0.05
     max_stale_s: float = 2.0
+    cors_origins: tuple[str, ...] = ()
     redis_options: RedisOptions = RedisOptions()
 
     @classmethod
@@ -77,5 +82,6 @@ class ApiSettings:
             cache_entries=env_int(env, "LDP_CACHE_ENTRIES", cls.cache_entries, 1, 1_000_000),
             version_ttl_s=env_int(env, "LDP_VERSION_TTL_MS", 50, 0, 60_000) / 1000,
             max_stale_s=env_int(env, "LDP_MAX_STALE_MS", 2000, 0, 3_600_000) / 1000,
+            cors_origins=env_origins(env, "LDP_CORS_ORIGINS"),
             redis_options=RedisOptions.from_env(env, url=url),
         )

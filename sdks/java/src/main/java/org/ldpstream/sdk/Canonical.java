@@ -19,7 +19,7 @@ final class Canonical {
   private Canonical() {}
 
   /** A float that prints as Python's repr ({@code 1.0}, not {@code 1}). */
-  public static final class PyFloat {
+  static final class PyFloat {
     public final double value;
 
     public PyFloat(double value) {

@@ -1,6 +1,6 @@
 """A device's private store: its secret, the reporting cadence and the outbox of reports.
 
-One JSON document (docs/wire-format.md §5, "Device store") shared by every
+One JSON document (docs/wire-format.md §6, "device store") shared by every
 :class:`~producer.sdk.Device` of an app and by the TypeScript and Java SDKs::
 
     {"format": "ldpstream-device-store", "version": 1,

@@ -3,7 +3,7 @@ the Python and Java SDKs can share one store at the same time.
 
 A device that reinstalls its app with another SDK, or a test harness in Python, keeps its
 secret — so the same permanent answers, derived, not stored — and its cadence and queue: the
-store format is shared (docs/wire-format.md §5).
+store format is shared (docs/wire-format.md §6).
 """
 
 from __future__ import annotations

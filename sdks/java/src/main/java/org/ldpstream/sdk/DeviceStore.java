@@ -10,7 +10,7 @@ import java.util.Map;
 
 /**
  * The device's private store: its secret, the reporting cadence and the outbox of queued
- * reports — one JSON document (docs/wire-format.md §5, "Device store"), the same as the Python
+ * reports — one JSON document (docs/wire-format.md §6, "device store"), the same as the Python
  * and TypeScript SDKs'. It never holds a true value or an answer: permanent answers are
  * derived from the secret. Keys it does not know are kept, so a newer SDK (or the app) may add
  * its own.

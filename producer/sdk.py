@@ -121,16 +121,22 @@ class Device:
     test_only_rng : numpy Generator or int seed, optional
         Tests and simulations only: fresh draws (and a new secret) from this generator
         instead of the OS CSPRNG.
+    memo_path : path, optional
+        Shorthand for ``store=FileStore(memo_path)`` (SDK 0.1's name).
     """
 
     def __init__(self, spec: CollectionSpec, *, store: DeviceStore | None = None,
                  clock: Callable[[], float] | None = None, secret: bytes | None = None,
-                 test_only_rng: np.random.Generator | int | None = None) -> None:
+                 test_only_rng: np.random.Generator | int | None = None,
+                 memo_path: str | Path | None = None) -> None:
         self.spec = spec
         self.oracle = spec.oracle()
         self.two_level = spec.two_level()
         self.clock = clock or time.time
-        self.store = store if store is not None else FileStore()
+        if store is not None and memo_path is not None:
+            raise ValueError("give store or memo_path, not both")
+        self.store = (store if store is not None
+                      else FileStore(memo_path) if memo_path is not None else FileStore())
         if secret is not None and not 16 <= len(secret) <= 64:
             raise ValueError(f"secret must be 16 to 64 bytes, got {len(secret)}")
         self._secret = bytes(secret) if secret is not None else None

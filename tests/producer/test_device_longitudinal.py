@@ -167,3 +167,12 @@ def test_an_int_seed_makes_a_device_reproducible_without_repeating_draws() -> No
     dev = Device(spec, test_only_rng=9)
     answers = [_answer(spec, dev.message("alpha", now=T0 + 60 * w)) for w in range(30)]
     assert len(set(answers)) > 1
+
+
+def test_memo_path_names_the_store_file(tmp_path: Path) -> None:
+    path = tmp_path / "app" / "store.json"
+    first = Device(SPEC, memo_path=path).message("bravo", now=T0)
+    assert json.loads(path.read_text())["format"] == "ldpstream-device-store"
+    assert Device(SPEC, store=FileStore(path)).message("bravo", now=T0 + 60) == first
+    with pytest.raises(ValueError, match="not both"):
+        Device(SPEC, memo_path=path, store=MemoryStore())

@@ -19,7 +19,10 @@ import { Oracle, Report, Rerandomizer, Value } from "./mechanisms.js";
 import { CryptoSource, DrawSource, PermanentWords, randomUuid } from "./random.js";
 import { hmacSha256 } from "./sha256.js";
 import { CollectionSpec, Input, PHASES } from "./spec.js";
-import { Cadence, DeviceStore, StoreDocument, defaultStore, ensureSecret, pushReport } from "./store.js";
+import {
+  Cadence, DeviceStore, KeyValueStorage, KeyValueStore, StoreDocument, defaultStore, ensureSecret,
+  pushReport,
+} from "./store.js";
 
 /**
  * The phase (index) of a partitioned protocol group a device takes part in
@@ -57,6 +60,10 @@ export interface DeviceOptions {
   secret?: Uint8Array;
   /** Tests only: fresh draws (and a new secret) from this source instead of the CSPRNG. */
   testOnlyDraws?: DrawSource;
+  /** SDK 0.1's option: a localStorage-like storage, the same as
+   * `store: new KeyValueStore(storage, storageKey)`. */
+  storage?: KeyValueStorage;
+  storageKey?: string;
 }
 
 /** Options of `enqueue`. */
@@ -82,7 +89,10 @@ export class Device {
     this.instant = instant;
     this.draws = options.testOnlyDraws ?? new CryptoSource();
     this.clock = options.clock ?? (() => Date.now() / 1000);
-    this.storeP = options.store ? Promise.resolve(options.store) : null;
+    if (options.store && options.storage) throw new RangeError("give store or storage, not both");
+    const store = options.store ?? (options.storage
+      ? new KeyValueStore(options.storage, options.storageKey) : undefined);
+    this.storeP = store ? Promise.resolve(store) : null;
     if (options.secret && (options.secret.length < 16 || options.secret.length > 64)) {
       throw new RangeError("secret must be 16 to 64 bytes");
     }

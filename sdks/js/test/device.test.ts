@@ -88,6 +88,13 @@ test("Devices on one store share the cadence; the store holds no value or answer
   assert.ok(!text.includes("linux") && !text.includes("answers"));
 });
 
+test("the storage option (SDK 0.1's) keeps the store in a localStorage-like storage", async () => {
+  const storage = new MemoryStorage();
+  const a = await new Device(spec(), { storage }).permanent("mac");
+  assert.deepEqual(await new Device(spec(), { storage }).permanent("mac"), a);
+  assert.match(storage.getItem("ldpstream-device-store") ?? "", /"secret":"[0-9a-f]{64}"/);
+});
+
 test("enqueue spends the cadence and queues the message, bounded, oldest dropped", async () => {
   const store = new MemoryStore(3);
   const dev = new Device(spec({ window_seconds: 60 }), { store });

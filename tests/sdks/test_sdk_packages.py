@@ -45,8 +45,15 @@ def _npm_pack(dest: Path) -> Path:
     return dest / info["filename"]
 
 
-def test_npm_pack_holds_the_runtime_files_and_a_narrow_surface(tmp_path: Path) -> None:
-    tgz = _npm_pack(tmp_path)
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tarball ``npm pack`` makes (once per module: it runs the ``prepare`` build)."""
+    return _npm_pack(tmp_path_factory.mktemp("npm-pack"))
+
+
+def test_npm_pack_holds_the_runtime_files_and_a_narrow_surface(packed: Path,
+                                                               tmp_path: Path) -> None:
+    tgz = packed
     with tarfile.open(tgz) as tar:
         names = sorted(tar.getnames())
         meta = json.load(tar.extractfile("package/package.json"))  # type: ignore[arg-type]
@@ -166,7 +173,7 @@ def _api(redis_server: Any, names: dict[str, str], origins: str, tmp: Path) -> A
 @pytest.mark.browser
 def test_example_apps_report_and_a_page_reads_spec_and_answer_from_other_origins(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
-        tmp_path: Path) -> None:
+        packed: Path, tmp_path: Path) -> None:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.support.ui import WebDriverWait
@@ -176,7 +183,7 @@ def test_example_apps_report_and_a_page_reads_spec_and_answer_from_other_origins
                                      "domain": {"kind": "categories",
                                                 "labels": ["3.1.0", "3.2.0", "3.2.1"]}})
     CollectionCatalog(redis_client, ldp_names["prefix"]).register(spec)
-    tgz = _npm_pack(tmp_path)
+    tgz = packed
     node_app = _install_example("node", tgz, tmp_path)
     page_app = _install_example("browser", tgz, tmp_path)
     jar = JAVA / "target" / "ldpstream-sdk-0.2.0.jar"

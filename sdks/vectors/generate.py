@@ -221,16 +221,22 @@ SECRETS = [bytes.fromhex(h) for h in (
 """Device secrets of the phase-membership vectors (HMAC-SHA256 keys)."""
 
 
+def _values(spec: CollectionSpec, inputs: list[Any]) -> list[Any]:
+    """The oracle's inputs of raw values: domain indices; item indices of sets; per-attribute
+    indices of tuples."""
+    if spec.set_valued:
+        out: list[Any] = spec.index_sets(inputs).to_lists()
+    elif spec.domain.kind == "attributes":
+        out = spec.domain.attribute_indices(inputs).tolist()
+    else:
+        out = spec.domain.index(inputs).tolist()
+    return out
+
+
 def _case(name: str, decl: dict[str, Any], inputs: list[Any], seed: int) -> dict[str, Any]:
     spec = CollectionSpec.from_dict({"id": f"vec.{name}", **decl})
     oracle = spec.oracle()
-    values: list[Any]
-    if spec.set_valued:
-        values = spec.index_sets(inputs).to_lists()
-    elif spec.domain.kind == "attributes":
-        values = spec.domain.attribute_indices(inputs).tolist()
-    else:
-        values = spec.domain.index(inputs).tolist()
+    values = _values(spec, inputs)
     probe = NumpyWords(seed)
     record: list[int] = []
 
@@ -322,13 +328,7 @@ def _permanent_case(name: str, decl: dict[str, Any], inputs: list[Any],
     """The permanent answers a device with ``secret`` derives for ``inputs``."""
     spec = CollectionSpec.from_dict({"id": f"prr.{name}", **decl})
     oracle = spec.oracle()
-    values: list[Any]
-    if spec.set_valued:
-        values = spec.index_sets(inputs).to_lists()
-    elif spec.domain.kind == "attributes":
-        values = spec.domain.attribute_indices(inputs).tolist()
-    else:
-        values = spec.domain.index(inputs).tolist()
+    values = _values(spec, inputs)
     keys = [_memo_key(spec, v) for v in values]
     if spec.domain.kind == "attributes":  # the key is the domain index of the tuple
         assert keys == spec.domain.index(inputs).tolist()

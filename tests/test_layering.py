@@ -1,4 +1,4 @@
-"""Imports go one way: ldpcore ← ldpstream ← producer / aggregator / query_api / gateway."""
+"""Imports go one way: ldpcore ← ldpstream ← producer / aggregator / query_api / gateway / issuer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVICES = {"producer", "aggregator", "query_api", "gateway"}
+SERVICES = {"producer", "aggregator", "query_api", "gateway", "issuer"}
 OURS = {"ldpcore", "ldpstream"} | SERVICES
 # What each package may import from ours (besides itself).
 ALLOWED = {"ldpcore": set(), "ldpstream": {"ldpcore"},

@@ -35,7 +35,6 @@ Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,43 +51,12 @@ from ldpstream.settings import (
     env_name,
     env_redis_prefix,
     env_redis_url,
+    key_digest,
+    parse_keys,
 )
 from ldpstream.storage import DEFAULT_PREFIX
 
 __all__ = ["ConfigError", "GatewaySettings", "parse_keys", "key_digest"]
-
-
-def key_digest(key: str) -> bytes:
-    """What the gateway keeps of a device key: its SHA-256 (lookups compare digests)."""
-    return hashlib.sha256(key.encode()).digest()
-
-
-def parse_keys(text: str, source: str) -> dict[bytes, str]:
-    """``fleet:key`` entries (comma or newline separated, ``#`` comments) → digest → fleet.
-
-    >>> sorted(parse_keys("a:k1, b:k2", "LDP_GATEWAY_KEYS").values())
-    ['a', 'b']
-    >>> parse_keys("nokey", "LDP_GATEWAY_KEYS")
-    Traceback (most recent call last):
-    ...
-    ldpstream.settings.ConfigError: LDP_GATEWAY_KEYS: entry 'nokey' must be fleet:key
-    """
-    out: dict[bytes, str] = {}
-    for line in text.replace(",", "\n").splitlines():
-        entry = line.split("#", 1)[0].strip()
-        if not entry:
-            continue
-        fleet, sep, key = entry.partition(":")
-        fleet, key = fleet.strip(), key.strip()
-        if not sep or not fleet or not key:
-            raise ConfigError(f"{source}: entry {entry!r} must be fleet:key")
-        if any(c.isspace() for c in key):
-            raise ConfigError(f"{source}: the key of fleet {fleet!r} has white space")
-        digest = key_digest(key)
-        if digest in out:
-            raise ConfigError(f"{source}: fleets {out[digest]!r} and {fleet!r} share a key")
-        out[digest] = fleet
-    return out
 
 
 @dataclass(frozen=True)

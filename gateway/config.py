@@ -28,6 +28,12 @@ LDP_GATEWAY_ACK_TIMEOUT_MS   10000                     no broker acknowledgement
 LDP_GATEWAY_RETRY_AFTER      1                         seconds in ``Retry-After`` of 429/503
 LDP_GATEWAY_CATALOG_REFRESH  5                         seconds between re-reads of the catalogue
 LDP_GATEWAY_MAX_CONNECTIONS  10000                     open connections beyond this are closed
+LDP_GATEWAY_TOKENS           off                       Privacy Pass tokens: ``required`` (one per
+                                                       report), ``optional`` (checked when sent)
+                                                       or ``off`` (docs/privacy-pass.md)
+LDP_TOKEN_ISSUER_NAME        ldpstream                 issuer_name of the token challenges
+LDP_TOKEN_SKEW_SECONDS       30                        a spent token is remembered this long
+                                                       after its window's end
 ===========================  ========================  ==========================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
@@ -40,6 +46,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ldpstream.connections import KafkaSecurity, RedisOptions
+from ldpstream.privacypass.scheme import DEFAULT_ISSUER_NAME, DEFAULT_SKEW, env_issuer_name
 from ldpstream.settings import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_REDIS_URL,
@@ -81,6 +88,9 @@ class GatewaySettings:
     retry_after: int = 1
     catalog_refresh: float = 5.0
     max_connections: int = 10_000
+    tokens: str = "off"
+    token_issuer_name: str = DEFAULT_ISSUER_NAME
+    token_skew: int = DEFAULT_SKEW
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
 
@@ -134,6 +144,16 @@ class GatewaySettings:
                                       0.1, 3600.0),
             max_connections=env_int(env, "LDP_GATEWAY_MAX_CONNECTIONS", cls.max_connections,
                                     1, 1_000_000),
+            tokens=_tokens_mode(env),
+            token_issuer_name=env_issuer_name(env),
+            token_skew=env_int(env, "LDP_TOKEN_SKEW_SECONDS", DEFAULT_SKEW, 0, 3600),
             kafka_security=KafkaSecurity.from_env(env),
             redis_options=RedisOptions.from_env(env, url=url),
         )
+
+
+def _tokens_mode(env: Mapping[str, str]) -> str:
+    mode = (env.get("LDP_GATEWAY_TOKENS") or "off").strip().lower()
+    if mode not in ("required", "optional", "off"):
+        raise ConfigError(f"LDP_GATEWAY_TOKENS must be required, optional or off, got {mode!r}")
+    return mode

@@ -429,7 +429,7 @@ class HttpProtocol(asyncio.Protocol):
         srv = self.server
         try:
             msgs = parse_body(_media_type(self.headers.get(b"content-type")), body,
-                              srv.catalogue())
+                              srv.catalogue(), self.headers.get(b"authorization"))
             srv.batcher.submit(msgs, len(body),
                                lambda result: self._answered(slot, origin, keep, result))
         except BodyError as exc:

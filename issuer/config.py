@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ldpstream.connections import RedisOptions
-from ldpstream.privacypass.scheme import DEFAULT_ISSUER_NAME, DEFAULT_SKEW
+from ldpstream.privacypass.scheme import DEFAULT_ISSUER_NAME, DEFAULT_SKEW, env_issuer_name
 from ldpstream.settings import (
     DEFAULT_REDIS_URL,
     ConfigError,
@@ -43,16 +43,7 @@ from ldpstream.storage import DEFAULT_PREFIX
 
 from .attest import Attester, FleetKeyAttester, load_attester
 
-__all__ = ["IssuerSettings", "env_issuer_name"]
-
-
-def env_issuer_name(env: Mapping[str, str]) -> str:
-    """``LDP_TOKEN_ISSUER_NAME``: printable ASCII without spaces (it is in every challenge)."""
-    name = env.get("LDP_TOKEN_ISSUER_NAME") or DEFAULT_ISSUER_NAME
-    if not (name.isascii() and name.isprintable()) or " " in name or len(name) > 255:
-        raise ConfigError(f"LDP_TOKEN_ISSUER_NAME must be printable ASCII without spaces "
-                          f"(≤ 255), got {name!r}")
-    return name
+__all__ = ["IssuerSettings"]
 
 
 @dataclass(frozen=True)

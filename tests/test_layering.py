@@ -1,4 +1,4 @@
-"""Imports go one way: ldpcore ← ldpstream ← producer / aggregator / query_api / gateway / issuer."""
+"""Imports go one way: ldpcore ← ldpstream ← producer, aggregator, query_api, gateway, issuer."""
 
 from __future__ import annotations
 

@@ -43,12 +43,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+
+from ldpstream.settings import ConfigError
 
 from .tokens import TokenChallenge, b64url, b64url_decode, public_key_from_spki, token_key_id
 
 __all__ = ["DEFAULT_ISSUER_NAME", "DEFAULT_SKEW", "KEY_MEMORY", "CONTEXT_LABEL",
-           "redemption_context", "challenge", "KeyRecord", "PPKeys", "window_of"]
+           "redemption_context", "challenge", "KeyRecord", "PPKeys", "window_of",
+           "env_issuer_name"]
 
 DEFAULT_ISSUER_NAME = "ldpstream"
 DEFAULT_SKEW = 30
@@ -132,3 +136,12 @@ class PPKeys:
 
     def spent(self, collection: str, window: int, nonce: bytes) -> str:
         return f"{self.prefix}pp:spent:{collection}:{window}:{nonce.hex()}"
+
+
+def env_issuer_name(env: Mapping[str, str]) -> str:
+    """``LDP_TOKEN_ISSUER_NAME``: printable ASCII without spaces (it is in every challenge)."""
+    name = env.get("LDP_TOKEN_ISSUER_NAME") or DEFAULT_ISSUER_NAME
+    if not (name.isascii() and name.isprintable()) or " " in name or len(name) > 255:
+        raise ConfigError(f"LDP_TOKEN_ISSUER_NAME must be printable ASCII without spaces "
+                          f"(≤ 255), got {name!r}")
+    return name

@@ -280,7 +280,7 @@ class Batcher:
         return kafka_records(batches, self.batch_bytes)
 
     async def _flush(self, reqs: list[Request]) -> None:
-        spent: list[str] = []
+        spent: list[bytes] = []
         now_ms: int | None = None
         try:
             batches = self._validate(reqs)

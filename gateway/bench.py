@@ -166,6 +166,7 @@ async def _drive_once(host: str, port: int, requests: list[bytes], connections: 
     """Send each of ``requests`` once over ``connections`` × ``depth`` pipelined slots."""
     queue = list(reversed(requests))
     statuses: dict[str, int] = {}
+    first_errors: dict[str, str] = {}
     lat: list[float] = []
     cpu0 = time.process_time()
 
@@ -180,9 +181,10 @@ async def _drive_once(host: str, port: int, requests: list[bytes], connections: 
                 head = await reader.readuntil(b"\r\n\r\n")
                 cl = head.find(b"Content-Length: ")
                 n = int(head[cl + 16:head.index(b"\r\n", cl)]) if cl >= 0 else 0
-                if n:
-                    await reader.readexactly(n)
+                body = await reader.readexactly(n) if n else b""
                 code = head[9:12].decode()
+                if code != "202" and code not in statuses:
+                    first_errors[code] = body.decode(errors="replace")[:300]
                 statuses[code] = statuses.get(code, 0) + 1
                 lat.append(time.perf_counter() - inflight.pop(0))
         finally:
@@ -192,7 +194,7 @@ async def _drive_once(host: str, port: int, requests: list[bytes], connections: 
     await asyncio.gather(*(conn() for _ in range(connections)))
     took = time.perf_counter() - t0
     lat.sort()
-    return {"requests": len(lat), "seconds": took, "status": statuses,
+    return {"requests": len(lat), "seconds": took, "status": statuses, "errors": first_errors,
             "p50_ms": 1000 * lat[len(lat) // 2] if lat else 0.0,
             "p99_ms": 1000 * lat[int(len(lat) * 0.99)] if lat else 0.0,
             "loadgen_cpu": time.process_time() - cpu0}
@@ -396,17 +398,19 @@ def _tokens_case(args: argparse.Namespace, host: str, port: int, pid: int, redis
     res: dict[str, Any] = q.get(timeout=600)
     child.join(30)
     wall = time.perf_counter() - t0
-    gw_cpu = (_cpu_seconds(pid) - cpu0) / wall
+    cpu = _cpu_seconds(pid) - cpu0
+    gw_cpu = cpu / wall
     rps = res["requests"] / res["seconds"]
+    verified = res["status"].get("202", 0) * per
     res.update(name="tokens", rps=rps, reports_per_s=rps * per, gateway_cpu=gw_cpu,
                loadgen_cpu_share=res["loadgen_cpu"] / res["seconds"],
-               reports_per_gateway_core=rps * per / max(gw_cpu, 1e-9))
+               reports_per_gateway_core=verified / max(cpu, 1e-9))
     conns, depth = args.batch_connections, args.batch_depth
     print(f"{'tokens':<8}{f'{conns}×{depth}':>12}{rps:>12,.0f}{rps * per:>13,.0f}"
           f"{res['p50_ms']:>9.2f}{res['p99_ms']:>9.2f}{gw_cpu:>8.2f}"
           f"{res['loadgen_cpu_share']:>8.2f}  {res['status']}  "
           f"({res['reports_per_gateway_core']:,.0f} token-verified reports/s per gateway "
-          f"core, {len(bodies) * per} tokens)", flush=True)
+          f"core: {verified} in {cpu:.2f} CPU s) {res['errors'] or ''}", flush=True)
     return res
 
 

@@ -29,8 +29,8 @@ from .tokens import (
     public_key_from_spki,
 )
 
-__all__ = ["IssuerClient", "IssuanceRefused", "device_credential", "CREDENTIAL_LABEL",
-           "DIRECTORY_PATH", "REQUEST_TYPE", "RESPONSE_TYPE"]
+__all__ = ["IssuerClient", "IssuanceRefused", "TokenWallet", "device_credential",
+           "CREDENTIAL_LABEL", "DIRECTORY_PATH", "REQUEST_TYPE", "RESPONSE_TYPE"]
 
 CREDENTIAL_LABEL = b"ldpstream issuer credential v1"
 DIRECTORY_PATH = "/.well-known/private-token-issuer-directory"
@@ -119,6 +119,40 @@ class IssuerClient:
 
     def window_now(self, window_seconds: int, now: float | None = None) -> int:
         return scheme.window_of(time.time() if now is None else now, window_seconds)
+
+
+class TokenWallet:
+    """A device's tokens per (collection, window): obtained from the issuer when needed
+    (the cadence's worth at once, never more than the quota), spent one per report, dropped
+    when their window is over.
+
+    In memory: tokens obtained and not spent before the app stops are lost for that window
+    (the issuer counted them), which only ever lowers what the device reports.
+    """
+
+    def __init__(self, client: IssuerClient) -> None:
+        self.client = client
+        self.tokens: dict[tuple[str, int], list[bytes]] = {}
+        self.obtained: dict[tuple[str, int], int] = {}
+
+    def take(self, spec: Any, n: int, window: int) -> list[bytes]:
+        """``n`` tokens for reports of ``spec`` in ``window``; :class:`IssuanceRefused`
+        (``quota``) when the device already had its quota for that window."""
+        k = (spec.id, window)
+        have = self.tokens.setdefault(k, [])
+        if len(have) < n:
+            got = self.obtained.get(k, 0)
+            want = max(n - len(have), min(spec.reports_per_window, spec.token_quota) - got)
+            fresh = self.client.tokens(spec.id, window, want)
+            self.obtained[k] = got + len(fresh)
+            have += fresh
+        out, self.tokens[k] = have[:n], have[n:]
+        stale = [key for key in self.tokens
+                 if key[0] == spec.id and key[1] < window - spec.window_seconds]
+        for key in stale:
+            self.tokens.pop(key, None)
+            self.obtained.pop(key, None)
+        return out
 
 
 def _raise(resp: Any) -> None:

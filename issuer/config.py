@@ -13,6 +13,7 @@ LDP_ISSUER_KEYS_FILE            (unset)                   file of ``fleet:key`` 
 LDP_ISSUER_OPEN                 false                     start with no fleet key (any device
                                                           credential is a device): demos only
 LDP_ISSUER_ATTESTER             (the fleet-key attester)  ``module:factory`` of another attester
+LDP_ISSUER_APP_LOGIN_SECRET     (unset)                   secret of ``issuer.attest:app_login``
 LDP_ISSUER_KEY_PASSWORD         (unset)                   encrypts the private keys in Redis
 LDP_ISSUER_PREFETCH_WINDOWS     1                         windows ahead a device may get tokens
                                                           for (0: the current window only)

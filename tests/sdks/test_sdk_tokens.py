@@ -26,7 +26,7 @@ from producer.sdk import Device, GatewayClient, GatewayError
 from ..gateway.conftest import GatewayProcess, gateway_env, post
 from ..integration.helpers import WorkerProcess, wait_for, worker_env
 from ..issuer.conftest import IssuerProcess, issuer_env
-from .conftest import JS, _need
+from .conftest import JAVA, JS, _need
 
 pytestmark = [pytest.mark.integration, pytest.mark.brokers("kafka")]
 
@@ -56,7 +56,8 @@ def stack(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactor
     names = {"prefix": f"ppe{uid}:", "topic": f"ppe-{uid}", "dlq": f"ppe-dlq-{uid}",
              "group": f"ppe-{uid}"}
     client = redis.Redis.from_url(redis_server.url)
-    CollectionCatalog(client, names["prefix"]).register_all([_spec("py"), _spec("js")])
+    CollectionCatalog(client, names["prefix"]).register_all([_spec("py"), _spec("js"),
+                                                             _spec("java")])
     client.close()
     tmp = tmp_path_factory.mktemp("pp-e2e")
     iss = IssuerProcess(issuer_env(redis_server, names, LDP_ISSUER_KEYS=f"app:{FLEET}"),
@@ -140,5 +141,26 @@ def test_typescript_device_is_counted_at_most_k_times(stack: Stack, redis_client
     assert (out["honest"], out["greedy_accepted"], out["greedy_refused"]) == (
         honest, K, posts - K), out
     assert set(out["reasons"]) == {"quota"}
+    state = _counted(redis_client, spec, stack.prefix, honest + K)
+    assert state.n == honest + K
+
+
+def test_java_device_is_counted_at_most_k_times(stack: Stack, redis_client: Any,
+                                                tmp_path: Path) -> None:
+    _need(JAVA / "target" / "classes", "the Java SDK")
+    spec, honest, posts = _spec("java"), 16, 5
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps({"collection": json.loads(spec.to_json()),
+                               "gateway": stack.gateway.url(), "issuer": stack.issuer.url,
+                               "key": FLEET, "honest": honest, "greedy_posts": posts,
+                               "values": [LABELS[i % 8] for i in range(honest)]}))
+    proc = subprocess.run(["java", "-cp", str(JAVA / "target" / "classes"),
+                           "org.ldpstream.sdk.tools.Tokens", str(req)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert (out["honest"], out["greedy_accepted"], out["greedy_refused"]) == (
+        honest, K, posts - K), out
+    assert set(out["reasons"].split(",")) == {"quota"}
     state = _counted(redis_client, spec, stack.prefix, honest + K)
     assert state.n == honest + K

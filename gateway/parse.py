@@ -89,6 +89,8 @@ class BodyError(Exception):
     def __init__(self, status: int, reason: str, detail: str, index: int | None = None) -> None:
         super().__init__(detail)
         self.status, self.reason, self.detail, self.index = status, reason, detail, index
+        self.www_authenticate: str | None = None
+        """A ``WWW-Authenticate`` value to send with a 401 (Privacy Pass challenges)."""
 
     def __str__(self) -> str:
         at = "" if self.index is None else f" at {self.index}"

@@ -35,7 +35,13 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from ldpstream.privacypass import scheme
-from ldpstream.privacypass.tokens import TOKEN_LEN, VARIANT, TokenError, public_key_from_spki
+from ldpstream.privacypass.tokens import (
+    TOKEN_LEN,
+    VARIANT,
+    TokenError,
+    public_key_from_spki,
+    www_authenticate,
+)
 
 from .parse import BodyError
 
@@ -128,6 +134,7 @@ class TokenGate:
         self._loaded: dict[str, float] = {}
         self._load_lock: asyncio.Lock | None = None
         self._prefixes: dict[tuple[str, int], bytes] = {}
+        self.by_window: dict[tuple[str, int], scheme.KeyRecord] = {}
         self._spend = redis.register_script(_SPEND)
         self.verified = 0
         self.refused: dict[str, int] = {}
@@ -141,6 +148,7 @@ class TokenGate:
         if rec.key_id in self.keys:
             return
         self.keys[rec.key_id] = (rec, public_key_from_spki(rec.spki))
+        self.by_window[(rec.collection, rec.window)] = rec
         for w in (rec.window - rec.window_seconds, rec.window, rec.end):
             digest = scheme.challenge(self.issuer_name, rec.collection, w).digest()
             self.challenges[digest] = (rec.collection, w)
@@ -285,6 +293,7 @@ class TokenGate:
                 continue
             if spends:
                 groups.append((req, spends, owners))
+        await self._challenge_missing(reqs, now)
         if not groups:
             return []
         keys = [k for _, s, _ in groups for k, _ in s]
@@ -302,6 +311,31 @@ class TokenGate:
                 spent += [k for k, _ in s]
                 self.verified += len(s)
         return spent
+
+    async def _challenge_missing(self, reqs: Sequence[Request], now: float) -> None:
+        """``WWW-Authenticate: PrivateToken challenge=…, token-key=…`` (RFC 9577 §2.1) on
+        each ``token_missing`` refusal: the challenge and key of that collection's window."""
+        for req in reqs:
+            err = req.error
+            if err is None or err.reason != "token_missing" or err.index is None:
+                continue
+            idx, cid = 0, None
+            for m in req.messages:
+                if idx == err.index:
+                    cid = m.entry.cid
+                idx += m.messages
+            ws = None if cid is None else self.window_seconds(cid)
+            if cid is None or ws is None:
+                continue
+            w = scheme.window_of(now, ws)
+            rec = self.by_window.get((cid, w))
+            if rec is None:
+                await self.load([cid], now)
+                rec = self.by_window.get((cid, w))
+            if rec is not None:
+                ch = scheme.challenge(self.issuer_name, cid, w).encode()
+                err.www_authenticate = www_authenticate(ch, rec.spki,
+                                                        max_age=max(1, int(rec.end - now)))
 
     async def release(self, spent: Sequence[bytes]) -> None:
         """Forget spent tokens of a batch the broker did not take (the device may retry)."""

@@ -27,6 +27,7 @@ from ldpstream.privacypass.client import IssuerClient, device_credential
 from ldpstream.privacypass.tokens import (
     TokenRequest,
     authorization_header,
+    b64url_decode,
     begin_request,
     finalize_token,
     issue,
@@ -111,8 +112,17 @@ def test_a_good_token_passes_once_and_a_replay_is_refused(stack: Stack) -> None:
     assert stack.post(msg, token=t)[0] == 202
     status, data = stack.post(one(A, 1), token=t)
     assert (status, data["reason"]) == (409, "token_replayed")
-    assert stack.post(msg)[1]["reason"] == "token_missing"
-    assert stack.post(msg)[0] == 401
+    status, headers, body = post(stack.gateway.port, msg, OCT)
+    assert (status, body["reason"]) == (401, "token_missing")
+    # RFC 9577 §2.1: the challenge and the issuer key of this collection's window
+    www = headers["www-authenticate"]
+    assert www.startswith("PrivateToken challenge=")
+    fields = dict(p.strip().split("=", 1) for p in www[len("PrivateToken "):].split(","))
+    w = scheme.window_of(time.time(), A.window_seconds)
+    assert b64url_decode(fields["challenge"].strip('"')) == scheme.challenge(
+        "ldpstream", A.id, w).encode()
+    pk, spki = stack.client().key(A.id, w)
+    assert b64url_decode(fields["token-key"].strip('"')) == spki
 
 
 def test_each_bad_token_has_its_reason(stack: Stack) -> None:

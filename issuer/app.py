@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -118,6 +119,13 @@ def create_app(settings: IssuerSettings, redis: Any = None) -> FastAPI:
                 "ldp-collection": rec.collection, "ldp-window": rec.window,
                 "ldp-window-seconds": rec.window_seconds,
                 "ldp-not-after": rec.end + settings.skew}
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_parameter(request: Request, exc: RequestValidationError) -> JSONResponse:
+        where = ", ".join(".".join(str(p) for p in e.get("loc", ())) for e in exc.errors())
+        refused.labels("bad_request").inc()
+        return _error(400, "bad_request", f"bad parameter(s): {where} (window: epoch seconds "
+                      "of a window start; collection: an id)")
 
     @app.exception_handler(IssuanceError)
     async def _issuance_error(request: Request, exc: IssuanceError) -> JSONResponse:

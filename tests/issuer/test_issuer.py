@@ -139,6 +139,7 @@ def test_every_refusal_has_its_status_and_reason(issuer: Any) -> None:
         (_post(issuer, b"\x00\x01" + req[2:]), 400, "malformed"),
         (_post(issuer, req, window=w + 10 * SPEC.window_seconds), 400, "window"),
         (_post(issuer, req, collection="nope"), 404, "unknown_collection"),
+        (_post(issuer, req, window="soon"), 400, "bad_request"),
     ]
     for resp, status, reason in cases:
         assert (resp.status_code, resp.json()["reason"]) == (status, reason), resp.text

@@ -183,9 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=None,
                    help="listen on this port (default: LDP_GATEWAY_PORT, else 8080; 0 = free)")
     p.set_defaults(func=_cmd_gateway)
-    p = sub.add_parser("issuer", help="run the Privacy Pass token issuer: devices get blind-"
-                                      "signed tokens, at most a collection's quota per window "
-                                      "(settings: LDP_… env vars; docs/privacy-pass.md)")
+    issuer_help = ("run the Privacy Pass token issuer: devices get blind-signed tokens (RFC "
+                   "9578 type 2), at most a collection's quota per window (settings: "
+                   "LDP_ISSUER_KEYS, LDP_ISSUER_OPEN, LDP_ISSUER_ATTESTER, LDP_ISSUER_HOST/PORT, "
+                   "LDP_TOKEN_ISSUER_NAME, LDP_REDIS_URL…; docs/privacy-pass.md)")
+    p = sub.add_parser("issuer", help=issuer_help, description=issuer_help)
     p.add_argument("--port", type=int, default=None,
                    help="listen on this port (default: LDP_ISSUER_PORT, else 8090; 0 = free)")
     p.set_defaults(func=_cmd_issuer)

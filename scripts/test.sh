@@ -5,6 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/system-deps.sh
 bash scripts/bootstrap.sh
 .venv/bin/ruff check .
-.venv/bin/mypy --strict ldpcore ldpstream producer aggregator query_api gateway
+.venv/bin/mypy --strict ldpcore ldpstream producer aggregator query_api gateway issuer
 # pytest exits 5 when it collects nothing: set -e turns that into a failure.
 .venv/bin/python -m pytest "$@"

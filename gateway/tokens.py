@@ -129,11 +129,13 @@ class TokenGate:
         self.redis, self.names, self.mode = redis, scheme.PPKeys(prefix), mode
         self.issuer_name, self.skew, self.clock = issuer_name, skew, clock
         self.window_seconds, self.collection_ids = window_seconds, collection_ids
-        self.keys: dict[bytes, tuple[scheme.KeyRecord, rsa.RSAPublicKey]] = {}
+        self.keys: dict[bytes, tuple[scheme.KeyRecord, rsa.RSAPublicKey, int, int, bytes,
+                                     bytes, int]] = {}
+        """key id → (record, public key, window start, end, the challenge digest of its
+        (collection, window), spend-key prefix, spend expiry in ms)."""
         self.challenges: dict[bytes, tuple[str, int]] = {}
         self._loaded: dict[str, float] = {}
         self._load_lock: asyncio.Lock | None = None
-        self._prefixes: dict[tuple[str, int], bytes] = {}
         self.by_window: dict[tuple[str, int], scheme.KeyRecord] = {}
         self._spend = redis.register_script(_SPEND)
         self.verified = 0
@@ -147,7 +149,10 @@ class TokenGate:
     def add_record(self, rec: scheme.KeyRecord) -> None:
         if rec.key_id in self.keys:
             return
-        self.keys[rec.key_id] = (rec, public_key_from_spki(rec.spki))
+        expected = scheme.challenge(self.issuer_name, rec.collection, rec.window).digest()
+        spent = self.names.spent(rec.collection, rec.window, b"").encode()
+        self.keys[rec.key_id] = (rec, public_key_from_spki(rec.spki), rec.window, rec.end,
+                                 expected, spent, (rec.end + self.skew) * 1000)
         self.by_window[(rec.collection, rec.window)] = rec
         for w in (rec.window - rec.window_seconds, rec.window, rec.end):
             digest = scheme.challenge(self.issuer_name, rec.collection, w).digest()
@@ -181,7 +186,7 @@ class TokenGate:
             except (ValueError, KeyError, TokenError) as exc:
                 log.warning("an issuer key record is unreadable: %r", exc)
         if len(self.keys) > 50_000:  # old windows: forget them (they are expired anyway)
-            self.keys = {k: v for k, v in self.keys.items() if v[0].end + 86_400 > now}
+            self.keys = {k: v for k, v in self.keys.items() if v[3] + 86_400 > now}
 
     # ---- one message --------------------------------------------------------------------------
     def check(self, cid: str, tokens: Sequence[bytes], index: int, now: float
@@ -191,7 +196,7 @@ class TokenGate:
         The hot path of a relay's batch: slices of the token instead of a decoded object,
         one OpenSSL RSASSA-PSS verification, a dict lookup for the challenge."""
         out = []
-        keys, challenges = self.keys, self.challenges
+        keys = self.keys
         for t in tokens:
             if len(t) != TOKEN_LEN or t[:2] != b"\x00\x02":
                 raise _refuse("token_malformed", f"a type 2 token is {TOKEN_LEN} bytes "
@@ -200,46 +205,40 @@ class TokenGate:
             if found is None:
                 raise _refuse("token_key", "the token's key is not one the issuer published",
                               index)
-            rec, pk = found
+            rec, pk, start, stop, expected, prefix, expiry = found
             try:
                 pk.verify(t[98:], t[:98], _PSS, _SHA384)
             except InvalidSignature:
                 raise _refuse("token_signature", "the token's signature does not verify",
                               index) from None
-            if rec.collection != cid:
-                raise _refuse("token_collection", f"a token of collection "
-                              f"{rec.collection!r} on a report of {cid!r}", index)
-            if now >= rec.end:
-                raise _refuse("token_key_expired", f"the token's key served window "
-                              f"{rec.window}, over since {int(now - rec.end)} s", index)
-            if now < rec.window:
-                raise _refuse("token_window", f"the token is for window {rec.window}, which "
-                              f"opens in {int(rec.window - now) + 1} s", index)
-            named = challenges.get(t[34:66])
-            if named is None:
-                named = self._name(t[34:66], cid, rec, now)
-            if named != (cid, rec.window):
-                if named is not None and named[0] == cid:
-                    raise _refuse("token_window", f"the token's challenge names window "
-                                  f"{named[1]}, its key window {rec.window}", index)
-                if named is not None:
-                    raise _refuse("token_collection", f"the token's challenge names "
-                                  f"collection {named[0]!r}", index)
-                raise _refuse("token_challenge", "the token's challenge is not the one of "
-                              f"{cid!r} window {rec.window} at issuer {self.issuer_name!r}",
-                              index)
-            out.append((self._spent_prefix(cid, rec.window) + t[2:34],
-                        (rec.end + self.skew) * 1000))
+            if rec.collection == cid and start <= now < stop and t[34:66] == expected:
+                out.append((prefix + t[2:34], expiry))  # the common case
+                continue
+            self._why(t, cid, rec, index, now)
         return out
 
-    def _spent_prefix(self, cid: str, window: int) -> bytes:
-        k = (cid, window)
-        p = self._prefixes.get(k)
-        if p is None:
-            if len(self._prefixes) > 10_000:
-                self._prefixes.clear()
-            p = self._prefixes[k] = self.names.spent(cid, window, b"").encode()
-        return p
+    def _why(self, t: bytes, cid: str, rec: scheme.KeyRecord, index: int, now: float) -> None:
+        """Raise the refusal of a token with a good signature that does not fit ``cid`` now."""
+        if rec.collection != cid:
+            raise _refuse("token_collection", f"a token of collection "
+                          f"{rec.collection!r} on a report of {cid!r}", index)
+        if now >= rec.end:
+            raise _refuse("token_key_expired", f"the token's key served window "
+                          f"{rec.window}, over since {int(now - rec.end)} s", index)
+        if now < rec.window:
+            raise _refuse("token_window", f"the token is for window {rec.window}, which "
+                          f"opens in {int(rec.window - now) + 1} s", index)
+        named = self.challenges.get(t[34:66])
+        if named is None:
+            named = self._name(t[34:66], cid, rec, now)
+        if named is not None and named[0] == cid:
+            raise _refuse("token_window", f"the token's challenge names window "
+                          f"{named[1]}, its key window {rec.window}", index)
+        if named is not None:
+            raise _refuse("token_collection", f"the token's challenge names "
+                          f"collection {named[0]!r}", index)
+        raise _refuse("token_challenge", "the token's challenge is not the one of "
+                      f"{cid!r} window {rec.window} at issuer {self.issuer_name!r}", index)
 
     def _name(self, digest: bytes, cid: str, rec: scheme.KeyRecord, now: float
               ) -> tuple[str, int] | None:

@@ -158,7 +158,9 @@ def test_hh_epsilon_is_bounded_by_its_base() -> None:
 
 
 # ---- other parameters --------------------------------------------------------------------
-@pytest.mark.parametrize("mech", [m for m in ALL if m != "pem" and m not in COMPOSITE])
+# psi at its largest domain builds its default itemsets (every item: 2^22 of them).
+@pytest.mark.parametrize("mech", [pytest.param(m, marks=pytest.mark.slow) if m == "psi" else m
+                                  for m in ALL if m != "pem" and m not in COMPOSITE])
 def test_domain_size_bounds(mech: str) -> None:
     lo, hi = DOMAIN_RANGES[mech]
     key = "bins" if mech in NUMERIC else "domain_size"
@@ -328,6 +330,7 @@ PROPERTY = settings(max_examples=400, deadline=2000, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(oracle_params())
 def test_make_oracle_builds_or_raises_parameter_error(case: tuple[Any, dict[str, Any]]) -> None:
@@ -389,6 +392,7 @@ def bodies(draw: st.DrawFn) -> Any:
     return body
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(bodies())
 def test_collection_spec_parses_or_raises_parameter_error(body: Any) -> None:

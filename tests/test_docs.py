@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -78,3 +79,40 @@ def test_every_relative_link_names_a_file_of_the_project(page: Path) -> None:
         if ROOT not in target.parents or not target.exists():
             bad.append(link)
     assert not bad, f"{page.relative_to(ROOT)} links to what the project does not hold: {bad}"
+
+
+def test_a_setting_read_without_a_documented_row_stops_the_generator(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from ldpstream.settings import env_int
+
+    class FakeSettings:
+        """Settings.
+
+        =============  =======  ===========================
+        variable       default  meaning
+        =============  =======  ===========================
+        LDP_FAKE_A     1        a
+        LDP_FAKE_GONE  2        no code reads this any more
+        =============  =======  ===========================
+        """
+
+        @classmethod
+        def from_env(cls, env: Any) -> None:
+            env_int(env, "LDP_FAKE_A", 1, 0, 9)
+            env_int(env, "LDP_FAKE_NEW", 5, 0, 9)
+
+    module = ModuleType("fake_settings")
+    module.FakeSettings = FakeSettings  # type: ignore[attr-defined]
+    module.__file__ = __file__
+    monkeypatch.setitem(sys.modules, "fake_settings", module)
+    gen = gen_docs()
+    monkeypatch.setattr(gen, "SERVICES", {"fakepkg": "fake"})
+    monkeypatch.setattr(gen, "settings_classes", lambda package: (
+        [("fake_settings", "FakeSettings")] if package == "fakepkg" else []))
+    monkeypatch.setattr(gen, "_modules", lambda package: iter(()))
+    monkeypatch.setattr(gen, "_code_literals", lambda path, cls_name: [])
+    with pytest.raises(SystemExit) as stop:
+        gen.collect()
+    assert "LDP_FAKE_NEW is read by the code but has no row" in str(stop.value)
+    assert "LDP_FAKE_GONE is documented in fake_settings.FakeSettings" in str(stop.value)
+    assert "LDP_FAKE_A" not in str(stop.value)

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ldpstream.settings import EnvRecorder  # noqa: E402
+from ldpstream.settings import ConfigError, EnvRecorder  # noqa: E402
 
 CONFIG_PAGE = ROOT / "docs" / "configuration.md"
 # The packages whose settings classes are read, and the name each service goes by.
@@ -170,7 +170,10 @@ def collect() -> dict[str, Variable]:
             document(module.__doc__ or "", mod)
             document(cls.__doc__ or "", f"{mod}.{cls_name}")
             env = EnvRecorder()
-            cls.from_env(env)
+            try:
+                cls.from_env(env)
+            except ConfigError:
+                pass  # a required variable: what it read so far, and its literals, count
             path = Path(module.__file__ or "")
             names = list(env.read) + [v for v in _code_literals(path, cls_name)
                                      if v not in env.read]

@@ -53,6 +53,10 @@ class EnvRecorder(Mapping[str, str]):
             note.setdefault("default", default)
         return self._env.get(key, default)
 
+    def __contains__(self, key: object) -> bool:
+        # Asking whether a variable is set (e.g. to refuse a retired one) is not reading it.
+        return key in self._env
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._env)
 

@@ -79,9 +79,12 @@ def _code_literals(path: Path, cls_name: str) -> list[str]:
                   if isinstance(n, (ast.ClassDef, ast.FunctionDef))
                   and n.body and isinstance(n.body[0], ast.Expr)
                   and isinstance(n.body[0].value, ast.Constant)}
+    # `"LDP_OLD" in env` only asks whether a retired variable is still set (to refuse it).
+    probes = {id(n.left) for n in ast.walk(tree) if isinstance(n, ast.Compare)
+              and all(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops)}
     return [n.value for n in ast.walk(tree)
             if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            and id(n) not in docstrings and _VAR.match(n.value)]
+            and id(n) not in docstrings | probes and _VAR.match(n.value)]
 
 
 def environ_reads(path: Path) -> Iterator[tuple[str, Any]]:

@@ -116,3 +116,17 @@ def test_a_setting_read_without_a_documented_row_stops_the_generator(
     assert "LDP_FAKE_NEW is read by the code but has no row" in str(stop.value)
     assert "LDP_FAKE_GONE is documented in fake_settings.FakeSettings" in str(stop.value)
     assert "LDP_FAKE_A" not in str(stop.value)
+
+
+def test_a_retired_variable_the_code_only_refuses_needs_no_row(tmp_path: Path) -> None:
+    # `"LDP_OLD" in env` refuses a variable that is no longer read: not a setting to document.
+    from ldpstream.settings import EnvRecorder
+
+    path = tmp_path / "example.py"
+    path.write_text('class S:\n    @classmethod\n    def from_env(cls, env):\n'
+                    '        if "LDP_OLD" in env:\n'
+                    '            raise ValueError("LDP_OLD is gone")\n'
+                    '        return env.get("LDP_NEW")\n')
+    assert gen_docs()._code_literals(path, "S") == ["LDP_NEW"]
+    env = EnvRecorder({"LDP_OLD": "1"})
+    assert "LDP_OLD" in env and "LDP_OLD" not in env.read

@@ -12,7 +12,7 @@ LDP_ISSUER_KEYS                 (unset)                   fleet keys ``fleet:key
 LDP_ISSUER_KEYS_FILE            (unset)                   file of ``fleet:key`` lines
 LDP_ISSUER_OPEN                 false                     start with no fleet key (any device
                                                           credential is a device): demos only
-LDP_ISSUER_ATTESTER             (the fleet-key attester)  ``module:factory`` of another attester
+LDP_ISSUER_ATTESTER             fleet-key                 ``module:factory`` of another attester
 LDP_ISSUER_APP_LOGIN_SECRET     (unset)                   secret of ``issuer.attest:app_login``
 LDP_ISSUER_KEY_PASSWORD         (unset)                   encrypts the private keys in Redis
 LDP_ISSUER_PREFETCH_WINDOWS     1                         windows ahead a device may get tokens
@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ldpstream.connections import RedisOptions
 from ldpstream.privacypass.scheme import DEFAULT_ISSUER_NAME, DEFAULT_SKEW, env_issuer_name
@@ -65,6 +66,18 @@ class IssuerSettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> IssuerSettings:
         env = os.environ if env is None else env
         url = env_redis_url(env)
+        # the plain settings first (all read, whatever the attester check says)
+        plain: dict[str, Any] = dict(
+            redis_url=url,
+            redis_prefix=env_redis_prefix(env),
+            host=env.get("LDP_ISSUER_HOST") or cls.host,
+            port=env_int(env, "LDP_ISSUER_PORT", cls.port, 0, 65535),
+            issuer_name=env_issuer_name(env),
+            skew=env_int(env, "LDP_TOKEN_SKEW_SECONDS", DEFAULT_SKEW, 0, 3600),
+            prefetch_windows=env_int(env, "LDP_ISSUER_PREFETCH_WINDOWS", 1, 0, 24),
+            redis_options=RedisOptions.from_env(env, url=url),
+        )
+        password = env.get("LDP_ISSUER_KEY_PASSWORD") or None
         spec = env.get("LDP_ISSUER_ATTESTER") or ""
         if spec:
             attester: Attester = load_attester(spec, env)
@@ -83,17 +96,5 @@ class IssuerSettings:
             fleets = len(set(keys.values()))
             name = (f"fleet key ({fleets} fleets) + device credential" if keys
                     else "OPEN: device credential only (LDP_ISSUER_OPEN)")
-        password = env.get("LDP_ISSUER_KEY_PASSWORD") or None
-        return cls(
-            redis_url=url,
-            redis_prefix=env_redis_prefix(env),
-            host=env.get("LDP_ISSUER_HOST") or cls.host,
-            port=env_int(env, "LDP_ISSUER_PORT", cls.port, 0, 65535),
-            issuer_name=env_issuer_name(env),
-            skew=env_int(env, "LDP_TOKEN_SKEW_SECONDS", DEFAULT_SKEW, 0, 3600),
-            prefetch_windows=env_int(env, "LDP_ISSUER_PREFETCH_WINDOWS", 1, 0, 24),
-            key_password=password.encode() if password else None,
-            attester=attester,
-            attester_name=name,
-            redis_options=RedisOptions.from_env(env, url=url),
-        )
+        return cls(key_password=password.encode() if password else None, attester=attester,
+                   attester_name=name, **plain)

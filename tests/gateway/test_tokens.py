@@ -229,6 +229,41 @@ def test_fuzzed_tokens_are_refused(stack: Stack, data: st.DataObject) -> None:
     assert 400 <= status < 500 and body["reason"].startswith("token_"), (status, body)
 
 
+def test_optional_mode_keeps_tokenless_reports_and_still_checks_tokens(
+        stack: Stack, kafka: Any, redis_server: Any,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    # a trusted relay's gateway: no token needed, but a token that comes is verified
+    prefix = stack.issuer.env["LDP_REDIS_PREFIX"]
+    gw = GatewayProcess(gateway_env(kafka, redis_server, {"prefix": prefix,
+                                                          "topic": stack.topic},
+                                    LDP_GATEWAY_TOKENS="optional"),
+                        tmp_path_factory.mktemp("optional") / "gateway.log").start()
+    try:
+        def send(token: bytes | None) -> tuple[int, Any]:
+            headers = {} if token is None else {"Authorization": authorization_header(token)}
+            status, _, body = post(gw.port, one(A, 5), OCT, headers)
+            if status == 202:
+                stack.accepted += body["accepted_reports"]
+            return status, body
+
+        assert send(None)[0] == 202
+        (t,) = stack.tokens(A)
+        assert send(t[:-1] + bytes([t[-1] ^ 1]))[1]["reason"] == "token_signature"
+        assert send(t)[0] == 202
+        assert send(t)[1]["reason"] == "token_replayed"
+    finally:
+        gw.stop()
+
+
+def test_a_bad_tokens_mode_stops_the_gateway_naming_the_variable() -> None:
+    from gateway.config import GatewaySettings
+    from ldpstream.settings import ConfigError
+
+    with pytest.raises(ConfigError, match="LDP_GATEWAY_TOKENS"):
+        GatewaySettings.from_env({"LDP_GATEWAY_TOKENS": "sometimes"})
+    assert GatewaySettings.from_env({}).tokens == "off"
+
+
 def test_nothing_refused_and_no_token_reaches_kafka(stack: Stack) -> None:
     # runs last in the module: every report in the topic is one answered 202
     records = read_topic(stack.kafka.bootstrap, stack.topic, 1)

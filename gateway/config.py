@@ -15,8 +15,9 @@ LDP_GATEWAY_HOST             127.0.0.1                 bind address (0.0.0.0 in 
 LDP_GATEWAY_PORT             8080                      port (0: a free one, printed at start)
 LDP_GATEWAY_KEYS             (unset: no keys)          device API keys ``fleet:key,fleet:key``
 LDP_GATEWAY_KEYS_FILE        (unset)                   file of ``fleet:key`` lines (``#`` comments)
-LDP_GATEWAY_CORS_ORIGINS     ``LDP_CORS_ORIGINS``,     origins allowed by CORS (comma separated,
-                             else ``*``                ``*`` = any; empty string = CORS off)
+LDP_GATEWAY_CORS_ORIGINS     ``*``                     origins allowed by CORS (comma separated,
+                                                       ``*`` = any; empty string = CORS off);
+                                                       unset: ``LDP_CORS_ORIGINS`` if set
 LDP_GATEWAY_MAX_BODY         4194304                   largest request body in bytes (else 413)
 LDP_GATEWAY_LINGER_MS        5                         longest wait of an accepted report before
                                                        its batch goes to Kafka
@@ -28,6 +29,12 @@ LDP_GATEWAY_ACK_TIMEOUT_MS   10000                     no broker acknowledgement
 LDP_GATEWAY_RETRY_AFTER      1                         seconds in ``Retry-After`` of 429/503
 LDP_GATEWAY_CATALOG_REFRESH  5                         seconds between re-reads of the catalogue
 LDP_GATEWAY_MAX_CONNECTIONS  10000                     open connections beyond this are closed
+LDP_GATEWAY_TOKENS           off                       Privacy Pass tokens: ``required`` (one per
+                                                       report), ``optional`` (checked when sent)
+                                                       or ``off`` (docs/privacy-pass.md)
+LDP_TOKEN_ISSUER_NAME        ldpstream                 issuer_name of the token challenges
+LDP_TOKEN_SKEW_SECONDS       30                        a spent token is remembered this long
+                                                       after its window's end
 ===========================  ========================  ==========================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
@@ -35,12 +42,12 @@ Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ldpstream.connections import KafkaSecurity, RedisOptions
+from ldpstream.privacypass.scheme import DEFAULT_ISSUER_NAME, DEFAULT_SKEW, env_issuer_name
 from ldpstream.settings import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_REDIS_URL,
@@ -53,43 +60,12 @@ from ldpstream.settings import (
     env_origins,
     env_redis_prefix,
     env_redis_url,
+    key_digest,
+    parse_keys,
 )
 from ldpstream.storage import DEFAULT_PREFIX
 
 __all__ = ["ConfigError", "GatewaySettings", "parse_keys", "key_digest"]
-
-
-def key_digest(key: str) -> bytes:
-    """What the gateway keeps of a device key: its SHA-256 (lookups compare digests)."""
-    return hashlib.sha256(key.encode()).digest()
-
-
-def parse_keys(text: str, source: str) -> dict[bytes, str]:
-    """``fleet:key`` entries (comma or newline separated, ``#`` comments) → digest → fleet.
-
-    >>> sorted(parse_keys("a:k1, b:k2", "LDP_GATEWAY_KEYS").values())
-    ['a', 'b']
-    >>> parse_keys("nokey", "LDP_GATEWAY_KEYS")
-    Traceback (most recent call last):
-    ...
-    ldpstream.settings.ConfigError: LDP_GATEWAY_KEYS: entry 'nokey' must be fleet:key
-    """
-    out: dict[bytes, str] = {}
-    for line in text.replace(",", "\n").splitlines():
-        entry = line.split("#", 1)[0].strip()
-        if not entry:
-            continue
-        fleet, sep, key = entry.partition(":")
-        fleet, key = fleet.strip(), key.strip()
-        if not sep or not fleet or not key:
-            raise ConfigError(f"{source}: entry {entry!r} must be fleet:key")
-        if any(c.isspace() for c in key):
-            raise ConfigError(f"{source}: the key of fleet {fleet!r} has white space")
-        digest = key_digest(key)
-        if digest in out:
-            raise ConfigError(f"{source}: fleets {out[digest]!r} and {fleet!r} share a key")
-        out[digest] = fleet
-    return out
 
 
 @dataclass(frozen=True)
@@ -114,6 +90,9 @@ class GatewaySettings:
     retry_after: int = 1
     catalog_refresh: float = 5.0
     max_connections: int = 10_000
+    tokens: str = "off"
+    token_issuer_name: str = DEFAULT_ISSUER_NAME
+    token_skew: int = DEFAULT_SKEW
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
 
@@ -163,6 +142,16 @@ class GatewaySettings:
                                       0.1, 3600.0),
             max_connections=env_int(env, "LDP_GATEWAY_MAX_CONNECTIONS", cls.max_connections,
                                     1, 1_000_000),
+            tokens=_tokens_mode(env),
+            token_issuer_name=env_issuer_name(env),
+            token_skew=env_int(env, "LDP_TOKEN_SKEW_SECONDS", DEFAULT_SKEW, 0, 3600),
             kafka_security=KafkaSecurity.from_env(env),
             redis_options=RedisOptions.from_env(env, url=url),
         )
+
+
+def _tokens_mode(env: Mapping[str, str]) -> str:
+    mode = (env.get("LDP_GATEWAY_TOKENS") or "off").strip().lower()
+    if mode not in ("required", "optional", "off"):
+        raise ConfigError(f"LDP_GATEWAY_TOKENS must be required, optional or off, got {mode!r}")
+    return mode

@@ -14,15 +14,17 @@ from ldpstream.collections_file import read_collections_file
 
 from .conftest import ROOT, run
 
-LDP_SERVICES = ("aggregator", "api", "gateway", "simulator-app-version",
+LDP_SERVICES = ("aggregator", "api", "gateway", "issuer", "simulator-app-version",
                 "simulator-latency-ms")
-VERB_BY_SERVICE = {"aggregator": "aggregate", "api": "serve", "gateway": "gateway"}
+VERB_BY_SERVICE = {"aggregator": "aggregate", "api": "serve", "gateway": "gateway",
+                   "issuer": "issuer"}
 
 
 @pytest.fixture(scope="module")
 def compose(docker_compose: str) -> dict[str, Any]:
     """The file as docker-compose resolves it (every profile on)."""
-    out = run(docker_compose, "-f", "docker-compose.yml", "--profile", "simulator", "config")
+    out = run(docker_compose, "-f", "docker-compose.yml", "--profile", "simulator",
+              "--profile", "tokens", "config")
     cfg: dict[str, Any] = yaml.safe_load(out.stdout)
     return cfg
 
@@ -31,7 +33,7 @@ def documented_variables() -> set[str]:
     """Every ``LDP_…`` variable named in the configuration modules' reference tables."""
     names: set[str] = set()
     for mod in ("aggregator/config.py", "ldpstream/connections.py", "query_api/config.py",
-                "gateway/config.py"):
+                "gateway/config.py", "issuer/config.py"):
         names |= {v for v in re.findall(r"\bLDP_[A-Z_]+\b", (ROOT / mod).read_text())
                   if not v.endswith("_")}  # "LDP_REDIS_TLS_*" is prose, not a name
     return names
@@ -55,7 +57,8 @@ def test_compose_file_is_valid_and_simulators_are_a_profile(
     assert {"kafka", "redis", "aggregator", "api", "gateway", "prometheus",
             "grafana"} <= set(services)
     for name, svc in services.items():
-        expected = ["simulator"] if name.startswith("simulator-") else None
+        expected = (["simulator"] if name.startswith("simulator-")
+                    else ["tokens"] if name == "issuer" else None)
         assert svc.get("profiles") == expected, name
 
 
@@ -128,10 +131,10 @@ def test_monitoring_files_are_mounted_where_the_configs_expect_them(
     assert gm["deploy/grafana/provisioning"] == "/etc/grafana/provisioning"
 
 
-def test_readme_configuration_reference_lists_every_variable() -> None:
-    readme = (ROOT / "README.md").read_text()
-    missing = sorted(v for v in documented_variables() if f"`{v}`" not in readme)
-    assert not missing, f"README's configuration table lacks {missing}"
+def test_configuration_reference_lists_every_variable() -> None:
+    page = (ROOT / "docs" / "configuration.md").read_text()
+    missing = sorted(v for v in documented_variables() if f"`{v}`" not in page)
+    assert not missing, f"docs/configuration.md lacks {missing}"
 
 
 def test_compose_environment_is_accepted_by_the_services_settings(
@@ -155,5 +158,14 @@ def test_compose_environment_is_accepted_by_the_services_settings(
 
             gw = GatewaySettings.from_env(env)
             assert (gw.host, gw.port, gw.keys, gw.cors_origins) == ("0.0.0.0", 8080, {}, ("*",))
+            assert gw.tokens == "off"
+        elif verb == "issuer":
+            from issuer.config import IssuerSettings
+            from ldpstream.settings import ConfigError
+
+            with pytest.raises(ConfigError, match="LDP_ISSUER_KEYS"):  # closed by default
+                IssuerSettings.from_env(env)
+            iss = IssuerSettings.from_env({**env, "LDP_ISSUER_KEYS": "app:k"})
+            assert (iss.host, iss.port) == ("0.0.0.0", 8090)
         else:
             KafkaSecurity.from_env(env)

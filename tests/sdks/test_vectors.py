@@ -47,7 +47,9 @@ def _cases() -> list[dict[str, Any]]:
 
 def test_committed_vectors_are_what_ldpcore_generates() -> None:
     files = _generator().generate()
-    on_disk = {str(p.relative_to(VECTORS)) for p in VECTORS.rglob("*.json")}
+    # (a folder with its own generate.py, e.g. privacypass/, is generated and checked there)
+    on_disk = {str(p.relative_to(VECTORS)) for p in VECTORS.rglob("*.json")
+               if p.parent == VECTORS or not (p.parent / "generate.py").exists()}
     assert on_disk == {n for n in files if not n.startswith("..")}
     for name, text in files.items():  # the vectors, and the limits in the SDKs' sources
         assert (VECTORS / name).read_text() == text, f"{name} is stale: run generate.py"

@@ -49,6 +49,7 @@ public final class GatewayClient {
       Thread.sleep(millis);
     }
   };
+  private PrivacyPass.Wallet wallet;
 
   /** @param apiKey the fleet's device key ({@code Authorization: Bearer}), or null */
   public GatewayClient(String baseUrl, String apiKey) {
@@ -119,18 +120,54 @@ public final class GatewayClient {
     }
   }
 
+  /**
+   * Privacy Pass (docs/privacy-pass.md): every report then carries a token of its (collection,
+   * window), obtained from the issuer at {@code issuerUrl}, cached and redeemed here.
+   * {@code deviceSecret}: the device's persistent secret (the issuer sees only an HMAC of it
+   * and counts the quota against it).  The fleet key for the issuer is this client's key.
+   * (Queued reports, {@link #sendQueued}, are posted without tokens.)
+   */
+  public GatewayClient tokens(String issuerUrl, byte[] deviceSecret) {
+    this.wallet = new PrivacyPass.Wallet(issuerUrl, deviceSecret, apiKey);
+    return this;
+  }
+
   /** Send one binary message. */
   public Accepted send(byte[] message) throws IOException {
-    return post("application/octet-stream", message, null);
+    if (wallet != null) {
+      return sendTokened(java.util.Collections.singletonList(message), 0);
+    }
+    return post("application/octet-stream", message, null, null);
   }
 
-  /** Send several binary messages as one {@code application/x-ldp-frames} body. */
+  /** Send several binary messages as one {@code application/x-ldp-frames} body (with tokens:
+   * {@code application/x-ldp-token-frames}). */
   public Accepted send(List<byte[]> messages) throws IOException {
-    return post("application/x-ldp-frames", Encoding.frames(messages), null);
+    if (wallet != null) {
+      return sendTokened(messages, 0);
+    }
+    return post("application/x-ldp-frames", Encoding.frames(messages), null, null);
   }
 
-  /** Send JSON message texts (one, or several as a JSON array). */
+  /** Send JSON message texts (one, or several as a JSON array); with tokens, each message
+   * gets its {@code tokens}. */
+  @SuppressWarnings("unchecked")
   public Accepted sendJson(List<String> messages) throws IOException {
+    if (wallet != null) {
+      long nowS = System.currentTimeMillis() / 1000;
+      List<String> out = new ArrayList<>();
+      for (String m : messages) {
+        Map<String, Object> obj = new LinkedHashMap<>((Map<String, Object>) Json.parse(m));
+        int n = ((List<?>) obj.get("reports")).size();
+        List<String> toks = new ArrayList<>();
+        for (byte[] t : wallet.take((String) obj.get("collection"), n, nowS, null)) {
+          toks.add(PrivacyPass.b64url(t));
+        }
+        obj.put("tokens", toks);
+        out.add(Json.write(obj));
+      }
+      messages = out;
+    }
     StringBuilder b = new StringBuilder();
     if (messages.size() == 1) {
       b.append(messages.get(0));
@@ -141,7 +178,34 @@ public final class GatewayClient {
       }
       b.append(']');
     }
-    return post("application/json", b.toString().getBytes(UTF8), null);
+    return post("application/json", b.toString().getBytes(UTF8), null, null);
+  }
+
+  private Accepted sendTokened(List<byte[]> messages, int shift) throws IOException {
+    long nowS = System.currentTimeMillis() / 1000;
+    List<List<byte[]>> tokens = new ArrayList<>();
+    for (byte[] m : messages) {
+      Object[] head = PrivacyPass.messageHead(m);
+      String cid = (String) head[0];
+      long[] w = wallet.window(cid, nowS, null);
+      Long want = shift == 0 ? null : w[0] + shift * w[1];
+      tokens.add(wallet.take(cid, (int) (long) (Long) head[1], nowS, want));
+    }
+    try {
+      if (messages.size() == 1 && tokens.get(0).size() == 1) {
+        return post("application/octet-stream", messages.get(0), null,
+            PrivacyPass.authorizationHeader(tokens.get(0).get(0)));
+      }
+      return post("application/x-ldp-token-frames", PrivacyPass.tokenFrames(tokens, messages),
+          null, null);
+    } catch (GatewayException e) {
+      // the gateway's clock puts the reports in the neighbouring window: once, with its tokens
+      if (shift == 0 && ("token_window".equals(e.reason)
+          || "token_key_expired".equals(e.reason))) {
+        return sendTokened(messages, "token_key_expired".equals(e.reason) ? 1 : -1);
+      }
+      throw e;
+    }
   }
 
   /**
@@ -178,7 +242,7 @@ public final class GatewayClient {
         Map<String, Object> e = (Map<String, Object>) o;
         final String key = (String) e.get("key");
         try {
-          post((String) e.get("type"), Hex.decode((String) e.get("body")), key);
+          post((String) e.get("type"), Hex.decode((String) e.get("body")), key, null);
         } catch (GatewayException ex) {
           if (ex.status < 0 || retryable(ex.status)) {
             if (ex.retryAfterMs >= 0) {
@@ -266,22 +330,30 @@ public final class GatewayClient {
     return status == 429 || status == 502 || status == 503 || status == 504;
   }
 
-  /** The headers of one request: the one place they are built. */
-  public Map<String, String> headers(String contentType, String idempotencyKey) {
+  /** The headers of one request: the one place they are built. {@code authorization}: a
+   * Privacy Pass {@code PrivateToken} header (the device key then goes in X-LDP-Key), or
+   * null. */
+  public Map<String, String> headers(String contentType, String idempotencyKey,
+                                     String authorization) {
     Map<String, String> h = new LinkedHashMap<>();
     h.put("Content-Type", contentType);
     h.put("Accept", "application/json");
     h.put("Idempotency-Key", idempotencyKey);
-    if (apiKey != null) {
+    if (authorization != null) {
+      h.put("Authorization", authorization);
+      if (apiKey != null) {
+        h.put("X-LDP-Key", apiKey);
+      }
+    } else if (apiKey != null) {
       h.put("Authorization", "Bearer " + apiKey);
     }
     return h;
   }
 
-  private Accepted post(String contentType, byte[] body, String idempotencyKey)
-      throws IOException {
+  private Accepted post(String contentType, byte[] body, String idempotencyKey,
+                        String authorization) throws IOException {
     Map<String, String> headers = headers(contentType,
-        idempotencyKey != null ? idempotencyKey : UUID.randomUUID().toString());
+        idempotencyKey != null ? idempotencyKey : UUID.randomUUID().toString(), authorization);
     GatewayException last = null;
     for (int attempt = 0; attempt <= maxRetries; attempt++) {
       long delay;

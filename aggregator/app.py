@@ -31,14 +31,12 @@ log = logging.getLogger("ldpstream.aggregator")
 @contextlib.asynccontextmanager
 async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
     """Own the Redis client, the Prometheus registry and (optionally) the metrics server."""
-    import redis
     from prometheus_client import CollectorRegistry
 
     from .health import HealthServer
 
-    client = redis.Redis.from_url(settings.redis_url, socket_timeout=10,
-                                  socket_connect_timeout=5, health_check_interval=10,
-                                  **settings.redis_options.kwargs())
+    client = settings.redis_options.connect(settings.redis_url, socket_timeout=10,
+                                            socket_connect_timeout=5, health_check_interval=10)
     registry = CollectorRegistry()
     server = None
     janitor_stop = threading.Event()

@@ -1,0 +1,143 @@
+"""The replicated cluster of the failover tests, started once per session and shared.
+
+:class:`ldpstream.dev.cluster.LocalCluster`: three Apache Kafka brokers (KRaft, RF 3,
+``min.insync.replicas=2``), Redis primary + replica + three Sentinels, two workers (the
+default engine) with the janitor on, two query APIs, two gateways.  Every collection the
+tests use is registered before the services start (the gateways read the catalogue at
+start).  A test that kills something restores it before it ends, so the next one starts
+from a whole cluster.  ``secure_cluster``: the same with Kafka SASL_SSL + SCRAM and Redis
+TLS + an ACL user.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ldpcore.collection import CollectionSpec
+from ldpstream.connections import RedisOptions
+from ldpstream.dev.cluster import LocalCluster
+from ldpstream.storage import CollectionCatalog, load_state, read_watermarks
+
+pytestmark = pytest.mark.integration
+
+NAMES = ("leader", "rolling", "redis", "workers", "services", "fresh", "secure", "fresh-gw")
+
+
+def spec_of(name: str) -> CollectionSpec:
+    return CollectionSpec.from_dict({
+        "id": f"fo-{name}", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+        "domain": {"kind": "integers", "low": 0, "high": 15}, "min_reports": 1})
+
+
+SPECS = {n: spec_of(n) for n in NAMES}
+
+
+def _start(tmp: Path, secure: bool) -> LocalCluster:
+    uid = uuid.uuid4().hex[:6]
+    env = {"LDP_REPORTS_TOPIC": f"reports-{uid}", "LDP_DLQ_TOPIC": f"dlq-{uid}",
+           "LDP_CONSUMER_GROUP": f"agg-{uid}", "LDP_REDIS_PREFIX": f"c{uid}:",
+           "LDP_RELEASE_INTERVAL_MS": "1000", "LDP_GATEWAY_CATALOG_REFRESH": "1"}
+    cluster = LocalCluster(tmp, secure=secure, env=env, partitions=12)
+    cluster.start_servers()
+    try:
+        client = redis_client(cluster)
+        CollectionCatalog(client, env["LDP_REDIS_PREFIX"]).register_all(SPECS.values())
+        client.close()
+        cluster.start_services()
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    c = _start(tmp_path_factory.mktemp("cluster"), secure=False)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="session")
+def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    c = _start(tmp_path_factory.mktemp("secure-cluster"), secure=True)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def redis_client(cluster: LocalCluster) -> Any:
+    """A sync client of the current primary, through the Sentinels (as the services)."""
+    env = cluster.service_env()
+    return RedisOptions.from_env(env, url=env["LDP_REDIS_URL"]).connect(
+        env["LDP_REDIS_URL"], socket_timeout=10, socket_connect_timeout=5)
+
+
+def topic(cluster: LocalCluster) -> str:
+    return cluster.env["LDP_REPORTS_TOPIC"]
+
+
+def prefix(cluster: LocalCluster) -> str:
+    return cluster.env["LDP_REDIS_PREFIX"]
+
+
+def end_offsets(cluster: LocalCluster) -> dict[int, int]:
+    """partition -> the reports topic's high watermark (next offset)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    assert cluster.kafka is not None
+    c = KafkaConsumer(bootstrap_servers=cluster.kafka.bootstrap, request_timeout_ms=20000,
+                      **(cluster.secrets.kafka_python() if cluster.secrets else {}))
+    try:
+        tps = [TopicPartition(topic(cluster), p) for p in range(cluster.partitions)]
+        return {tp.partition: int(o) for tp, o in c.end_offsets(tps).items()}
+    finally:
+        c.close()
+
+
+def wait_counted(cluster: LocalCluster, spec: CollectionSpec, timeout: float = 180.0) -> Any:
+    """Once every record in the topic is behind a watermark: the collection's Redis state."""
+    ends = end_offsets(cluster)
+    deadline = time.monotonic() + timeout
+    wms: dict[int, int] = {}
+    while time.monotonic() < deadline:
+        try:
+            client = redis_client(cluster)
+            try:
+                wms = read_watermarks(client, topic(cluster), prefix(cluster))
+                if all(wms.get(p, -1) >= end - 1 for p, end in ends.items()):
+                    return load_state(client, spec, prefix=prefix(cluster))
+            finally:
+                client.close()
+        except Exception:  # noqa: BLE001 - Redis failing over: ask again
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"not every record counted after {timeout:.0f} s: ends {ends}, "
+                         f"watermarks {wms}; see {cluster.workdir / 'logs'}")
+
+
+def restore(cluster: LocalCluster) -> None:
+    """Bring back every killed process and wait until the cluster is whole again."""
+    assert cluster.kafka is not None and cluster.redis is not None
+    for b in cluster.kafka.brokers:
+        if b.proc is None or b.proc.poll() is not None:
+            b.start()
+    for n in [*cluster.redis.nodes, *cluster.redis.sentinels]:
+        if n.proc is None or n.proc.poll() is not None:
+            n.start()
+    for group in cluster.services.values():
+        for s in group:
+            if not s.alive():
+                s.start()
+    for group in cluster.services.values():
+        for s in group:
+            s.wait_ready()
+    cluster.redis.wait_replicas(1, 60)

@@ -57,8 +57,8 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
             janitor = Janitor(bootstrap=settings.kafka_bootstrap, redis=client,
                               topic=settings.reports_topic, prefix=settings.redis_prefix,
                               interval=settings.release_interval_ms / 1000,
-                              admin_config=settings.kafka_security.kafka_python()
-                              ).start(janitor_stop)
+                              admin_config=settings.kafka_security.kafka_python(),
+                              replicas=settings.release_replicas).start(janitor_stop)
             log.info("janitor: releasing counted records of %s every %.1f s",
                      settings.reports_topic, settings.release_interval_ms / 1000)
         yield agg

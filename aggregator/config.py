@@ -28,6 +28,8 @@ LDP_ENGINE                faust                       ``faust`` (faust-streaming
 LDP_RELEASE_INTERVAL_MS   0 (off)                     run the janitor in this worker: delete the
                                                       records below the Redis watermarks (already
                                                       counted) and trim expired windows this often
+LDP_RELEASE_REPLICAS      1 with Sentinels, else 0    release only what this many Redis replicas
+                                                      acknowledge holding (WAIT)
 ========================  ==========================  ==============================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
@@ -82,6 +84,7 @@ class WorkerSettings:
     rebalance_timeout_ms: int = 10_000
     engine: str = "faust"
     release_interval_ms: int = 0
+    release_replicas: int = 0
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
 
@@ -99,6 +102,7 @@ class WorkerSettings:
             raise ConfigError(f"LDP_HEARTBEAT_MS ({heartbeat}) must be at most a third of "
                               f"LDP_SESSION_TIMEOUT_MS ({session})")
         replication = env_int(env, "LDP_TOPIC_REPLICATION", cls.topic_replication, 1, 32)
+        redis_options = RedisOptions.from_env(env, url=url)
         engine = (env.get("LDP_ENGINE") or cls.engine).strip().lower()
         if engine not in ENGINES:
             raise ConfigError(f"LDP_ENGINE must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -127,5 +131,7 @@ class WorkerSettings:
             release_interval_ms=env_int(env, "LDP_RELEASE_INTERVAL_MS", cls.release_interval_ms,
                                         0, 86_400_000),
             kafka_security=KafkaSecurity.from_env(env),
-            redis_options=RedisOptions.from_env(env, url=url),
+            redis_options=redis_options,
+            release_replicas=env_int(env, "LDP_RELEASE_REPLICAS",
+                                     1 if redis_options.mode == "sentinel" else 0, 0, 16),
         )

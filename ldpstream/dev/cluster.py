@@ -180,8 +180,12 @@ class KafkaCluster:
         client_proto = "SASL_SSL" if secrets else "PLAINTEXT"
         self.brokers: list[ClusterBroker] = []
         for i, (client, internal, controller) in enumerate(ports):
+            rf, isr = str(min(3, size)), str(min(2, size))
             settings = {
                 **CLUSTER_KAFKA_CONFIG,
+                "default.replication.factor": rf, "offsets.topic.replication.factor": rf,
+                "transaction.state.log.replication.factor": rf,
+                "min.insync.replicas": isr, "transaction.state.log.min.isr": isr,
                 "controller.quorum.voters": voters,
                 "listeners": f"CLIENT://{LOOPBACK}:{client},INTERNAL://{LOOPBACK}:{internal},"
                              f"CONTROLLER://{LOOPBACK}:{controller}",
@@ -214,6 +218,12 @@ class KafkaCluster:
     @property
     def bootstrap(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers)
+
+    @property
+    def live_bootstrap(self) -> str:
+        """The client listeners of the brokers running now (all of them if none is)."""
+        live = [b.bootstrap for b in self.brokers if b.proc is not None and b.proc.poll() is None]
+        return ",".join(live) or self.bootstrap
 
     def broker(self, node_id: int) -> ClusterBroker:
         return self.brokers[node_id - 1]
@@ -257,31 +267,40 @@ class KafkaCluster:
             b.stop()
 
     def admin(self) -> Any:
+        """A kafka-python admin client of the brokers running now."""
         from kafka import KafkaAdminClient
 
-        return KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=10000,
+        return KafkaAdminClient(bootstrap_servers=self.live_bootstrap,
+                                request_timeout_ms=10000,
                                 **(self.secrets.kafka_python() if self.secrets else {}))
+
+    def describe(self, topic: str, attempts: int = 10) -> list[dict[str, Any]]:
+        """The topic's partitions in the metadata of a running broker (retried: a broker
+        that just died may still be named as a node to ask)."""
+        last: Exception | None = None
+        for _ in range(attempts):
+            try:
+                admin = self.admin()
+                try:
+                    return [p for t in admin.describe_topics([topic])
+                            for p in t.get("partitions", [])]
+                finally:
+                    admin.close()
+            except Exception as exc:  # noqa: BLE001 - ask again
+                last = exc
+                time.sleep(0.5)
+        raise ServerError(f"no metadata of {topic}: {last}")
 
     def leaders(self, topic: str) -> dict[int, int]:
         """partition -> node id of its leader (from the metadata of a running broker)."""
-        admin = self.admin()
-        try:
-            meta = admin.describe_topics([topic])
-        finally:
-            admin.close()
         return {_pget(p, "partition_index", "partition"): _pget(p, "leader_id", "leader")
-                for t in meta for p in t.get("partitions", [])}
+                for p in self.describe(topic)}
 
     def in_sync(self, topic: str) -> dict[int, list[int]]:
         """partition -> node ids of its in-sync replicas."""
-        admin = self.admin()
-        try:
-            meta = admin.describe_topics([topic])
-        finally:
-            admin.close()
         return {_pget(p, "partition_index", "partition"):
                 sorted(int(r) for r in (p.get("isr_nodes") or p.get("isr") or []))
-                for t in meta for p in t.get("partitions", [])}
+                for p in self.describe(topic)}
 
 
 def _pget(d: dict[str, Any], *names: str) -> int:
@@ -589,6 +608,11 @@ class LocalCluster:
     partitions: int = 12
     engine: str = "faust"
     kafka_heap: str = "256m"
+    #: brokers of the Kafka cluster (1 for the one-broker figures of the benchmarks)
+    brokers: int = 3
+    #: Redis primary + replica + Sentinels (else one Redis, as ``ldpstream up``)
+    sentinel: bool = True
+    single_redis: ManagedServer | None = None
     secrets: Secrets | None = None
     kafka: KafkaCluster | None = None
     redis: RedisSentinels | None = None
@@ -600,10 +624,15 @@ class LocalCluster:
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.secure and self.secrets is None:
             self.secrets = make_secrets(self.workdir / "secrets")
-        self.kafka = KafkaCluster(self.workdir / "kafka", heap=self.kafka_heap,
+        self.kafka = KafkaCluster(self.workdir / "kafka", self.brokers, heap=self.kafka_heap,
                                   secrets=self.secrets)
         # Redis first: it is quick, and the brokers take the rest of the time
-        self.redis = RedisSentinels(self.workdir / "redis", secrets=self.secrets).start()
+        if self.sentinel:
+            self.redis = RedisSentinels(self.workdir / "redis", secrets=self.secrets).start()
+        else:
+            wd = self.workdir / "redis"
+            wd.mkdir(parents=True, exist_ok=True)
+            self.single_redis = start_redis(wd)
         self.timings["redis"] = time.monotonic() - t0
         self.kafka.start()
         self.timings["servers"] = time.monotonic() - t0
@@ -611,17 +640,34 @@ class LocalCluster:
 
     def service_env(self) -> dict[str, str]:
         """The environment every service starts with."""
-        assert self.kafka is not None and self.redis is not None, "start_servers first"
+        assert self.kafka is not None, "start_servers first"
         env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
         env.update({"LDP_KAFKA_BOOTSTRAP": self.kafka.bootstrap,
                     "LDP_TOPIC_PARTITIONS": str(self.partitions),
-                    "LDP_TOPIC_REPLICATION": "3", "LDP_TOPIC_MIN_ISR": "2",
-                    "LDP_ENGINE": self.engine, "PYTHONPATH": str(ROOT),
-                    **self.redis.env()})
+                    "LDP_TOPIC_REPLICATION": str(min(3, self.brokers)),
+                    "LDP_TOPIC_MIN_ISR": str(min(2, self.brokers)),
+                    "LDP_ENGINE": self.engine, "PYTHONPATH": str(ROOT)})
+        if self.redis is not None:
+            env.update(self.redis.env())
+        elif self.single_redis is not None:
+            env["LDP_REDIS_URL"] = self.single_redis.url
         if self.secrets is not None:
             env.update(self.secrets.kafka_env())
         env.update(self.env)
         return env
+
+    def redis_client(self) -> Any:
+        """A sync Redis client reaching the state the way the services do."""
+        from ldpstream.connections import RedisOptions
+
+        env = self.service_env()
+        url = env["LDP_REDIS_URL"]
+        return RedisOptions.from_env(env, url=url).connect(url, socket_timeout=10,
+                                                           socket_connect_timeout=5)
+
+    def kafka_config(self) -> dict[str, Any]:
+        """kafka-python settings of a client of the brokers (security when secured)."""
+        return self.secrets.kafka_python() if self.secrets is not None else {}
 
     def _make(self, kind: str, i: int) -> Service:
         logs = self.workdir / "logs"
@@ -671,6 +717,8 @@ class LocalCluster:
                 s.stop()
         if self.redis is not None:
             self.redis.stop()
+        if self.single_redis is not None:
+            self.single_redis.stop()
         if self.kafka is not None:
             self.kafka.stop()
 
@@ -695,6 +743,8 @@ class LocalCluster:
                 out[f"redis-{i + 1}"] = rss(n.pid)
             for i, sen in enumerate(self.redis.sentinels):
                 out[f"sentinel-{i + 1}"] = rss(sen.pid)
+        if self.single_redis is not None:
+            out["redis"] = rss(self.single_redis.pid)
         for group in self.services.values():
             for svc in group:
                 out[svc.name] = rss(None if svc.proc is None else svc.proc.pid)

@@ -172,7 +172,12 @@ class Traffic:
                 conns[url] = conn
                 try:
                     status, _ = post_message(url, value, conn=conn)
-                except OSError:
+                except ConnectionRefusedError:  # nothing listens: nothing was sent
+                    conn.close()
+                    conns.pop(url, None)
+                    o.status = "refused"
+                    self.gateway_status["refused"] += 1
+                except OSError:  # sent, the answer lost: it may have reached Kafka
                     conn.close()
                     conns.pop(url, None)
                     o.status = "doubt"
@@ -304,13 +309,13 @@ class ApiProbe:
         self._thread.start()
         return self
 
-    def stop(self) -> dict[str, float]:
+    def stop(self) -> dict[str, Any]:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(20)
         return self.summary()
 
-    def summary(self, since: float = 0.0, until: float = float("inf")) -> dict[str, float]:
+    def summary(self, since: float = 0.0, until: float = float("inf")) -> dict[str, Any]:
         s = [x for x in self.samples if since <= x[0] <= until]
         lat = [x[2] * 1000 for x in s if x[1] == 200]
         errors = [x for x in s if x[1] != 200]
@@ -318,7 +323,8 @@ class ApiProbe:
                 "error_rate": len(errors) / len(s) if s else float("nan"),
                 "p50_ms": percentile(lat, 50), "p99_ms": percentile(lat, 99),
                 "503_with_retry_after": sum(1 for x in errors if x[1] == 503 and x[3]),
-                "refused": sum(1 for x in errors if x[1] == 0)}
+                "refused": sum(1 for x in errors if x[1] == 0),
+                "statuses": dict(Counter(str(x[1]) for x in s))}
 
 
 def read_n(base: str, cid: str, timeout: float = 5.0) -> int | None:

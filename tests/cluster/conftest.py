@@ -11,6 +11,7 @@ TLS + an ACL user.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,14 +20,16 @@ from typing import Any
 
 import pytest
 
-from ldpcore.collection import CollectionSpec
+from ldpcore.collection import CollectionSpec, encode_message
 from ldpstream.connections import RedisOptions
 from ldpstream.dev.cluster import LocalCluster
+from ldpstream.dev.failover import post_message
 from ldpstream.storage import CollectionCatalog, load_state, read_watermarks
 
 pytestmark = pytest.mark.integration
 
-NAMES = ("leader", "rolling", "redis", "workers", "services", "fresh", "secure", "fresh-gw")
+NAMES = ("leader", "rolling", "redis", "workers", "services", "fresh", "secure", "fresh-gw",
+         "probe")
 
 
 def spec_of(name: str) -> CollectionSpec:
@@ -50,10 +53,33 @@ def _start(tmp: Path, secure: bool) -> LocalCluster:
         CollectionCatalog(client, env["LDP_REDIS_PREFIX"]).register_all(SPECS.values())
         client.close()
         cluster.start_services()
+        _wait_counting(cluster)
     except BaseException:
         cluster.stop()
         raise
     return cluster
+
+
+def _wait_counting(cluster: LocalCluster, timeout: float = 180.0) -> None:
+    """Until a report posted to a gateway shows in Redis: the workers' first rebalance is
+    over, and the tests' API probes see answers, not "no reports yet"."""
+    for gw in cluster.services["gateway"]:
+        _wake(gw)
+    spec = SPECS["probe"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        client = redis_client(cluster)
+        try:
+            if load_state(client, spec, prefix=prefix(cluster)).n > 0:
+                return
+        finally:
+            client.close()
+        with contextlib.suppress(OSError):
+            body = encode_message(spec, spec.oracle().perturb([1], rng=0), "binary")
+            post_message(str(cluster.services["gateway"][0].base_url), body)
+        time.sleep(1.0)
+    raise AssertionError(f"no report counted {timeout:.0f} s after the start; see "
+                         f"{cluster.workdir / 'logs'}")
 
 
 @pytest.fixture(scope="session")
@@ -94,7 +120,7 @@ def end_offsets(cluster: LocalCluster) -> dict[int, int]:
     from kafka import KafkaConsumer, TopicPartition
 
     assert cluster.kafka is not None
-    c = KafkaConsumer(bootstrap_servers=cluster.kafka.bootstrap, request_timeout_ms=20000,
+    c = KafkaConsumer(bootstrap_servers=cluster.kafka.live_bootstrap, request_timeout_ms=20000,
                       **(cluster.secrets.kafka_python() if cluster.secrets else {}))
     try:
         tps = [TopicPartition(topic(cluster), p) for p in range(cluster.partitions)]
@@ -137,7 +163,32 @@ def restore(cluster: LocalCluster) -> None:
         for s in group:
             if not s.alive():
                 s.start()
-    for group in cluster.services.values():
-        for s in group:
+    for kind in ("worker", "api"):
+        for s in cluster.services[kind]:
             s.wait_ready()
+    for gw in cluster.services["gateway"]:
+        _wake(gw)
     cluster.redis.wait_replicas(1, 60)
+
+
+def _wake(gw: Any, timeout: float = 120.0) -> None:
+    """Until the gateway is ready.  A gateway that saw the broker fail holds it for down
+    until a request gets through (it has no traffic of its own to probe with): post a
+    one-report message of the ``probe`` collection every second until then."""
+    import urllib.request
+
+    spec = SPECS["probe"]
+    body = encode_message(spec, spec.oracle().perturb([1], rng=0), "binary")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(gw.ready_url, timeout=2) as r:  # noqa: S310
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if gw.alive():
+            with contextlib.suppress(OSError):
+                post_message(str(gw.base_url), body, timeout=15)
+        time.sleep(1.0)
+    raise AssertionError(f"{gw.name} not ready in {timeout:.0f} s; see {gw.log}")

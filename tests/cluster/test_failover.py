@@ -102,8 +102,8 @@ def test_topics_are_replicated_three_times_with_two_in_sync_required(
     try:
         for name in (topic(cluster), cluster.env["LDP_DLQ_TOPIC"]):
             res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
-            entries = {e[0]: e[1] for r in res for e in r.resources[0][4]}
-            assert entries["min.insync.replicas"] == "2", name
+            entries = res["topic"][name]
+            assert entries["min.insync.replicas"]["value"] == "2", (name, entries)
     finally:
         admin.close()
     isr = cluster.kafka.in_sync(topic(cluster))
@@ -117,14 +117,23 @@ def test_kill9_of_the_busiest_partitions_leader_loses_and_doubles_nothing(
 
     def fault() -> None:
         node = _leader_of_busiest(cluster)
+        led = {p for p, n in cluster.kafka.leaders(topic(cluster)).items()  # type: ignore[union-attr]
+               if n == node}
         victim.append(node)
         cluster.kafka.broker(node).kill()  # type: ignore[union-attr]
-        time.sleep(5.0)  # the other brokers elect new leaders; traffic goes on
-        cluster.kafka.broker(node).start()  # type: ignore[union-attr]
-        _wait_isr_full(cluster)
+        # the other brokers elect new leaders while the stream goes on (the killed one
+        # comes back after the check, in the fixture: min.insync.replicas=2 of 3)
+        deadline = time.monotonic() + 60
+        after: dict[int, int] = {}
+        while time.monotonic() < deadline:
+            time.sleep(1.0)
+            after = cluster.kafka.leaders(topic(cluster))  # type: ignore[union-attr]
+            if all(after.get(p) != node for p in led):
+                break
+        assert led and all(after.get(p) != node for p in led), (node, led, after)
 
     _run(cluster, "leader", fault)
-    assert victim and cluster.kafka.broker(victim[0]).proc is not None
+    assert victim
 
 
 def test_rolling_restart_of_all_three_brokers(cluster: LocalCluster) -> None:

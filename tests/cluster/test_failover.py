@@ -16,82 +16,10 @@ from typing import Any
 import pytest
 
 from ldpstream.dev.cluster import LocalCluster
-from ldpstream.dev.failover import ApiProbe, Traffic, check_counted
 
-from .conftest import SPECS, end_offsets, restore, topic, wait_counted
+from .conftest import leader_of_busiest, restore, run_scenario, topic, wait_isr_full
 
 pytestmark = pytest.mark.integration
-
-BEFORE_S = 4.0   # steady traffic before the fault
-AFTER_S = 4.0    # and after the cluster is whole again
-
-
-def _client(cluster: LocalCluster) -> Any:
-    from producer.sdk import Client
-
-    assert cluster.kafka is not None
-    extra = cluster.secrets.kafka_python() if cluster.secrets else {}
-    return Client(cluster.kafka.bootstrap, topic(cluster), linger_ms=5, **extra)
-
-
-def _run(cluster: LocalCluster, name: str, fault: Any) -> dict[str, Any]:
-    spec = SPECS[name]
-    client = _client(cluster)
-    gws = [str(s.base_url) for s in cluster.services["gateway"]]
-    apis = [str(s.base_url) for s in cluster.services["api"]]
-    traffic = Traffic(spec, kafka_send=lambda k, v, p: client.send_raw(k, v, partition=p),
-                      kafka_flush=client.flush, gateways=gws, rate=40.0,
-                      partitions=cluster.partitions, seed=hash(name) % 1000).start()
-    probe = ApiProbe(apis, f"/v1/collections/{spec.id}/frequencies").start()
-    try:
-        time.sleep(BEFORE_S)
-        t0 = time.time()
-        fault()
-        t1 = time.time()
-        time.sleep(AFTER_S)
-    finally:
-        traffic.stop()
-        probe.stop()
-        client.close()
-    state = wait_counted(cluster, spec)
-    summary = check_counted(spec, traffic.outcomes, state)
-    during = probe.summary(t0, t1 + 1.0)
-    report = {"fault_s": round(t1 - t0, 1), **summary,
-              "gateway": dict(traffic.gateway_status), "api_during": during,
-              "api_all": probe.summary()}
-    print(f"\n{name}: {report}")
-    # nothing acknowledged may be missing, and the stream must have flowed
-    assert summary["acked"] > 100, summary
-    assert traffic.gateway_status["202"] > 10, traffic.gateway_status
-    return report
-
-
-def _leader_of_busiest(cluster: LocalCluster) -> int:
-    """Node id leading the most of the partitions holding the most records."""
-    assert cluster.kafka is not None
-    ends = end_offsets(cluster)
-    leaders = cluster.kafka.leaders(topic(cluster))
-    top = sorted(ends, key=lambda p: -ends[p])[: max(1, len(ends) // 3)]
-    votes: dict[int, int] = {}
-    for p in top:
-        votes[leaders[p]] = votes.get(leaders[p], 0) + ends[p]
-    return max(votes, key=lambda n: votes[n])
-
-
-def _wait_isr_full(cluster: LocalCluster, timeout: float = 120.0) -> None:
-    assert cluster.kafka is not None
-    deadline = time.monotonic() + timeout
-    isr: dict[int, list[int]] = {}
-    while time.monotonic() < deadline:
-        try:
-            isr = cluster.kafka.in_sync(topic(cluster))
-            if isr and all(len(r) == 3 for r in isr.values()):
-                return
-        except Exception:  # noqa: BLE001 - metadata while a broker restarts
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"partitions not back to 3 in-sync replicas: {isr}")
-
 
 def test_topics_are_replicated_three_times_with_two_in_sync_required(
         cluster: LocalCluster) -> None:
@@ -116,7 +44,7 @@ def test_kill9_of_the_busiest_partitions_leader_loses_and_doubles_nothing(
     victim: list[int] = []
 
     def fault() -> None:
-        node = _leader_of_busiest(cluster)
+        node = leader_of_busiest(cluster)
         led = {p for p, n in cluster.kafka.leaders(topic(cluster)).items()  # type: ignore[union-attr]
                if n == node}
         victim.append(node)
@@ -132,7 +60,7 @@ def test_kill9_of_the_busiest_partitions_leader_loses_and_doubles_nothing(
                 break
         assert led and all(after.get(p) != node for p in led), (node, led, after)
 
-    _run(cluster, "leader", fault)
+    run_scenario(cluster, "leader", fault)
     assert victim
 
 
@@ -143,9 +71,9 @@ def test_rolling_restart_of_all_three_brokers(cluster: LocalCluster) -> None:
         for b in cluster.kafka.brokers:  # type: ignore[union-attr]
             b.stop()      # SIGTERM: a controlled shutdown moves its leaderships away
             b.start()
-            _wait_isr_full(cluster)
+            wait_isr_full(cluster)
 
-    _run(cluster, "rolling", fault)
+    run_scenario(cluster, "rolling", fault)
 
 
 def test_kill9_of_the_redis_primary_sentinel_promotes_and_recounts(
@@ -159,7 +87,7 @@ def test_kill9_of_the_redis_primary_sentinel_promotes_and_recounts(
         cluster.redis.node(before).start()  # type: ignore[union-attr]  # back as a replica
         cluster.redis.wait_replicas(1, 60)  # type: ignore[union-attr]
 
-    report = _run(cluster, "redis", fault)
+    report = run_scenario(cluster, "redis", fault)
     assert cluster.redis.primary_port() != before
     # what users saw: answers, or 503 with Retry-After; never another error
     assert report["api_during"]["errors"] == (report["api_during"]["503_with_retry_after"]
@@ -176,7 +104,7 @@ def test_both_workers_killed_and_restarted(cluster: LocalCluster) -> None:
         for w in cluster.services["worker"]:
             w.wait_ready()
 
-    _run(cluster, "workers", fault)
+    run_scenario(cluster, "workers", fault)
 
 
 def test_one_api_replica_and_one_gateway_killed(cluster: LocalCluster) -> None:
@@ -190,7 +118,7 @@ def test_one_api_replica_and_one_gateway_killed(cluster: LocalCluster) -> None:
         api.wait_ready()
         gw.wait_ready()
 
-    report = _run(cluster, "services", fault)
+    report = run_scenario(cluster, "services", fault)
     # the other replica answered all along
     assert report["api_during"]["requests"] > report["api_during"]["errors"]
 

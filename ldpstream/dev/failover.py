@@ -348,18 +348,19 @@ def read_n(base: str, cid: str, timeout: float = 5.0) -> int | None:
 
 
 def freshness(spec: CollectionSpec, send: Callable[[bytes], Any], api: str, probes: int,
-              *, timeout: float = 30.0, pause: float = 0.05) -> list[float]:
+              *, timeout: float = 30.0, pause: float = 0.05, warmup: int = 3) -> list[float]:
     """Seconds from each send to the API's ``n`` showing it, for ``probes`` single reports.
 
     ``spec`` must be a collection nobody else sends to.  ``send(value)`` must return once
     the message is sent (it need not wait for an acknowledgement: the clock starts before
-    it).  The API is polled every 10 ms.
+    it).  The API is polled every 10 ms.  The first ``warmup`` probes are not kept (the
+    producer's first metadata fetch, the API's first computation of an answer).
     """
     rng = np.random.default_rng(7)
     oracle = spec.oracle()
     base = read_n(api, spec.id) or 0
-    out = []
-    for _ in range(probes):
+    out: list[float] = []
+    for _ in range(probes + warmup):
         value = encode_message(spec, oracle.perturb(rng.integers(0, spec.domain.size, 1),
                                                     rng=rng), "binary")
         t0 = time.perf_counter()
@@ -375,4 +376,4 @@ def freshness(spec: CollectionSpec, send: Callable[[bytes], Any], api: str, prob
                 raise TimeoutError(f"a report to {spec.id!r} not visible in {timeout:.0f} s")
             time.sleep(0.01)
         time.sleep(pause)
-    return out
+    return out[warmup:]

@@ -127,3 +127,25 @@ def test_one_api_replica_and_one_gateway_killed(cluster: LocalCluster) -> None:
 def _whole_again(cluster: LocalCluster) -> Any:
     yield
     restore(cluster)
+
+
+def test_workers_export_the_freshness_of_what_they_counted(cluster: LocalCluster) -> None:
+    """``ldp_freshness_seconds``: record timestamp -> the flush that made it visible."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    count = total = 0.0
+    for w in cluster.services["worker"]:
+        with urllib.request.urlopen(f"{w.base_url}/metrics", timeout=10) as r:  # noqa: S310
+            text = r.read().decode()
+        for fam in text_string_to_metric_families(text):
+            if fam.name == "ldp_freshness_seconds":
+                for s in fam.samples:
+                    if s.name.endswith("_count"):
+                        count += s.value
+                    elif s.name.endswith("_sum"):
+                        total += s.value
+    # the probe messages of the fixture at least were counted, each a few seconds fresh
+    assert count > 0
+    assert 0 < total / count < 60

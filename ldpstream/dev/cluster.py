@@ -175,7 +175,15 @@ class KafkaCluster:
                  startup_timeout: float = 180.0) -> None:
         self.workdir, self.size, self.secrets = workdir, size, secrets
         cid = random_cluster_id()
-        ports = [(free_port(), free_port(), free_port()) for _ in range(size)]
+        taken: set[int] = set()
+
+        def fresh() -> int:  # free_port may hand out one port twice in a row
+            while (port := free_port()) in taken:
+                pass
+            taken.add(port)
+            return port
+
+        ports = [(fresh(), fresh(), fresh()) for _ in range(size)]
         voters = ",".join(f"{i + 1}@{LOOPBACK}:{c}" for i, (_, _, c) in enumerate(ports))
         client_proto = "SASL_SSL" if secrets else "PLAINTEXT"
         self.brokers: list[ClusterBroker] = []

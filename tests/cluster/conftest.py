@@ -1,4 +1,5 @@
-"""The replicated cluster of the failover tests, started once per session and shared.
+"""The replicated cluster of the failover tests, started once per module and shared by its
+tests (one module at a time, so the machine runs one cluster at a time).
 
 :class:`ldpstream.dev.cluster.LocalCluster`: three Apache Kafka brokers (KRaft, RF 3,
 ``min.insync.replicas=2``), Redis primary + replica + three Sentinels, two workers (the
@@ -12,6 +13,7 @@ TLS + an ACL user.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -82,7 +84,7 @@ def _wait_counting(cluster: LocalCluster, timeout: float = 180.0) -> None:
                          f"{cluster.workdir / 'logs'}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     c = _start(tmp_path_factory.mktemp("cluster"), secure=False)
     try:
@@ -91,7 +93,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         c.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     c = _start(tmp_path_factory.mktemp("secure-cluster"), secure=True)
     try:
@@ -231,7 +233,7 @@ def run_scenario(cluster: LocalCluster, name: str, fault: Any) -> dict[str, Any]
     report = {"fault_s": round(t1 - t0, 1), **summary,
               "gateway": dict(traffic.gateway_status), "api_during": during,
               "api_all": probe.summary()}
-    print(f"\n{name}: {report}")
+    print(f"\nFAILOVER {json.dumps({'test': name, **report})}")
     # nothing acknowledged may be missing, and the stream must have flowed
     assert summary["acked"] > 100, summary
     assert traffic.gateway_status["202"] > 10, traffic.gateway_status

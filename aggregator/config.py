@@ -29,7 +29,8 @@ LDP_RELEASE_INTERVAL_MS   0 (off)                     run the janitor in this wo
                                                       records below the Redis watermarks (already
                                                       counted) and trim expired windows this often
 LDP_RELEASE_REPLICAS      1 with Sentinels, else 0    release only what this many Redis replicas
-                                                      acknowledge holding (WAIT)
+                                                      acknowledge holding (WAIT); 1 by default
+                                                      when LDP_REDIS_SENTINELS is set
 ========================  ==========================  ==============================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.

@@ -32,7 +32,9 @@ from .conftest import (
     wait_isr_full,
 )
 
-pytestmark = pytest.mark.integration
+# a cluster's start (1–2 min here) counts within the first test's time: room for a
+# machine several times slower
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
 
 def test_topics_are_replicated_three_times_with_two_in_sync_required(

@@ -18,7 +18,9 @@ from ldpstream.dev.cluster import LocalCluster
 
 from .conftest import end_offsets, leader_of_busiest, run_scenario, topic
 
-pytestmark = pytest.mark.integration
+# a cluster's start (1–2 min here) counts within the first test's time: room for a
+# machine several times slower
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
 
 def _log_starts(cluster: LocalCluster) -> dict[int, int]:

@@ -14,7 +14,9 @@ import pytest
 
 from ldpstream.dev.servers import _die_with_parent
 
-pytestmark = pytest.mark.integration
+# a cluster's start (1–2 min here) counts within the first test's time: room for a
+# machine several times slower
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -31,14 +31,12 @@ log = logging.getLogger("ldpstream.aggregator")
 @contextlib.asynccontextmanager
 async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
     """Own the Redis client, the Prometheus registry and (optionally) the metrics server."""
-    import redis
     from prometheus_client import CollectorRegistry
 
     from .health import HealthServer
 
-    client = redis.Redis.from_url(settings.redis_url, socket_timeout=10,
-                                  socket_connect_timeout=5, health_check_interval=10,
-                                  **settings.redis_options.kwargs())
+    client = settings.redis_options.connect(settings.redis_url, socket_timeout=10,
+                                            socket_connect_timeout=5, health_check_interval=10)
     registry = CollectorRegistry()
     server = None
     janitor_stop = threading.Event()
@@ -59,8 +57,8 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
             janitor = Janitor(bootstrap=settings.kafka_bootstrap, redis=client,
                               topic=settings.reports_topic, prefix=settings.redis_prefix,
                               interval=settings.release_interval_ms / 1000,
-                              admin_config=settings.kafka_security.kafka_python()
-                              ).start(janitor_stop)
+                              admin_config=settings.kafka_security.kafka_python(),
+                              replicas=settings.release_replicas).start(janitor_stop)
             log.info("janitor: releasing counted records of %s every %.1f s",
                      settings.reports_topic, settings.release_interval_ms / 1000)
         yield agg

@@ -11,6 +11,7 @@ LDP_REDIS_PREFIX             ldp:                      prefix of every Redis key
 LDP_REPORTS_TOPIC            ldp-reports               topic the accepted reports go to
 LDP_TOPIC_PARTITIONS         4                         partitions if the gateway creates the topic
 LDP_TOPIC_REPLICATION        1                         replication if the gateway creates it
+LDP_TOPIC_MIN_ISR            0 (broker default)        its min.insync.replicas then
 LDP_GATEWAY_HOST             127.0.0.1                 bind address (0.0.0.0 in containers)
 LDP_GATEWAY_PORT             8080                      port (0: a free one, printed at start)
 LDP_GATEWAY_KEYS             (unset: no keys)          device API keys ``fleet:key,fleet:key``
@@ -55,6 +56,7 @@ from ldpstream.settings import (
     env_file,
     env_float,
     env_int,
+    env_min_isr,
     env_name,
     env_redis_prefix,
     env_redis_url,
@@ -76,6 +78,7 @@ class GatewaySettings:
     reports_topic: str = "ldp-reports"
     topic_partitions: int = 4
     topic_replication: int = 1
+    topic_min_isr: int = 0
     host: str = "127.0.0.1"
     port: int = 8080
     keys: dict[bytes, str] = field(default_factory=dict, repr=False)
@@ -129,6 +132,8 @@ class GatewaySettings:
             reports_topic=env_name(env, "LDP_REPORTS_TOPIC", cls.reports_topic),
             topic_partitions=env_int(env, "LDP_TOPIC_PARTITIONS", cls.topic_partitions, 1, 10_000),
             topic_replication=env_int(env, "LDP_TOPIC_REPLICATION", cls.topic_replication, 1, 32),
+            topic_min_isr=env_min_isr(env, env_int(env, "LDP_TOPIC_REPLICATION",
+                                                   cls.topic_replication, 1, 32)),
             host=env.get("LDP_GATEWAY_HOST") or cls.host,
             port=env_int(env, "LDP_GATEWAY_PORT", cls.port, 0, 65535),
             keys=keys,

@@ -223,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench_gateway_parser(bsub)
     add_bench_soak_parser(bsub)
+    from ldpstream.dev.clusterbench import add_bench_cluster_parsers
+
+    add_bench_cluster_parsers(bsub)
     return parser
 
 

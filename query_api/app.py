@@ -43,10 +43,8 @@ __all__ = ["create_app"]
 
 
 def _redis_client(settings: ApiSettings) -> Any:
-    import redis.asyncio as aredis
-
-    return aredis.Redis.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=3,
-                                 health_check_interval=10, **settings.redis_options.kwargs())
+    return settings.redis_options.connect_async(settings.redis_url, socket_timeout=5,
+                                                socket_connect_timeout=3, health_check_interval=10)
 
 
 def create_app(settings: ApiSettings | None = None, *, redis: Any = None,

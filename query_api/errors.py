@@ -66,9 +66,12 @@ class Conflict(QueryError):
 
 
 class Unavailable(QueryError):
-    """Redis is unreachable (HTTP 503)."""
+    """Redis is unreachable (HTTP 503 with ``Retry-After``): during a Sentinel failover the
+    primary is away for a few seconds, and an answer from the replica could be older than
+    one already served (docs/cluster.md)."""
 
     status = 503
+    retry_after = 1
 
 
 def error_response(status: int, message: str, parameter: str | None = None,
@@ -99,7 +102,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(QueryError)
     async def _query_error(request: Request, exc: QueryError) -> JSONResponse:
         extra = {"have": exc.have, "need": exc.need} if isinstance(exc, NotEnoughReports) else {}
-        return error_response(exc.status, str(exc), exc.parameter, **extra)
+        resp = error_response(exc.status, str(exc), exc.parameter, **extra)
+        if isinstance(exc, Unavailable):
+            resp.headers["Retry-After"] = str(exc.retry_after)
+        return resp
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -131,6 +131,13 @@ def add_up_parser(sub: Any) -> None:
                    help="seconds between the janitor's rounds: delete the records below the "
                         "Redis watermarks (already counted) and trim expired windows "
                         "(default 30; 0 = off)")
+    p.add_argument("--cluster", action="store_true",
+                   help="the replicated system instead (docs/cluster.md): 3 Apache Kafka "
+                        "brokers (RF 3, min.insync.replicas 2), Redis primary + replica + 3 "
+                        "Sentinels, 2 workers, 2 query APIs, 2 gateways")
+    p.add_argument("--secure", action="store_true",
+                   help="with --cluster: Kafka SASL_SSL (SCRAM-SHA-256) and Redis TLS with "
+                        "an ACL user, from a CA made at start")
     p.set_defaults(func=run_stack)
 
 
@@ -189,6 +196,16 @@ def _with_retention(demos: list[tuple[dict[str, Any], str]],
 
 def run_stack(args: argparse.Namespace) -> int:
     token = getattr(args, "admin_token", None)
+    if getattr(args, "cluster", False):
+        from .cluster import run_cluster
+
+        if token is not None and len(token) < 8:
+            print("ldpstream up: --admin-token must be at least 8 characters", file=sys.stderr)
+            return 2
+        return run_cluster(args)
+    if getattr(args, "secure", False):
+        print("ldpstream up: --secure goes with --cluster", file=sys.stderr)
+        return 2
     if token is not None and len(token) < 8:
         print("ldpstream up: --admin-token must be at least 8 characters", file=sys.stderr)
         return 2

@@ -34,7 +34,8 @@ async def readyz(svc: ServiceDep) -> Any:
     try:
         await svc.call(svc.store.ping())
     except Unavailable as exc:
-        return JSONResponse({"error": {"status": 503, "message": str(exc)}}, status_code=503)
+        return JSONResponse({"error": {"status": 503, "message": str(exc)}}, status_code=503,
+                            headers={"Retry-After": str(exc.retry_after)})
     return {"status": "ready"}
 
 

@@ -212,3 +212,28 @@ def test_rendered_environment_is_accepted_by_the_services_settings(
             assert IssuerSettings.from_env(env).host == "0.0.0.0"
         else:
             KafkaSecurity.from_env(env)
+
+
+def test_replicated_values_point_every_service_at_the_sentinels_and_a_redis_cluster_too(
+        helm: str) -> None:
+    from aggregator.config import WorkerSettings
+
+    docs = load_all(render(helm, CHART / "ci" / "replicated-values.yaml").stdout)
+    for name, c in containers(docs):
+        env = {e["name"]: str(e.get("value", "")) for e in c["env"]}
+        if c["args"][0] in ("aggregate", "serve", "gateway"):
+            assert env["LDP_REDIS_MASTER_NAME"] == "mymaster", name
+            assert len(env["LDP_REDIS_SENTINELS"].split(",")) == 3, name
+        if c["args"][0] == "aggregate":
+            assert (env["LDP_TOPIC_REPLICATION"], env["LDP_TOPIC_MIN_ISR"],
+                    env["LDP_RELEASE_REPLICAS"]) == ("3", "2", "1")
+            env["LDP_REDIS_PASSWORD"] = "x"
+            s = WorkerSettings.from_env({k: v for k, v in env.items()
+                                         if k != "LDP_COLLECTIONS_FILE"})
+            assert s.redis_options.mode == "sentinel" and s.topic_min_isr == 2
+    cluster = load_all(render(helm, None, "--set", "redis.cluster=r-0:6379\\,r-1:6379").stdout)
+    envs = [{e["name"]: e.get("value") for e in c["env"]} for _, c in containers(cluster)]
+    assert any(e.get("LDP_REDIS_CLUSTER") == "r-0:6379,r-1:6379" for e in envs)
+    both = render(helm, None, "--set", "redis.cluster=r:1", "--set", "redis.sentinels=s:2",
+                  ok=False)
+    assert both.returncode != 0 and "cannot both be set" in both.stderr

@@ -14,9 +14,8 @@ import signal
 import threading
 from collections.abc import AsyncIterator
 
-from ldpstream.collections_file import read_collections_file
+from ldpstream.collections_file import register_catalogue_file
 from ldpstream.retention import Janitor
-from ldpstream.storage import CollectionCatalog
 
 from .accumulator import Accumulator
 from .config import WorkerSettings
@@ -45,8 +44,8 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
     janitor: threading.Thread | None = None
     try:
         if settings.collections_file:
-            specs = read_collections_file(settings.collections_file)
-            CollectionCatalog(client, settings.redis_prefix).register_all(specs)
+            specs = register_catalogue_file(client, settings.redis_prefix,
+                                            settings.collections_file).specs
             log.info("registered %d collection(s) from %s", len(specs),
                      settings.collections_file)
         agg = make_accumulator(settings, client, AggregatorMetrics(registry))

@@ -38,7 +38,8 @@ class ErrorResponse(BaseModel):
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` entries for the error statuses a route really answers."""
-    what = {400: "a bad parameter (named in the body)", 401: "no or a malformed bearer token",
+    what = {400: "a bad parameter (named in the body)",
+            401: "no bearer token, or not a valid one (read tokens on: LDP_READ_TOKENS)",
             403: "a wrong admin token, or admin routes off", 404: "no such collection",
             409: "the collection cannot answer this query, or too few reports yet",
             503: "Redis is unreachable"}

@@ -22,7 +22,7 @@ import ldpcore
 from ldpcore.collection import CollectionSpec
 
 from .config import ApiSettings
-from .errors import NotEnoughReports, NotFound, Unavailable
+from .errors import NotEnoughReports, Unavailable, unknown_collection
 from .metrics import ApiMetrics
 from .store import StateVersion, Store
 
@@ -85,8 +85,7 @@ class Service:
         """The collection, or :class:`NotFound` naming how to list them."""
         spec: CollectionSpec | None = await self.call(self.store.get(cid))
         if spec is None:
-            raise NotFound(f"no collection {cid!r}; GET /v1/collections lists them",
-                           parameter="id")
+            raise unknown_collection(cid)
         return spec
 
     def oracle(self, spec: CollectionSpec) -> Any:

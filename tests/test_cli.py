@@ -41,3 +41,18 @@ def test_up_children_get_the_callers_ldp_settings_but_not_those_up_sets() -> Non
     assert env == {"LDP_READ_TOKENS": "/t", "LDP_REDIS_URL": "redis://127.0.0.1:1",
                    "HOME": "/h"}
     assert passed == ["LDP_READ_TOKENS"] and "LDP_REDIS_URL" in UP_SETS
+
+
+def test_read_token_mints_a_token_and_prints_the_line_of_its_hash(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from ldpstream.access import parse_token_file, token_hash
+    from ldpstream.cli import main
+
+    assert main(["read-token", "--collections", "sales,hr"]) == 0
+    out = capsys.readouterr().out
+    token = out.split("token:", 1)[1].split()[0]
+    line = out.split("line:", 1)[1].splitlines()[0].strip()
+    assert len(token) >= 40 and token not in line
+    scope = parse_token_file(line, "printed line")[token_hash(token)]
+    assert scope.collections == {"sales", "hr"} and not scope.everything
+    assert main(["read-token", "--collections", "bad id"]) == 2

@@ -55,7 +55,8 @@ def test_compose_file_is_valid_and_simulators_are_a_profile(
     assert {"kafka", "redis", "aggregator", "api", "gateway", "prometheus",
             "grafana"} <= set(services)
     for name, svc in services.items():
-        expected = ["simulator"] if name.startswith("simulator-") else None
+        expected = (["simulator"] if name.startswith("simulator-")
+                    else ["oidc"] if name == "oauth2-proxy" else None)
         assert svc.get("profiles") == expected, name
 
 
@@ -157,3 +158,20 @@ def test_compose_environment_is_accepted_by_the_services_settings(
             assert (gw.host, gw.port, gw.keys, gw.cors_origins) == ("0.0.0.0", 8080, {}, ("*",))
         else:
             KafkaSecurity.from_env(env)
+
+
+def test_the_oidc_profile_puts_a_login_in_front_of_the_api(docker_compose: str) -> None:
+    out = run(docker_compose, "-f", "docker-compose.yml", "--profile", "oidc", "config")
+    services = yaml.safe_load(out.stdout)["services"]
+    proxy, api = services["oauth2-proxy"], services["api"]
+    assert proxy["profiles"] == ["oidc"] and proxy["image"].startswith(
+        "quay.io/oauth2-proxy/oauth2-proxy:v7.")
+    assert "--provider=oidc" in proxy["command"] and "--pass-basic-auth=true" in proxy["command"]
+    assert "--upstream=http://api:8000/" in proxy["command"]
+    assert api["environment"]["LDP_API_PORT"] == "8000"
+    # Prometheus scrapes the API's metrics port, which needs no read token
+    prom = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    job = next(j for j in prom["scrape_configs"] if j["job_name"] == "ldp-api")
+    assert job["static_configs"][0]["targets"] == [
+        f"api:{api['environment']['LDP_API_METRICS_PORT']}"]
+    assert _binds(api)["deploy/access"] == "/etc/ldpstream/access"

@@ -184,7 +184,9 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
             redis_ok = False
         kafka_ok = batcher.broker_up and await reachable(settings.kafka_bootstrap)
         return redis_ok and kafka_ok, {"kafka": kafka_ok, "redis": redis_ok,
-                                       "collections": len(cache.get())}
+                                       "collections": len(cache.get()),
+                                       "access": settings.access,
+                                       "access_note": settings.access_note()}
 
     server = GatewayServer(catalogue=cache.get, lookup=cache.lookup, batcher=batcher,
                            keys=settings.keys, cors_origins=settings.cors_origins,
@@ -205,6 +207,9 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
     print(f"ldpstream gateway: listening on http://{settings.host}:{port} "
           f"(topic {settings.reports_topic}, {len(cache.get())} collections, "
           f"{f'device keys of {fleets} fleets' if fleets else 'no device keys'})", flush=True)
+    print(f"ldpstream gateway: access {settings.access}: {settings.access_note()}", flush=True)
+    if settings.access == "open":
+        log.warning("the gateway is open: %s", settings.access_note())
     if started is not None:
         started.set_result(port)
     try:

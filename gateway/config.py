@@ -15,6 +15,9 @@ LDP_GATEWAY_HOST             127.0.0.1                 bind address (0.0.0.0 in 
 LDP_GATEWAY_PORT             8080                      port (0: a free one, printed at start)
 LDP_GATEWAY_KEYS             (unset: no keys)          device API keys ``fleet:key,fleet:key``
 LDP_GATEWAY_KEYS_FILE        (unset)                   file of ``fleet:key`` lines (``#`` comments)
+LDP_GATEWAY_OPEN             (unset: loopback only)    ``true``: run without device keys or
+                                                       tokens on any address (demos: anyone who
+                                                       reaches it may post); ``false``: never
 LDP_GATEWAY_CORS_ORIGINS     ``*``                     origins allowed by CORS (comma separated,
                                                        ``*`` = any; empty string = CORS off)
 LDP_GATEWAY_MAX_BODY         4194304                   largest request body in bytes (else 413)
@@ -31,11 +34,17 @@ LDP_GATEWAY_MAX_CONNECTIONS  10000                     open connections beyond t
 ===========================  ========================  ==========================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
+
+Closed by default: with neither device keys nor ``LDP_GATEWAY_TOKENS=required`` the
+gateway starts only on a loopback address (what ``ldpstream up`` does) or with
+``LDP_GATEWAY_OPEN=true``; otherwise start-up fails naming these variables.  The access
+mode (``keys``, ``tokens`` or ``open``) is printed at start-up and stated on ``/readyz``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -45,6 +54,7 @@ from ldpstream.settings import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_REDIS_URL,
     ConfigError,
+    env_bool,
     env_bootstrap,
     env_file,
     env_float,
@@ -55,7 +65,8 @@ from ldpstream.settings import (
 )
 from ldpstream.storage import DEFAULT_PREFIX
 
-__all__ = ["ConfigError", "GatewaySettings", "parse_keys", "key_digest"]
+__all__ = ["ConfigError", "GatewaySettings", "parse_keys", "key_digest", "access_mode",
+           "is_loopback"]
 
 
 def key_digest(key: str) -> bytes:
@@ -91,6 +102,49 @@ def parse_keys(text: str, source: str) -> dict[bytes, str]:
     return out
 
 
+def is_loopback(host: str) -> bool:
+    """True if ``host`` is a loopback address (only this machine can connect).
+
+    >>> is_loopback("127.0.0.1"), is_loopback("::1"), is_loopback("0.0.0.0")
+    (True, True, False)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve anywhere
+        return False
+
+
+def access_mode(env: Mapping[str, str], host: str, keys: Mapping[bytes, str]) -> str:
+    """``keys``, ``tokens`` or ``open``; ConfigError when the gateway would be open where it
+    must not be (see the module docstring).
+
+    >>> access_mode({}, "127.0.0.1", {}), access_mode({}, "0.0.0.0", {b"k": "fleet"})
+    ('open', 'keys')
+    >>> access_mode({"LDP_GATEWAY_OPEN": "true"}, "0.0.0.0", {})
+    'open'
+    >>> access_mode({}, "0.0.0.0", {})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ldpstream.settings.ConfigError: the gateway would accept reports from anyone ...
+    """
+    raw = (env.get("LDP_GATEWAY_OPEN") or "").strip().lower()
+    opened = None if raw == "" else env_bool(env, "LDP_GATEWAY_OPEN", False)
+    if keys:
+        return "keys"
+    if (env.get("LDP_GATEWAY_TOKENS") or "").strip().lower() == "required":
+        return "tokens"
+    if opened or (opened is None and is_loopback(host)):
+        return "open"
+    where = (f"on {host} (not a loopback address)" if opened is None
+             else "and LDP_GATEWAY_OPEN is false")
+    raise ConfigError(f"the gateway would accept reports from anyone who reaches it {where}: "
+                      "set device keys (LDP_GATEWAY_KEYS or LDP_GATEWAY_KEYS_FILE) or "
+                      "LDP_GATEWAY_TOKENS=required, or LDP_GATEWAY_OPEN=true to run it open "
+                      "on purpose (demos)")
+
+
 @dataclass(frozen=True)
 class GatewaySettings:
     """Gateway settings (see the module docstring for the variables)."""
@@ -115,6 +169,8 @@ class GatewaySettings:
     max_connections: int = 10_000
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
+    access: str = "open"
+    """``keys``, ``tokens`` or ``open`` (:func:`access_mode`)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -134,6 +190,8 @@ class GatewaySettings:
         raw_origins = env.get("LDP_GATEWAY_CORS_ORIGINS")
         origins = ("*",) if raw_origins is None else tuple(
             o.strip().rstrip("/") for o in raw_origins.split(",") if o.strip())
+        host = env.get("LDP_GATEWAY_HOST") or cls.host
+        access = access_mode(env, host, keys)
         for o in origins:
             if o != "*" and not o.startswith(("http://", "https://")):
                 raise ConfigError("LDP_GATEWAY_CORS_ORIGINS must be '*' or http(s)://host[:port]"
@@ -151,7 +209,7 @@ class GatewaySettings:
             reports_topic=env_name(env, "LDP_REPORTS_TOPIC", cls.reports_topic),
             topic_partitions=env_int(env, "LDP_TOPIC_PARTITIONS", cls.topic_partitions, 1, 10_000),
             topic_replication=env_int(env, "LDP_TOPIC_REPLICATION", cls.topic_replication, 1, 32),
-            host=env.get("LDP_GATEWAY_HOST") or cls.host,
+            host=host,
             port=env_int(env, "LDP_GATEWAY_PORT", cls.port, 0, 65535),
             keys=keys,
             cors_origins=origins,
@@ -168,4 +226,16 @@ class GatewaySettings:
                                     1, 1_000_000),
             kafka_security=KafkaSecurity.from_env(env),
             redis_options=RedisOptions.from_env(env, url=url),
+            access=access,
         )
+
+    def access_note(self) -> str:
+        """What start-up and ``/readyz`` say about who may post."""
+        if self.access == "keys":
+            return f"device keys of {len(set(self.keys.values()))} fleets required"
+        if self.access == "tokens":
+            return "a Privacy Pass token required per report"
+        if is_loopback(self.host):
+            return "OPEN on loopback: no device keys, no tokens (only this machine can post)"
+        return (f"OPEN: no device keys, no tokens, anyone who reaches {self.host} may post "
+                "reports (LDP_GATEWAY_OPEN=true)")

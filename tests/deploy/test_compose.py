@@ -153,9 +153,16 @@ def test_compose_environment_is_accepted_by_the_services_settings(
             assert ApiSettings.from_env(env).host == "0.0.0.0"
         elif verb == "gateway":
             from gateway.config import GatewaySettings
+            from ldpstream.settings import ConfigError
 
-            gw = GatewaySettings.from_env(env)
-            assert (gw.host, gw.port, gw.keys, gw.cors_origins) == ("0.0.0.0", 8080, {}, ("*",))
+            # closed by default: without keys (or the explicit open flag) it refuses
+            with pytest.raises(ConfigError, match="LDP_GATEWAY_OPEN"):
+                GatewaySettings.from_env(env)
+            gw = GatewaySettings.from_env({**env, "LDP_GATEWAY_KEYS": "fleet:k"})
+            assert (gw.host, gw.port, gw.access, gw.cors_origins) == (
+                "0.0.0.0", 8080, "keys", ("*",))
+            assert GatewaySettings.from_env({**env, "LDP_GATEWAY_OPEN": "true"}).access == \
+                "open"
         else:
             KafkaSecurity.from_env(env)
 

@@ -256,3 +256,15 @@ def test_incomplete_access_settings_fail_naming_the_value(
     extra = [arg for f in flags for arg in ("--set", f)]
     proc = render(helm, None, *extra, ok=False)
     assert proc.returncode != 0 and named in proc.stderr
+
+
+@pytest.mark.parametrize(("flags", "want"), [
+    ([], "false"), (["gateway.open=true"], "true")])
+def test_the_gateway_is_closed_unless_keys_come_from_the_secret_or_it_is_opened(
+        helm: str, flags: list[str], want: str) -> None:
+    docs = load_all(render(helm, None, *[a for f in flags for a in ("--set", f)]).stdout)
+    gw = next(c for n, c in containers(docs) if n.endswith("-gateway"))
+    env = {e["name"]: e for e in gw["env"]}
+    assert env["LDP_GATEWAY_OPEN"]["value"] == want
+    assert env["LDP_GATEWAY_KEYS"]["valueFrom"]["secretKeyRef"]["key"] == "gateway-keys"
+    assert env["LDP_GATEWAY_HOST"]["value"] == "0.0.0.0"  # so only keys or the flag open it

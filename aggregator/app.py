@@ -11,11 +11,14 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 import threading
 from collections.abc import AsyncIterator
 
+from ldpcore import ParameterError
 from ldpstream.collections_file import register_catalogue_file
 from ldpstream.retention import Janitor
+from ldpstream.storage import CollectionConflict
 
 from .accumulator import Accumulator
 from .config import WorkerSettings
@@ -95,5 +98,10 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = WorkerSettings.from_env()  # fails loudly, naming the bad variable
-    asyncio.run(serve(settings))
+    try:
+        asyncio.run(serve(settings))
+    except (ParameterError, CollectionConflict) as exc:  # the collections file: say why
+        print(f"ldpstream aggregate: LDP_COLLECTIONS_FILE {settings.collections_file}: {exc}",
+              file=sys.stderr)
+        return 2
     return 0

@@ -12,6 +12,7 @@ Key layout (``P`` = key prefix, default ``"ldp:"``; every value is plain Redis d
     P wm:{topic}                  hash   "{partition}" -> highest Kafka offset already counted;
                                          "{partition}:t" -> wall time (ms) of that flush
     P private                     set    ids of the private collections (ldpstream.access)
+    P fleet                       string fleet policy JSON {"budget": {...}} (ldpstream.fleet)
 
 A flush is one Lua script (:data:`FLUSH_SCRIPT`): it checks that every touched
 partition's watermark still has the value the worker started from
@@ -119,6 +120,10 @@ class Keys:
     @property
     def private(self) -> str:
         return f"{self.prefix}private"
+
+    @property
+    def fleet(self) -> str:
+        return f"{self.prefix}fleet"
 
 
 def check_same_spec(spec: CollectionSpec, existing: CollectionSpec | None) -> None:

@@ -10,6 +10,8 @@ registry are owned by its lifespan unless injected (tests inject both).  Routes
   ``…/frequencies``, ``…/subset``, ``…/heavy-hitters``, ``…/range``, ``…/quantiles``,
   ``…/cdf``, ``…/mean``, ``…/histogram``, ``…/stream`` (SSE), ``/v1/methods``;
   ``…/series`` (:mod:`query_api.routes.series`): any estimate over time, per bucket;
+* fleet (:mod:`query_api.routes.fleet`): ``GET/PUT /v1/fleet``, the per-device daily
+  privacy budget (every estimate answer states it too);
 * operations (:mod:`query_api.routes.operations`): ``/metrics``, ``/healthz``,
   ``/readyz``; the dashboard at ``/``.
 
@@ -81,7 +83,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
     app.add_middleware(RequestMetrics, metrics=metrics)
     app.include_router(routes.operations)
     for router in (routes.collections, routes.estimates, routes.series, routes.stream,
-                   routes.attributes, routes.setvalued):
+                   routes.attributes, routes.setvalued, routes.fleet):
         app.include_router(router, dependencies=[Depends(require_reader)],
                            responses=errors(401))
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -50,6 +50,17 @@ ERRORS = errors(400, 404, 409, 503)
 """What every estimate route can answer besides 200."""
 
 
+class Budget(_Open):
+    """The fleet's per-device daily privacy budget, as every answer states it."""
+
+    epsilon_per_day: float | None = Field(description="the fleet's budget per device and UTC "
+                                          "day (null: none set)")
+    device_epsilon_per_day: float = Field(description="what one device can spend per day "
+                                          "over every collection (capped by the budget)")
+    collection_epsilon_per_day: float = Field(description="what one device spends per day "
+                                              "on this collection")
+
+
 class Answer(_Open):
     """What every estimate states, besides the estimate itself."""
 
@@ -63,6 +74,8 @@ class Answer(_Open):
     until: float | None
     as_of: str | None = Field(description="time of the last aggregator flush (ISO 8601)")
     state_version: str = Field(description="changes whenever the stored state changes")
+    budget: Budget | None = Field(default=None, description="the fleet's privacy budget "
+                                  "(GET /v1/fleet)")
 
 
 class Row(_Open):

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from ldpcore import ParameterError
+from ldpcore.budget import BudgetError, check_collection
 from ldpcore.collection import CollectionSpec
 from ldpstream.access import split_private
 
@@ -69,6 +70,10 @@ async def create_collection(request: Request, svc: ServiceDep, access: AccessDep
         spec = CollectionSpec.from_dict(raw)
     except ParameterError as exc:
         raise QueryError(f"invalid collection spec: {exc}", parameter="body") from None
+    try:
+        check_collection(spec, await svc.call(svc.fleet.budget()))
+    except BudgetError as exc:
+        raise QueryError(str(exc), parameter=exc.field) from None
     # Marked before it exists, so a private collection is never readable for a moment.
     newly = private is True and await svc.call(access.mark(spec.id, True))
     try:
@@ -79,6 +84,7 @@ async def create_collection(request: Request, svc: ServiceDep, access: AccessDep
         raise Conflict(str(exc), parameter="id") from None
     if private is False:
         await svc.call(access.mark(spec.id, False))
+    svc.fleet.invalidate()  # the device's daily spend changed
     body = {"spec": json.loads(spec.to_json()), "created": created}
     return JSONResponse(body, status_code=201 if created else 200)
 
@@ -99,4 +105,5 @@ async def delete_collection(cid: str, svc: ServiceDep, access: AccessDep) -> dic
     await svc.call(access.mark(cid, False))  # refresh the cached set
     if not deleted:
         raise NotFound(f"no collection {cid!r}", parameter="id")
+    svc.fleet.invalidate()
     return {"deleted": cid}

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
@@ -26,11 +25,12 @@ from prometheus_client import CollectorRegistry
 from ldpcore.collection import CollectionSpec
 from ldpstream.access import token_hash
 from ldpstream.dev.servers import _die_with_parent, free_port, wait_port
-from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalog, Keys, flush_args
+from ldpstream.storage import CollectionCatalog
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
 from ..integration.helpers import ROOT
+from .redis_states import flush_reports
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]  # Redis only
 
@@ -58,23 +58,6 @@ SPECS = [
 PARAMS = "q=0.5&low=1&high=20&items=linux&k=2&value=1"
 
 
-def _flush(r: Any, prefix: str, spec: CollectionSpec, seed: int) -> None:
-    """2000 reports of spec into the current window, through the aggregator's flush script."""
-    oracle = spec.oracle()
-    rng = np.random.default_rng(seed)
-    if spec.set_valued:
-        reports = oracle.perturb_sets(spec.index_sets([["x", "y"], ["z"]] * 1000), rng=rng)
-    else:
-        reports = oracle.perturb(rng.integers(0, spec.domain.size, 2000), rng=rng)
-    state = oracle.aggregate(reports)
-    start = int(time.time()) // spec.window_seconds * spec.window_seconds
-    expire = (start + spec.window_seconds + spec.retention_seconds) * 1000
-    keys, args = flush_args(Keys(prefix), f"t-{spec.id}", {0: (-1, seed)},
-                            {(spec.id, start): (state.n, state.counts, expire)},
-                            int(time.time() * 1000))
-    assert int(r.eval(FLUSH_SCRIPT, len(keys), *keys, *args)[0]) == 1
-
-
 @pytest.fixture(scope="module")
 def world(redis_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     import redis
@@ -86,7 +69,7 @@ def world(redis_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     for i, raw in enumerate(SPECS):
         spec = CollectionSpec.from_dict(raw)
         catalog.register(spec)
-        _flush(r, prefix, spec, seed=i + 1)
+        flush_reports(r, prefix, spec, seed=i + 1)
     catalog.mark_private("secret", True)
     tokens = tmp / "read-tokens.txt"
     tokens.write_text(f"# test tokens\n{token_hash(PUBLIC)}\n"

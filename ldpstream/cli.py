@@ -100,6 +100,7 @@ EXPERIMENTS = {
     "numeric": "numeric.py", "range-scale": "range_scale.py", "oracles": "oracles.py",
     "defaults": "defaults.py", "coverage": "coverage.py", "construction": "construction.py",
     "range-consistent": "range_consistent.py", "multiattr": "multiattr.py", "svim": "svim.py",
+    "poisoning": "poisoning.py",
 }
 
 

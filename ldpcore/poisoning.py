@@ -224,11 +224,13 @@ def detect_fake_users(oracle: FrequencyOracle, reports: Reports, *, z: float = 6
                       rng: np.random.Generator | int | None = 0) -> Detection:
     """Cao et al.'s frequent-itemset detection of fake users (module docstring).
 
-    The expected co-support of honest reports is not the product of the marginals for
-    every oracle (ldpcore's local hashing is linear: h_a(2u) = 2 h_a(u), and item 0 always
-    hashes to 0), so it is measured on a simulated honest population of the same size
-    drawn from the reports' own (normalised) estimate; that population also sets the
-    flagging threshold.
+    Unary encodings: a report that supports too many items is flagged, and the honest
+    co-support is bounded by the product of the marginals.  Local hashing: a (seed,
+    bucket) cell far above what uniformly drawn seeds give flags every report of that seed,
+    and the honest co-support, which the linear family's structure correlates (h_a(2u) =
+    2 h_a(u); seed 0 hashes everything to 0), is measured on a simulated honest population
+    drawn from the reports' own normalised estimate, which also checks the flagging
+    threshold.
 
     Parameters
     ----------
@@ -276,26 +278,39 @@ def detect_fake_users(oracle: FrequencyOracle, reports: Reports, *, z: float = 6
         size = 1 + next((j for j in range(d) if _binomial_tail(j, d - 1, q) <= alpha), d)
         flags = s.sum(axis=1) >= size
     # 2. frequent itemsets: item pairs supported together far more often than by honest
-    #    reports, measured on a simulated honest population of the same size
+    #    reports
     rest = np.flatnonzero(~flags)
     if rest.size < 2:
         return Detection([], 0, flags)
     c, co = _co_support(s[rest])
-    null_s = support_matrix(oracle, oracle.perturb(gen.choice(d, rest.size, p=fhat), rng=gen))
-    _, expect = _co_support(null_s)
-    score = (co - expect) / np.sqrt(2 * expect + 1.0)  # both ~Poisson around it
+    null_s = None
+    if lh:
+        # the linear family's structure (h_a(2u) = 2 h_a(u), …) correlates items: the
+        # expectation is measured on a simulated honest population of the same size
+        null_s = support_matrix(oracle, oracle.perturb(gen.choice(d, rest.size, p=fhat),
+                                                       rng=gen))
+        expect = _co_support(null_s)[1]
+        score = (co - expect) / np.sqrt(2 * expect + 1.0)  # both ~Poisson around it
+    else:
+        # unary bits are independent given the value, and holding one value makes two
+        # items' bits negatively correlated: the product of the marginals bounds the
+        # honest co-support from above (and, unlike an estimate, the attack cannot
+        # inflate it by more than the fraction of the marginals it adds)
+        expect = np.outer(c, c) / rest.size
+        score = (co - expect) / np.sqrt(expect + 1.0)
     np.fill_diagonal(score, 0.0)
     items = np.flatnonzero((score > z).any(axis=1))
     if items.size < 2:
         return Detection([], 0, flags)
     # An honest report supports its own value (at most one of I) and each other item of
-    # I with probability q; the simulated population checks the tail where the items of
-    # I are not independent.
-    extra = next((j for j in range(items.size) if _binomial_tail(j, items.size - 1, q)
-                  <= alpha), items.size)
-    null_k = null_s[:, items].sum(axis=1)
-    threshold = max(1 + extra, next(k for k in range(items.size + 2)
-                                    if np.mean(null_k >= k) <= alpha))
+    # I with probability q; for local hashing the simulated population checks the tail
+    # where the items of I are not independent.
+    threshold = 1 + next((j for j in range(items.size) if _binomial_tail(
+        j, items.size - 1, q) <= alpha), items.size)
+    if null_s is not None:
+        null_k = null_s[:, items].sum(axis=1)
+        threshold = max(threshold, next(k for k in range(items.size + 2)
+                                        if np.mean(null_k >= k) <= alpha))
     if threshold > items.size:
         return Detection([], 0, flags)
     flags[rest] |= s[rest][:, items].sum(axis=1) >= threshold

@@ -35,7 +35,7 @@ LDP_GATEWAY_MAX_CONNECTIONS  10000                     open connections beyond t
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
 
-Closed by default: with neither device keys nor ``LDP_GATEWAY_TOKENS=required`` the
+Closed by default: with neither device keys nor required tokens (Privacy Pass) the
 gateway starts only on a loopback address (what ``ldpstream up`` does) or with
 ``LDP_GATEWAY_OPEN=true``; otherwise start-up fails naming these variables.  The access
 mode (``keys``, ``tokens`` or ``open``) is printed at start-up and stated on ``/readyz``.
@@ -116,9 +116,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def access_mode(env: Mapping[str, str], host: str, keys: Mapping[bytes, str]) -> str:
+def access_mode(env: Mapping[str, str], host: str, keys: Mapping[bytes, str], *,
+                tokens_required: bool = False) -> str:
     """``keys``, ``tokens`` or ``open``; ConfigError when the gateway would be open where it
-    must not be (see the module docstring).
+    must not be (see the module docstring).  ``tokens_required``: the gateway verifies a
+    Privacy Pass token on every report (the token redemption passes its own setting).
 
     >>> access_mode({}, "127.0.0.1", {}), access_mode({}, "0.0.0.0", {b"k": "fleet"})
     ('open', 'keys')
@@ -133,16 +135,15 @@ def access_mode(env: Mapping[str, str], host: str, keys: Mapping[bytes, str]) ->
     opened = None if raw == "" else env_bool(env, "LDP_GATEWAY_OPEN", False)
     if keys:
         return "keys"
-    if (env.get("LDP_GATEWAY_TOKENS") or "").strip().lower() == "required":
+    if tokens_required:
         return "tokens"
     if opened or (opened is None and is_loopback(host)):
         return "open"
     where = (f"on {host} (not a loopback address)" if opened is None
              else "and LDP_GATEWAY_OPEN is false")
     raise ConfigError(f"the gateway would accept reports from anyone who reaches it {where}: "
-                      "set device keys (LDP_GATEWAY_KEYS or LDP_GATEWAY_KEYS_FILE) or "
-                      "LDP_GATEWAY_TOKENS=required, or LDP_GATEWAY_OPEN=true to run it open "
-                      "on purpose (demos)")
+                      "set device keys (LDP_GATEWAY_KEYS or LDP_GATEWAY_KEYS_FILE) or require "
+                      "tokens, or LDP_GATEWAY_OPEN=true to run it open on purpose (demos)")
 
 
 @dataclass(frozen=True)

@@ -2,17 +2,21 @@
 
 Every reader raises :class:`ConfigError` with a message naming the variable and what is
 allowed, so a bad deployment fails at start-up instead of misbehaving later.
+
+Given an :class:`EnvRecorder` instead of ``os.environ``, the readers also note each
+variable's default and allowed values: ``scripts/gen_docs.py`` builds the configuration
+reference (docs/configuration.md) that way from the services' own ``from_env``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 __all__ = ["ConfigError", "env_int", "env_float", "env_bool", "env_name", "env_file",
            "env_redis_url", "env_redis_prefix", "env_bootstrap", "DEFAULT_REDIS_URL",
-           "DEFAULT_BOOTSTRAP"]
+           "DEFAULT_BOOTSTRAP", "EnvRecorder"]
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -24,8 +28,53 @@ class ConfigError(ValueError):
     """A configuration variable is malformed (the message names it)."""
 
 
+class EnvRecorder(Mapping[str, str]):
+    """An environment that remembers which variables were read, and what the readers of
+    this module say of each (default, allowed values).
+
+    >>> env = EnvRecorder({"LDP_X_MS": "5"})
+    >>> env_int(env, "LDP_X_MS", 200, 1, 1000), env.get("LDP_Y", "a")
+    (5, 'a')
+    >>> env.read["LDP_X_MS"], env.read["LDP_Y"]
+    ({'default': 200, 'allowed': 'an integer in [1, 1000]'}, {'default': 'a'})
+    """
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self._env = dict(env or {})
+        self.read: dict[str, dict[str, Any]] = {}
+
+    def __getitem__(self, key: str) -> str:
+        self.read.setdefault(key, {})
+        return self._env[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        note = self.read.setdefault(key, {})
+        if default is not None:
+            note.setdefault("default", default)
+        return self._env.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        # Asking whether a variable is set (e.g. to refuse a retired one) is not reading it.
+        return key in self._env
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._env)
+
+    def __len__(self) -> int:
+        return len(self._env)
+
+    def note(self, key: str, **facts: Any) -> None:
+        self.read.setdefault(key, {}).update(facts)
+
+
+def _note(env: Mapping[str, str], key: str, **facts: Any) -> None:
+    if isinstance(env, EnvRecorder):
+        env.note(key, **facts)
+
+
 def _number(env: Mapping[str, str], key: str, default: T, low: T, high: T,
             parse: Callable[[str], T], kind: str) -> T:
+    _note(env, key, default=default, allowed=f"{kind} in [{low}, {high}]")
     raw = env.get(key)
     if raw is None or raw == "":
         return default
@@ -51,6 +100,7 @@ def env_float(env: Mapping[str, str], key: str, default: float, low: float,
 
 def env_bool(env: Mapping[str, str], key: str, default: bool) -> bool:
     """``true/false`` (also 1/0, yes/no, on/off); ``default`` when unset or empty."""
+    _note(env, key, default=default, allowed="true or false")
     raw = (env.get(key) or "").strip().lower()
     if raw == "":
         return default
@@ -63,6 +113,7 @@ def env_bool(env: Mapping[str, str], key: str, default: bool) -> bool:
 
 def env_name(env: Mapping[str, str], key: str, default: str) -> str:
     """A Kafka-style name: letters, digits, ``.``, ``_`` and ``-``."""
+    _note(env, key, default=default, allowed="letters, digits, '.', '_' or '-'")
     value = env.get(key) or default
     if not value.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise ConfigError(f"{key} must be letters, digits, '.', '_' or '-', got {value!r}")
@@ -71,6 +122,7 @@ def env_name(env: Mapping[str, str], key: str, default: str) -> str:
 
 def env_file(env: Mapping[str, str], key: str) -> str | None:
     """Path of an existing file, or ``None`` when unset."""
+    _note(env, key, default=None, allowed="the path of a readable file")
     path = env.get(key) or None
     if path is not None and not os.path.isfile(path):
         raise ConfigError(f"{key} {path!r} is not a readable file")
@@ -80,6 +132,8 @@ def env_file(env: Mapping[str, str], key: str) -> str | None:
 def env_redis_url(env: Mapping[str, str]) -> str:
     """``LDP_REDIS_URL``: a ``redis://``, ``rediss://`` or ``unix://`` URL; unset or empty
     means :data:`DEFAULT_REDIS_URL` (the same for every service)."""
+    _note(env, "LDP_REDIS_URL", default=DEFAULT_REDIS_URL,
+          allowed="a redis://, rediss:// or unix:// URL")
     url = env.get("LDP_REDIS_URL") or DEFAULT_REDIS_URL
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise ConfigError(f"LDP_REDIS_URL must start with redis://, rediss:// or unix://, "
@@ -91,6 +145,7 @@ def env_redis_prefix(env: Mapping[str, str]) -> str:
     """``LDP_REDIS_PREFIX``: non-empty, no spaces; unset or empty means ``ldp:``."""
     from .storage import DEFAULT_PREFIX
 
+    _note(env, "LDP_REDIS_PREFIX", default=DEFAULT_PREFIX, allowed="non-empty, no spaces")
     prefix = env.get("LDP_REDIS_PREFIX") or DEFAULT_PREFIX
     if any(c.isspace() for c in prefix):
         raise ConfigError(f"LDP_REDIS_PREFIX must be non-empty without spaces, got {prefix!r}")
@@ -100,6 +155,8 @@ def env_redis_prefix(env: Mapping[str, str]) -> str:
 def env_bootstrap(env: Mapping[str, str]) -> str:
     """``LDP_KAFKA_BOOTSTRAP``: ``host:port[,host:port…]``; unset or empty means
     :data:`DEFAULT_BOOTSTRAP`."""
+    _note(env, "LDP_KAFKA_BOOTSTRAP", default=DEFAULT_BOOTSTRAP,
+          allowed="host:port[,host:port…]")
     boot = env.get("LDP_KAFKA_BOOTSTRAP") or DEFAULT_BOOTSTRAP
     for hp in boot.split(","):
         host, _, port = hp.strip().rpartition(":")

@@ -41,13 +41,18 @@ def test_without_keys_or_tokens_the_gateway_refuses_to_start_beyond_loopback(
 @pytest.mark.parametrize(("env", "mode"), [
     ({"LDP_GATEWAY_HOST": "0.0.0.0", "LDP_GATEWAY_OPEN": "true"}, "open"),
     ({"LDP_GATEWAY_HOST": "0.0.0.0", "LDP_GATEWAY_KEYS": "fleet:k1"}, "keys"),
-    ({"LDP_GATEWAY_HOST": "0.0.0.0", "LDP_GATEWAY_TOKENS": "required"}, "tokens"),
     ({"LDP_GATEWAY_HOST": "::1"}, "open"),
     ({}, "open"),  # 127.0.0.1 by default: ldpstream up, tests, a developer's machine
 ])
 def test_keys_tokens_loopback_or_the_explicit_flag_let_it_start(
         env: dict[str, str], mode: str) -> None:
     assert GatewaySettings.from_env(env).access == mode
+
+
+def test_tokens_required_by_the_token_redemption_close_it_too() -> None:
+    from gateway.config import access_mode
+
+    assert access_mode({}, "0.0.0.0", {}, tokens_required=True) == "tokens"
 
 
 def _readyz(port: int) -> dict[str, Any]:

@@ -171,11 +171,23 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
                                    f"{settings.redis_url}: {exc!r}") from None
             await asyncio.sleep(0.5)
     metrics = GatewayMetrics(__import__("prometheus_client").CollectorRegistry())
+    gate = None
+    if settings.tokens != "off":
+        from .tokens import TokenGate
+
+        def window_seconds(cid: str) -> int | None:
+            entry = cache.get().by_id.get(cid)
+            return None if entry is None else entry.spec.window_seconds
+
+        gate = TokenGate(rds, settings.redis_prefix, mode=settings.tokens,
+                         issuer_name=settings.token_issuer_name, skew=settings.token_skew,
+                         window_seconds=window_seconds,
+                         collection_ids=lambda: list(cache.get().by_id))
     batcher = Batcher(sink.send_all, linger=settings.linger_ms / 1000.0,
                       batch_bytes=settings.batch_bytes, queue_bytes=settings.queue_bytes,
                       ack_timeout=settings.ack_timeout_ms / 1000.0,
                       retry_after=settings.retry_after, on_flush=metrics.on_flush,
-                      on_failure=sink.reset)
+                      on_failure=sink.reset, tokens=gate)
 
     async def ready() -> tuple[bool, dict[str, Any]]:
         try:
@@ -206,7 +218,8 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
     fleets = len(set(settings.keys.values()))
     print(f"ldpstream gateway: listening on http://{settings.host}:{port} "
           f"(topic {settings.reports_topic}, {len(cache.get())} collections, "
-          f"{f'device keys of {fleets} fleets' if fleets else 'no device keys'})", flush=True)
+          f"{f'device keys of {fleets} fleets' if fleets else 'no device keys'}, "
+          f"Privacy Pass tokens {settings.tokens})", flush=True)
     print(f"ldpstream gateway: access {settings.access}: {settings.access_note()}", flush=True)
     if settings.access == "open":
         log.warning("the gateway is open: %s", settings.access_note())

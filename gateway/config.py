@@ -31,11 +31,17 @@ LDP_GATEWAY_ACK_TIMEOUT_MS   10000                     no broker acknowledgement
 LDP_GATEWAY_RETRY_AFTER      1                         seconds in ``Retry-After`` of 429/503
 LDP_GATEWAY_CATALOG_REFRESH  5                         seconds between re-reads of the catalogue
 LDP_GATEWAY_MAX_CONNECTIONS  10000                     open connections beyond this are closed
+LDP_GATEWAY_TOKENS           off                       Privacy Pass tokens: ``required`` (one per
+                                                       report), ``optional`` (checked when sent)
+                                                       or ``off`` (docs/privacy-pass.md)
+LDP_TOKEN_ISSUER_NAME        ldpstream                 issuer_name of the token challenges
+LDP_TOKEN_SKEW_SECONDS       30                        a spent token is remembered this long
+                                                       after its window's end
 ===========================  ========================  ==========================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
 
-Closed by default: with neither device keys nor required tokens (Privacy Pass) the
+Closed by default: with neither device keys nor ``LDP_GATEWAY_TOKENS=required`` the
 gateway starts only on a loopback address (what ``ldpstream up`` does) or with
 ``LDP_GATEWAY_OPEN=true``; otherwise start-up fails naming these variables.  The access
 mode (``keys``, ``tokens`` or ``open``) is printed at start-up and stated on ``/readyz``.
@@ -43,13 +49,13 @@ mode (``keys``, ``tokens`` or ``open``) is printed at start-up and stated on ``/
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ldpstream.connections import KafkaSecurity, RedisOptions
+from ldpstream.privacypass.scheme import DEFAULT_ISSUER_NAME, DEFAULT_SKEW, env_issuer_name
 from ldpstream.settings import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_REDIS_URL,
@@ -62,44 +68,13 @@ from ldpstream.settings import (
     env_name,
     env_redis_prefix,
     env_redis_url,
+    key_digest,
+    parse_keys,
 )
 from ldpstream.storage import DEFAULT_PREFIX
 
 __all__ = ["ConfigError", "GatewaySettings", "parse_keys", "key_digest", "access_mode",
            "is_loopback"]
-
-
-def key_digest(key: str) -> bytes:
-    """What the gateway keeps of a device key: its SHA-256 (lookups compare digests)."""
-    return hashlib.sha256(key.encode()).digest()
-
-
-def parse_keys(text: str, source: str) -> dict[bytes, str]:
-    """``fleet:key`` entries (comma or newline separated, ``#`` comments) → digest → fleet.
-
-    >>> sorted(parse_keys("a:k1, b:k2", "LDP_GATEWAY_KEYS").values())
-    ['a', 'b']
-    >>> parse_keys("nokey", "LDP_GATEWAY_KEYS")
-    Traceback (most recent call last):
-    ...
-    ldpstream.settings.ConfigError: LDP_GATEWAY_KEYS: entry 'nokey' must be fleet:key
-    """
-    out: dict[bytes, str] = {}
-    for line in text.replace(",", "\n").splitlines():
-        entry = line.split("#", 1)[0].strip()
-        if not entry:
-            continue
-        fleet, sep, key = entry.partition(":")
-        fleet, key = fleet.strip(), key.strip()
-        if not sep or not fleet or not key:
-            raise ConfigError(f"{source}: entry {entry!r} must be fleet:key")
-        if any(c.isspace() for c in key):
-            raise ConfigError(f"{source}: the key of fleet {fleet!r} has white space")
-        digest = key_digest(key)
-        if digest in out:
-            raise ConfigError(f"{source}: fleets {out[digest]!r} and {fleet!r} share a key")
-        out[digest] = fleet
-    return out
 
 
 def is_loopback(host: str) -> bool:
@@ -142,8 +117,9 @@ def access_mode(env: Mapping[str, str], host: str, keys: Mapping[bytes, str], *,
     where = (f"on {host} (not a loopback address)" if opened is None
              else "and LDP_GATEWAY_OPEN is false")
     raise ConfigError(f"the gateway would accept reports from anyone who reaches it {where}: "
-                      "set device keys (LDP_GATEWAY_KEYS or LDP_GATEWAY_KEYS_FILE) or require "
-                      "tokens, or LDP_GATEWAY_OPEN=true to run it open on purpose (demos)")
+                      "set device keys (LDP_GATEWAY_KEYS or LDP_GATEWAY_KEYS_FILE) or "
+                      "LDP_GATEWAY_TOKENS=required, or LDP_GATEWAY_OPEN=true to run it open "
+                      "on purpose (demos)")
 
 
 @dataclass(frozen=True)
@@ -168,6 +144,9 @@ class GatewaySettings:
     retry_after: int = 1
     catalog_refresh: float = 5.0
     max_connections: int = 10_000
+    tokens: str = "off"
+    token_issuer_name: str = DEFAULT_ISSUER_NAME
+    token_skew: int = DEFAULT_SKEW
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
     access: str = "open"
@@ -192,7 +171,8 @@ class GatewaySettings:
         origins = ("*",) if raw_origins is None else tuple(
             o.strip().rstrip("/") for o in raw_origins.split(",") if o.strip())
         host = env.get("LDP_GATEWAY_HOST") or cls.host
-        access = access_mode(env, host, keys)
+        tokens = _tokens_mode(env)
+        access = access_mode(env, host, keys, tokens_required=tokens == "required")
         for o in origins:
             if o != "*" and not o.startswith(("http://", "https://")):
                 raise ConfigError("LDP_GATEWAY_CORS_ORIGINS must be '*' or http(s)://host[:port]"
@@ -225,6 +205,9 @@ class GatewaySettings:
                                       0.1, 3600.0),
             max_connections=env_int(env, "LDP_GATEWAY_MAX_CONNECTIONS", cls.max_connections,
                                     1, 1_000_000),
+            tokens=tokens,
+            token_issuer_name=env_issuer_name(env),
+            token_skew=env_int(env, "LDP_TOKEN_SKEW_SECONDS", DEFAULT_SKEW, 0, 3600),
             kafka_security=KafkaSecurity.from_env(env),
             redis_options=RedisOptions.from_env(env, url=url),
             access=access,
@@ -240,3 +223,9 @@ class GatewaySettings:
             return "OPEN on loopback: no device keys, no tokens (only this machine can post)"
         return (f"OPEN: no device keys, no tokens, anyone who reaches {self.host} may post "
                 "reports (LDP_GATEWAY_OPEN=true)")
+
+def _tokens_mode(env: Mapping[str, str]) -> str:
+    mode = (env.get("LDP_GATEWAY_TOKENS") or "off").strip().lower()
+    if mode not in ("required", "optional", "off"):
+        raise ConfigError(f"LDP_GATEWAY_TOKENS must be required, optional or off, got {mode!r}")
+    return mode

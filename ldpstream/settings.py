@@ -10,13 +10,14 @@ reference (docs/configuration.md) that way from the services' own ``from_env``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 __all__ = ["ConfigError", "env_int", "env_float", "env_bool", "env_name", "env_file",
            "env_redis_url", "env_redis_prefix", "env_bootstrap", "DEFAULT_REDIS_URL",
-           "DEFAULT_BOOTSTRAP", "EnvRecorder"]
+           "DEFAULT_BOOTSTRAP", "EnvRecorder", "parse_keys", "key_digest"]
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -163,3 +164,36 @@ def env_bootstrap(env: Mapping[str, str]) -> str:
         if not host or not port.isdigit():
             raise ConfigError(f"LDP_KAFKA_BOOTSTRAP must be host:port[,host:port…], got {boot!r}")
     return boot
+
+
+def key_digest(key: str) -> bytes:
+    """What the gateway keeps of a device key: its SHA-256 (lookups compare digests)."""
+    return hashlib.sha256(key.encode()).digest()
+
+
+def parse_keys(text: str, source: str) -> dict[bytes, str]:
+    """``fleet:key`` entries (comma or newline separated, ``#`` comments) → digest → fleet.
+
+    >>> sorted(parse_keys("a:k1, b:k2", "LDP_GATEWAY_KEYS").values())
+    ['a', 'b']
+    >>> parse_keys("nokey", "LDP_GATEWAY_KEYS")
+    Traceback (most recent call last):
+    ...
+    ldpstream.settings.ConfigError: LDP_GATEWAY_KEYS: entry 'nokey' must be fleet:key
+    """
+    out: dict[bytes, str] = {}
+    for line in text.replace(",", "\n").splitlines():
+        entry = line.split("#", 1)[0].strip()
+        if not entry:
+            continue
+        fleet, sep, key = entry.partition(":")
+        fleet, key = fleet.strip(), key.strip()
+        if not sep or not fleet or not key:
+            raise ConfigError(f"{source}: entry {entry!r} must be fleet:key")
+        if any(c.isspace() for c in key):
+            raise ConfigError(f"{source}: the key of fleet {fleet!r} has white space")
+        digest = key_digest(key)
+        if digest in out:
+            raise ConfigError(f"{source}: fleets {out[digest]!r} and {fleet!r} share a key")
+        out[digest] = fleet
+    return out

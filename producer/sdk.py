@@ -342,16 +342,35 @@ class GatewayClient:
     ``OSError``); another 4xx raises :class:`GatewayError` at once.  A retried request
     that had reached Kafka before its answer was lost is counted twice (docs/gateway.md).
 
+    **Privacy Pass** (docs/privacy-pass.md): with ``issuer_url`` every report goes with
+    one token of its (collection, window), obtained from ``ldpstream issuer`` and cached
+    (:class:`ldpstream.privacypass.client.TokenWallet`): a one-report binary message
+    carries it in ``Authorization: PrivateToken`` (the device key then goes in
+    ``X-LDP-Key``), a JSON message in ``"tokens"``, a binary message of several reports
+    as token frames.  At a window's edge, a token refused as of the wrong window
+    (``token_window``, ``token_key_expired``: the device's clock and the gateway's
+    disagree) is replaced by one of the neighbouring window, once.
+
     Parameters
     ----------
     url : str
         Base URL of the gateway, e.g. ``http://127.0.0.1:8080``.
     key : str, optional
         Device key of the fleet (``Authorization: Bearer``) when the gateway needs one.
+    issuer_url : str, optional
+        Base URL of the token issuer: reports then carry Privacy Pass tokens.
+    device_secret : bytes, optional
+        The device's persistent secret (e.g. :attr:`Device.secret`); the issuer sees only
+        ``HMAC(secret, …)`` and counts the quota against it.  Default: a fresh one per
+        client (so a restarted app would be a new device: pass a persisted one).
+    issuer_key : str, optional
+        Fleet key for the issuer (default: ``key``).
     """
 
     def __init__(self, url: str, fmt: str = "binary", key: str | None = None,
-                 timeout: float = 30.0, retries: int = 5) -> None:
+                 timeout: float = 30.0, retries: int = 5, *, issuer_url: str | None = None,
+                 device_secret: bytes | None = None, issuer_key: str | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
         from urllib.parse import urlsplit
 
         if fmt not in ("binary", "json"):
@@ -365,6 +384,15 @@ class GatewayClient:
         self._path = parts.path.rstrip("/") + "/v1/reports"
         self._conn: Any = None
         self.accepted_reports = 0
+        self.clock = clock or time.time
+        self.wallet: Any = None
+        if issuer_url is not None:
+            from ldpstream.privacypass.client import IssuerClient, TokenWallet, device_credential
+
+            secret = device_secret if device_secret is not None else os.urandom(16)
+            self.wallet = TokenWallet(IssuerClient(issuer_url, device_credential(secret),
+                                                   fleet_key=issuer_key or key,
+                                                   timeout=timeout))
 
     def _connection(self) -> Any:
         import http.client
@@ -375,10 +403,18 @@ class GatewayClient:
             self._conn = cls(self._host, self._port, timeout=self.timeout)
         return self._conn
 
-    def post(self, body: bytes, content_type: str) -> dict[str, Any]:
-        """POST one body; the 202 answer (``accepted_messages``, ``accepted_reports``)."""
+    def post(self, body: bytes, content_type: str, token: bytes | None = None
+             ) -> dict[str, Any]:
+        """POST one body; the 202 answer (``accepted_messages``, ``accepted_reports``).
+        ``token``: a Privacy Pass token in ``Authorization: PrivateToken``."""
         headers = {"Content-Type": content_type}
-        if self.key is not None:
+        if token is not None:
+            from ldpstream.privacypass.tokens import authorization_header
+
+            headers["Authorization"] = authorization_header(token)
+            if self.key is not None:
+                headers["X-LDP-Key"] = self.key
+        elif self.key is not None:
             headers["Authorization"] = f"Bearer {self.key}"
         for attempt in range(self.retries + 1):
             try:
@@ -405,8 +441,37 @@ class GatewayClient:
     def send(self, spec: CollectionSpec, reports: Reports, partition: int | None = None
              ) -> dict[str, Any]:
         """Post one batch as one message (``partition`` is ignored: the gateway decides)."""
+        if self.wallet is not None:
+            return self._send_with_tokens(spec, reports)
         ctype = "application/json" if self.fmt == "json" else "application/octet-stream"
         return self.post(encode_message(spec, reports, self.fmt), ctype)
+
+    def _send_with_tokens(self, spec: CollectionSpec, reports: Reports) -> dict[str, Any]:
+        from ldpstream.privacypass.scheme import window_of
+
+        window = window_of(self.clock(), spec.window_seconds)
+        for attempt in (0, 1):
+            tokens = self.wallet.take(spec, len(reports), window)
+            try:
+                if self.fmt == "json":
+                    obj = json.loads(encode_message(spec, reports, "json"))
+                    from ldpstream.privacypass.tokens import b64url
+
+                    obj["tokens"] = [b64url(t) for t in tokens]
+                    return self.post(json.dumps(obj, separators=(",", ":")).encode(),
+                                     "application/json")
+                msg = encode_message(spec, reports)
+                if len(tokens) == 1:
+                    return self.post(msg, "application/octet-stream", token=tokens[0])
+                body = (len(tokens).to_bytes(2, "little") + b"".join(tokens)
+                        + len(msg).to_bytes(4, "little") + msg)
+                return self.post(body, "application/x-ldp-token-frames")
+            except GatewayError as exc:
+                # the gateway's clock puts the report in the neighbouring window
+                if attempt or exc.reason not in ("token_window", "token_key_expired"):
+                    raise
+                window += spec.window_seconds * (1 if exc.reason == "token_key_expired" else -1)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def send_many(self, messages: list[bytes]) -> dict[str, Any]:
         """Post several binary messages in one request (``application/x-ldp-frames``)."""

@@ -35,7 +35,7 @@ from ldpstream.settings import ConfigError, EnvRecorder  # noqa: E402
 
 CONFIG_PAGE = ROOT / "docs" / "configuration.md"
 # The packages whose settings classes are read, and the name each service goes by.
-SERVICES = {"aggregator": "worker", "query_api": "API", "gateway": "gateway",
+SERVICES = {"aggregator": "worker", "query_api": "API", "gateway": "gateway", "issuer": "issuer",
             "producer": "simulate"}
 SHARED = "ldpstream"
 _VAR = re.compile(r"^LDP_[A-Z0-9_]+$")

@@ -1,5 +1,5 @@
-"""Imports go one way: ldpcore ← ldpstream ← producer / aggregator / query_api / gateway,
-and no module imports itself back through others (no import cycle inside a package)."""
+"""Imports go one way: ldpcore ← ldpstream ← producer / aggregator / query_api / gateway /
+issuer, and no module imports itself back through others (no import cycle inside a package)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVICES = {"producer", "aggregator", "query_api", "gateway"}
+SERVICES = {"producer", "aggregator", "query_api", "gateway", "issuer"}
 OURS = {"ldpcore", "ldpstream"} | SERVICES
 # What each package may import from ours (besides itself).
 ALLOWED = {"ldpcore": set(), "ldpstream": {"ldpcore"},

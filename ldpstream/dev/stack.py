@@ -95,7 +95,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: variable of the caller's environment reaches the worker, API, gateway and simulators.
 UP_SETS = ("LDP_KAFKA_BOOTSTRAP", "LDP_REDIS_URL", "LDP_COLLECTIONS_FILE", "LDP_API_PORT",
            "LDP_API_HOST", "LDP_METRICS_PORT", "LDP_ADMIN_TOKEN", "LDP_GATEWAY_HOST",
-           "LDP_GATEWAY_PORT")
+           "LDP_GATEWAY_PORT", "LDP_ISSUER_HOST", "LDP_ISSUER_PORT", "LDP_ISSUER_OPEN")
+# (and, with --issuer, LDP_GATEWAY_TOKENS from --gateway-tokens)
 
 UP_DESCRIPTION = f"""\
 The whole system on one machine: a broker, Redis, one aggregator worker, the query API,
@@ -103,8 +104,9 @@ the HTTP gateway and simulated devices, all on 127.0.0.1.
 
 Settings: every LDP_… variable of your environment is passed to the worker, the API,
 the gateway and the simulators (e.g. LDP_READ_TOKENS=tokens.txt ldpstream up), except
-those up sets itself: {", ".join(UP_SETS)} (use the flags
-instead). The variables passed through are listed at start-up."""
+those up sets itself: {", ".join(UP_SETS)}, and with --issuer
+LDP_GATEWAY_TOKENS (use the flags instead). The variables passed through are listed at
+start-up."""
 
 
 def child_env(environ: Mapping[str, str], own: Mapping[str, str]
@@ -144,6 +146,15 @@ def add_up_parser(sub: Any) -> None:
                    help="do not start the HTTP ingestion gateway")
     p.add_argument("--gateway-port", type=int, default=None,
                    help="port of the gateway on 127.0.0.1 (default: a free one)")
+    p.add_argument("--issuer", action="store_true",
+                   help="also start the Privacy Pass token issuer (ldpstream issuer) on a free "
+                        "loopback port, open (no fleet key: loopback only), and have the gateway "
+                        "redeem tokens (docs/privacy-pass.md)")
+    p.add_argument("--issuer-port", type=int, default=None,
+                   help="port of the issuer on 127.0.0.1 (default: a free one)")
+    p.add_argument("--gateway-tokens", choices=("optional", "required"), default="optional",
+                   help="with --issuer: tokens the gateway asks for (default optional: the "
+                        "demo simulators post without tokens; required refuses them)")
     p.add_argument("--via", choices=("kafka", "gateway"), default="kafka",
                    help="how the demo devices send: straight to Kafka (default) or through "
                         "the gateway's POST /v1/reports")
@@ -289,10 +300,19 @@ def run_stack(args: argparse.Namespace) -> int:
         api = _spawn([py, "-m", "ldpstream", "serve"], env, logs / "api.log")
         children.append(("api", api))
         base = f"http://127.0.0.1:{port}"
-        gateway_url = None
+        gateway_url = issuer_url = None
+        if getattr(args, "issuer", False):
+            iport = getattr(args, "issuer_port", None) or free_port()
+            ienv = {**env, "LDP_ISSUER_HOST": "127.0.0.1", "LDP_ISSUER_PORT": str(iport),
+                    "LDP_ISSUER_OPEN": "true"}
+            iss = _spawn([py, "-m", "ldpstream", "issuer"], ienv, logs / "issuer.log")
+            children.append(("issuer", iss))
+            issuer_url = f"http://127.0.0.1:{iport}"
         if with_gateway:
             gport = getattr(args, "gateway_port", None) or free_port()
             genv = {**env, "LDP_GATEWAY_HOST": "127.0.0.1", "LDP_GATEWAY_PORT": str(gport)}
+            if issuer_url is not None:
+                genv["LDP_GATEWAY_TOKENS"] = getattr(args, "gateway_tokens", "optional")
             gw = _spawn([py, "-m", "ldpstream", "gateway"], genv, logs / "gateway.log")
             children.append(("gateway", gw))
             gateway_url = f"http://127.0.0.1:{gport}"
@@ -303,6 +323,12 @@ def run_stack(args: argparse.Namespace) -> int:
             _wait_http(gateway_url + "/readyz", 60, gw)
             print(f"  gateway {gateway_url}/v1/reports (devices POST here; "
                   f"docs/gateway.md)", flush=True)
+        if issuer_url is not None:
+            _wait_http(issuer_url + "/readyz", 60, iss)
+            print(f"  issuer  {issuer_url}/.well-known/private-token-issuer-directory "
+                  f"(Privacy Pass tokens, gateway tokens "
+                  f"{getattr(args, 'gateway_tokens', 'optional')}; docs/privacy-pass.md)",
+                  flush=True)
         interval = getattr(args, "release_interval", 30.0)
         if interval > 0:
             janitor = _start_janitor(kafka.bootstrap, redis.url, interval,

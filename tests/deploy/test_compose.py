@@ -14,15 +14,17 @@ from ldpstream.collections_file import read_collections_file
 
 from .conftest import ROOT, run
 
-LDP_SERVICES = ("aggregator", "api", "gateway", "simulator-app-version",
+LDP_SERVICES = ("aggregator", "api", "gateway", "issuer", "simulator-app-version",
                 "simulator-latency-ms")
-VERB_BY_SERVICE = {"aggregator": "aggregate", "api": "serve", "gateway": "gateway"}
+VERB_BY_SERVICE = {"aggregator": "aggregate", "api": "serve", "gateway": "gateway",
+                   "issuer": "issuer"}
 
 
 @pytest.fixture(scope="module")
 def compose(docker_compose: str) -> dict[str, Any]:
     """The file as docker-compose resolves it (every profile on)."""
-    out = run(docker_compose, "-f", "docker-compose.yml", "--profile", "simulator", "config")
+    out = run(docker_compose, "-f", "docker-compose.yml", "--profile", "simulator",
+              "--profile", "tokens", "config")
     cfg: dict[str, Any] = yaml.safe_load(out.stdout)
     return cfg
 
@@ -31,7 +33,7 @@ def documented_variables() -> set[str]:
     """Every ``LDP_…`` variable named in the configuration modules' reference tables."""
     names: set[str] = set()
     for mod in ("aggregator/config.py", "ldpstream/connections.py", "query_api/config.py",
-                "gateway/config.py"):
+                "gateway/config.py", "issuer/config.py"):
         names |= {v for v in re.findall(r"\bLDP_[A-Z_]+\b", (ROOT / mod).read_text())
                   if not v.endswith("_")}  # "LDP_REDIS_TLS_*" is prose, not a name
     return names
@@ -56,7 +58,8 @@ def test_compose_file_is_valid_and_simulators_are_a_profile(
             "grafana"} <= set(services)
     for name, svc in services.items():
         expected = (["simulator"] if name.startswith("simulator-")
-                    else ["oidc"] if name == "oauth2-proxy" else None)
+                    else ["oidc"] if name == "oauth2-proxy"
+                    else ["tokens"] if name == "issuer" else None)
         assert svc.get("profiles") == expected, name
 
 
@@ -163,6 +166,15 @@ def test_compose_environment_is_accepted_by_the_services_settings(
                 "0.0.0.0", 8080, "keys", ("*",))
             assert GatewaySettings.from_env({**env, "LDP_GATEWAY_OPEN": "true"}).access == \
                 "open"
+            assert gw.tokens == "off"
+        elif verb == "issuer":
+            from issuer.config import IssuerSettings
+            from ldpstream.settings import ConfigError
+
+            with pytest.raises(ConfigError, match="LDP_ISSUER_KEYS"):  # closed by default
+                IssuerSettings.from_env(env)
+            iss = IssuerSettings.from_env({**env, "LDP_ISSUER_KEYS": "app:k"})
+            assert (iss.host, iss.port) == ("0.0.0.0", 8090)
         else:
             KafkaSecurity.from_env(env)
 

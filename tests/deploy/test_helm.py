@@ -206,6 +206,11 @@ def test_rendered_environment_is_accepted_by_the_services_settings(
             WorkerSettings.from_env(env)
         elif verb == "serve":
             ApiSettings.from_env(env)
+        elif verb == "issuer":
+            from issuer.config import IssuerSettings
+
+            env["LDP_ISSUER_KEYS"] = "fleet:" + env["LDP_ISSUER_KEYS"]  # a key from the Secret
+            assert IssuerSettings.from_env(env).host == "0.0.0.0"
         else:
             KafkaSecurity.from_env(env)
 

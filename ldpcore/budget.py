@@ -227,10 +227,13 @@ def report_charge(spec: Any, *, fresh: bool, value_reports: int = 0) -> float:
 def token_charge(spec: Any, *, issued_today: int, values_per_day: int = 1) -> float:
     """What a token issuer charges a device's day for one more token of ``spec``.
 
-    The issuer sees requests, not values, so it charges the worst case of
-    :func:`collection_daily_spend`: ``epsilon_per_report`` per token until the tokens of
-    the day reach the collection's daily bound, nothing beyond (for ``permanent`` with one
-    value a day: ε for the first token of the day, then nothing).
+    The issuer sees requests, not values, so every token may carry a fresh report of a new
+    value, up to ``values_per_day`` values: the charge is the increase of
+    :func:`~ldpcore.longitudinal.epsilon_spent` from ``issued_today`` reports to one more
+    (``none``: ε per token; ``permanent``: ε for each of the first ``values_per_day``
+    tokens of the day, then nothing; ``two-level``: ε_report per token until
+    ``values_per_day`` · ε∞).  Over the collection's cadence it sums to
+    :func:`collection_daily_spend`.
 
     >>> from ldpcore.collection import CollectionSpec
     >>> spec = CollectionSpec.from_dict({"id": "x", "oracle": {"mechanism": "grr",
@@ -238,10 +241,16 @@ def token_charge(spec: Any, *, issued_today: int, values_per_day: int = 1) -> fl
     >>> [token_charge(spec, issued_today=k) for k in range(3)]
     [1.0, 0.0, 0.0]
     """
-    er = epsilon_per_report(spec)
-    cap = collection_daily_spend(spec, values_per_day=values_per_day)
+    from .longitudinal import epsilon_spent
+
     k = max(0, int(issued_today))
-    return max(0.0, min((k + 1) * er, cap) - min(k * er, cap))
+    eps, er = float(spec.oracle_spec["epsilon"]), epsilon_per_report(spec)
+
+    def spent(reports: int) -> float:
+        return epsilon_spent(spec.memoization, epsilon=eps, reports=reports,
+                             distinct_values=max(1, values_per_day), epsilon_report=er)
+
+    return max(0.0, spent(k + 1) - spent(k))
 
 
 def utc_day(now: float) -> int:

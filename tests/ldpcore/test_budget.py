@@ -98,11 +98,17 @@ def test_report_charges_sum_to_the_policy_bounds() -> None:
     assert charges[-1] == 0.0  # the value's bound ε∞ is reached
 
 
-def test_token_charges_stop_at_the_collections_daily_bound() -> None:
+def test_token_charges_sum_to_the_daily_spend_over_the_cadence_and_bound_memoized_ones(
+        ) -> None:
     for s in (spec("none", 1.0), spec("permanent", 1.0),
               spec("two-level", 4.0, epsilon_1=2.0)):
-        total = sum(token_charge(s, issued_today=k) for k in range(reports_per_day(s) + 5))
+        r = reports_per_day(s)
+        total = sum(token_charge(s, issued_today=k) for k in range(r))
         assert total == pytest.approx(collection_daily_spend(s)), s.memoization
+        beyond = token_charge(s, issued_today=r + 5)
+        # a token beyond the cadence may still carry a fresh report: charged unless the
+        # policy's bound for the day's values is reached
+        assert beyond == (1.0 if s.memoization == "none" else 0.0), s.memoization
 
 
 def test_the_ledger_refuses_beyond_the_budget_per_utc_day_and_round_trips() -> None:

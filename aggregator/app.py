@@ -11,12 +11,14 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 import threading
 from collections.abc import AsyncIterator
 
-from ldpstream.collections_file import read_collections_file
+from ldpcore import ParameterError
+from ldpstream.collections_file import register_catalogue_file
 from ldpstream.retention import Janitor
-from ldpstream.storage import CollectionCatalog
+from ldpstream.storage import CollectionConflict
 
 from .accumulator import Accumulator
 from .config import WorkerSettings
@@ -43,8 +45,8 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
     janitor: threading.Thread | None = None
     try:
         if settings.collections_file:
-            specs = read_collections_file(settings.collections_file)
-            CollectionCatalog(client, settings.redis_prefix).register_all(specs)
+            specs = register_catalogue_file(client, settings.redis_prefix,
+                                            settings.collections_file).specs
             log.info("registered %d collection(s) from %s", len(specs),
                      settings.collections_file)
         agg = make_accumulator(settings, client, AggregatorMetrics(registry))
@@ -94,5 +96,10 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = WorkerSettings.from_env()  # fails loudly, naming the bad variable
-    asyncio.run(serve(settings))
+    try:
+        asyncio.run(serve(settings))
+    except (ParameterError, CollectionConflict) as exc:  # the collections file: say why
+        print(f"ldpstream aggregate: LDP_COLLECTIONS_FILE {settings.collections_file}: {exc}",
+              file=sys.stderr)
+        return 2
     return 0

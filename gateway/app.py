@@ -195,7 +195,9 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
             redis_ok = False
         kafka_ok = batcher.broker_up and await reachable(settings.kafka_bootstrap)
         return redis_ok and kafka_ok, {"kafka": kafka_ok, "redis": redis_ok,
-                                       "collections": len(cache.get())}
+                                       "collections": len(cache.get()),
+                                       "access": settings.access,
+                                       "access_note": settings.access_note()}
 
     server = GatewayServer(catalogue=cache.get, lookup=cache.lookup, batcher=batcher,
                            keys=settings.keys, cors_origins=settings.cors_origins,
@@ -217,6 +219,9 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
           f"(topic {settings.reports_topic}, {len(cache.get())} collections, "
           f"{f'device keys of {fleets} fleets' if fleets else 'no device keys'}, "
           f"Privacy Pass tokens {settings.tokens})", flush=True)
+    print(f"ldpstream gateway: access {settings.access}: {settings.access_note()}", flush=True)
+    if settings.access == "open":
+        log.warning("the gateway is open: %s", settings.access_note())
     if started is not None:
         started.set_result(port)
     try:

@@ -10,7 +10,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 __all__ = ["QueryError", "NotFound", "NotEnoughReports", "Unsupported", "Unauthorized",
-           "Forbidden", "Conflict", "Unavailable", "error_response", "install_error_handlers"]
+           "Forbidden", "Conflict", "Unavailable", "error_response", "install_error_handlers",
+           "unknown_collection"]
 
 
 class QueryError(ValueError):
@@ -74,6 +75,12 @@ class Unavailable(QueryError):
     retry_after = 1
 
 
+def unknown_collection(cid: str) -> NotFound:
+    """The one 404 of an unknown id — also what a private id answers to those who may not
+    read it, so the two cannot be told apart."""
+    return NotFound(f"no collection {cid!r}; GET /v1/collections lists them", parameter="id")
+
+
 def error_response(status: int, message: str, parameter: str | None = None,
                    **extra: object) -> JSONResponse:
     """The JSON error body every failure uses: ``{"error": {status, message, parameter}}``."""
@@ -105,6 +112,7 @@ def install_error_handlers(app: FastAPI) -> None:
         resp = error_response(exc.status, str(exc), exc.parameter, **extra)
         if isinstance(exc, Unavailable):
             resp.headers["Retry-After"] = str(exc.retry_after)
+        resp.headers.update(getattr(exc, "headers", None) or {})  # e.g. WWW-Authenticate
         return resp
 
     @app.exception_handler(RequestValidationError)

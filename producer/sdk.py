@@ -23,6 +23,15 @@ A :class:`Device` follows its collection's longitudinal policy (see
   (``platformdirs``), changed under a lock so that threads, several Device instances and
   processes agree.  ``store=MemoryStore()`` opts out: then every start is a new device
   with new permanent answers (averaging over restarts reveals the true value).
+* **privacy budget**: with ``budget`` (the fleet's ``epsilon_per_day``, :mod:`ldpcore.budget`,
+  ``GET /v1/fleet``) the device keeps a :class:`~ldpcore.budget.DailyLedger` of what it
+  spent per UTC day over every collection, in its store (so every Device on the store
+  shares it), or in one ``ledger`` object passed to several devices; each report is
+  charged :func:`~ldpcore.budget.report_charge` (a repeated permanent answer costs
+  nothing, a new value's answer ε, a two-level report ε_report until the value's ε∞) in
+  the same store change as the cadence, and a report beyond the budget is not made
+  (``None`` / ``False``).  The per-value report counts it needs are kept under a keyed
+  hash of the value (HMAC with the device secret), not the value itself.
 * **offline**: :meth:`Device.enqueue` makes the report and queues it durably in the
   store in one step (the cadence is spent when the report is made, never re-perturbed);
   :meth:`GatewayClient.send_queued` posts the queue and forgets a report only once the
@@ -53,6 +62,8 @@ True
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import time
@@ -65,6 +76,7 @@ from typing import Any
 import numpy as np
 
 from ldpcore import Reports
+from ldpcore.budget import DailyLedger, report_charge
 from ldpcore.collection import CollectionSpec, encode_message, window_start
 from ldpcore.reference import (
     OsWords,
@@ -124,12 +136,18 @@ class Device:
         instead of the OS CSPRNG.
     memo_path : path, optional
         Shorthand for ``store=FileStore(memo_path)`` (SDK 0.1's name).
+    budget : float, optional
+        The fleet's per-device budget, ε per UTC day (``GET /v1/fleet``: ``budget.
+        epsilon_per_day``); None: no ledger unless one is in the store or given.
+    ledger : DailyLedger, optional
+        Share one ledger between devices that do not share a store.
     """
 
     def __init__(self, spec: CollectionSpec, *, store: DeviceStore | None = None,
                  clock: Callable[[], float] | None = None, secret: bytes | None = None,
                  test_only_rng: np.random.Generator | int | None = None,
-                 memo_path: str | Path | None = None) -> None:
+                 memo_path: str | Path | None = None, budget: float | None = None,
+                 ledger: DailyLedger | None = None) -> None:
         self.spec = spec
         self.oracle = spec.oracle()
         self.two_level = spec.two_level()
@@ -150,6 +168,9 @@ class Device:
             self._draws = _GeneratorWords(gen)
             self._make_secret = lambda: gen.bytes(32)
         self._answers: dict[int, Reports] = {}
+        self._budget = None if budget is None else float(budget)
+        self._ledger = ledger if ledger is not None else (
+            DailyLedger(self._budget) if self._budget is not None else None)
 
     @property
     def secret(self) -> bytes:
@@ -234,55 +255,113 @@ class Device:
         """Reports made in :attr:`window`."""
         return int(self._cadence(self.store.snapshot()).get("sent", 0))
 
-    def _spend(self, window: int, then: Callable[[dict[str, Any]], None] | None = None
-               ) -> bool:
-        """Take one report of ``window``'s cadence in the store (atomically with ``then``)."""
+    # ---- the privacy budget -------------------------------------------------------------------
+    def _value_tag(self, key: int) -> str:
+        """The ledger's name of a value: a keyed hash (the store never names a value)."""
+        msg = f"ldpstream/ledger/v1\x00{self.spec.fingerprint}\x00{key}".encode()
+        return hmac.new(self.secret, msg, hashlib.sha256).hexdigest()[:32]
+
+    def _ledger_in(self, doc: dict[str, Any]) -> DailyLedger | None:
+        """The device's ledger, with what every Device of the store spent so far."""
+        raw = doc.get("ledger")
+        stored = None
+        if raw is not None:
+            try:
+                stored = DailyLedger.from_dict(raw)
+            except (TypeError, ValueError, AttributeError) as exc:
+                raise StoreError(f"the store has a bad ledger: {exc}") from None
+        if self._ledger is None and stored is not None:
+            self._ledger = stored
+        elif self._ledger is not None and stored is not None:
+            self._ledger.days = stored.days
+        if self._ledger is not None and self._budget is not None:
+            self._ledger.budget = self._budget  # the fleet's current policy wins
+        return self._ledger
+
+    @property
+    def ledger(self) -> DailyLedger | None:
+        """What this device spent per UTC day (None: no budget applies)."""
+        return self.store.transact(self._ledger_in)
+
+    def _cost(self, doc: dict[str, Any], key: int) -> float:
+        counts = self._cadence(doc).get("reports") or {}
+        n = counts.get(self._value_tag(key)) if self.spec.memoization != "none" else None
+        return report_charge(self.spec, fresh=n is None, value_reports=int(n or 0))
+
+    def cost(self, value: Any) -> float:
+        """The ε reporting ``value`` now spends (:func:`ldpcore.budget.report_charge`)."""
+        key = self._input(value)[1]
+        return self.store.transact(lambda doc: self._cost(doc, key))
+
+    def _spend(self, window: int, then: Callable[[dict[str, Any]], None] | None = None,
+               key: int | None = None, t: float | None = None) -> bool:
+        """Take one report of ``window``'s cadence in the store, and its charge in the
+        ledger (atomically with ``then``)."""
 
         def take(doc: dict[str, Any]) -> bool:
             entry = self._cadence(doc)
             if not self._allowed(entry, window):
                 return False
+            ledger = self._ledger_in(doc) if key is not None else None
+            counts = dict(entry.get("reports") or {})
+            if ledger is not None:
+                assert key is not None and t is not None
+                cost = self._cost(doc, key)
+                if not ledger.allows(cost, t):
+                    return False  # the day's privacy budget would be exceeded
+                ledger.charge(self.spec.id, cost, t)
+                doc["ledger"] = ledger.to_dict()
+                if self.spec.memoization != "none":
+                    tag = self._value_tag(key)
+                    counts[tag] = int(counts.get(tag, 0)) + 1
             sent = int(entry.get("sent", 0)) + 1 if entry.get("window") == window else 1
-            doc["collections"][self.spec.fingerprint] = {
-                **entry, "collection": self.spec.id, "window": window, "sent": sent}
+            out = {**entry, "collection": self.spec.id, "window": window, "sent": sent}
+            if counts:
+                out["reports"] = counts
+            doc["collections"][self.spec.fingerprint] = out
             if then is not None:
                 then(doc)
             return True
 
         return self.store.transact(take)
 
-    def _make(self, value: Any, fmt: str, now: float | None) -> tuple[int, bytes] | None:
-        window = self.current_window(now)
-        if not self.can_report(now) or not self.takes_part():
+    def _make(self, value: Any, fmt: str, now: float | None
+              ) -> tuple[int, bytes, int, float] | None:
+        t = self.clock() if now is None else now
+        window = self.current_window(t)
+        if not self.can_report(t) or not self.takes_part():
             return None
-        return window, encode_message(self.spec, self.report(value), fmt)
+        key = self._input(value)[1]
+        return window, encode_message(self.spec, self.report(value), fmt), key, t
 
     def message(self, value: Any, fmt: str = "binary", *, now: float | None = None
                 ) -> bytes | None:
         """The message of one report (the cadence spent), or ``None`` when the device
         already made ``spec.reports_per_window`` reports to this collection in the current
-        window (or takes part in another phase).  Not queued: the caller sends it (or
+        window, the day's privacy budget would be exceeded (or the device takes part in
+        another phase).  Not queued: the caller sends it (or
         loses it) — see :meth:`enqueue`.  Never contains the raw value.
         """
         made = self._make(value, fmt, now)
-        if made is None or not self._spend(made[0]):
+        if made is None or not self._spend(made[0], key=made[2], t=made[3]):
             return None
         return made[1]
 
     def enqueue(self, value: Any, fmt: str = "binary", *, now: float | None = None) -> bool:
         """Make one report and queue it in the store, in one step; ``False`` when the
-        cadence is used up (or the device is in another phase).  The queue is posted by
+        cadence is used up, the budget would be exceeded (or the device is in another
+        phase).  The queue is posted by
         :meth:`GatewayClient.send_queued`; the report is kept until the gateway took it."""
         made = self._make(value, fmt, now)
         if made is None:
             return False
-        window, body = made
+        window, body, key, t = made
         entry = {"key": str(uuid.uuid4()), "collection": self.spec.id,
                  "fingerprint": self.spec.fingerprint,
                  "type": "application/json" if fmt == "json" else "application/octet-stream",
                  "body": body.hex(), "window": window}
         limit = self.store.queue_limit
-        return self._spend(window, lambda doc: DeviceStore.push(doc, entry, limit))
+        return self._spend(window, lambda doc: DeviceStore.push(doc, entry, limit), key, t)
 
 
 class Client:

@@ -18,6 +18,26 @@ LDP_GATEWAY_KEYS_FILE        (unset)                   file of ``fleet:key`` lin
 LDP_GATEWAY_CORS_ORIGINS     ``*``                     origins allowed by CORS (comma separated,
                                                        ``*`` = any; empty string = CORS off)
 LDP_GATEWAY_MAX_BODY         4194304                   largest request body in bytes (else 413)
+LDP_GATEWAY_MAX_HEAD         16384                     largest request head (request line and
+                                                       headers) in bytes (else 431)
+LDP_GATEWAY_MAX_HEADERS      100                       most header fields (else 431)
+LDP_GATEWAY_MAX_TARGET       8192                      longest request target (URL) in bytes
+                                                       (else 414)
+LDP_GATEWAY_HEAD_TIMEOUT     10                        seconds for a request's head, from the
+                                                       connection or the request's first byte
+                                                       (else 408 and close)
+LDP_GATEWAY_BODY_MIN_RATE    1024                      bytes/s a body must keep up ...
+LDP_GATEWAY_BODY_GRACE       5                         ... with this many seconds of credit
+                                                       (else 408 and close)
+LDP_GATEWAY_IDLE_TIMEOUT     75                        seconds a keep-alive connection may wait
+                                                       for its next request
+LDP_GATEWAY_BODY_BUDGET      67108864                  bytes of request bodies being received,
+                                                       all connections together (else 503)
+LDP_GATEWAY_AUTH_FAIL_BURST  20                        failed authentications an address may
+                                                       have at once ...
+LDP_GATEWAY_AUTH_FAIL_RATE   1                         ... and earns back per second (else 429)
+LDP_GATEWAY_TRUSTED_PROXIES  (unset)                   CIDRs of proxies whose X-Forwarded-For
+                                                       names the client (comma separated)
 LDP_GATEWAY_LINGER_MS        5                         longest wait of an accepted report before
                                                        its batch goes to Kafka
 LDP_GATEWAY_BATCH_BYTES      1000000                   a collection's Kafka message is cut at
@@ -36,6 +56,7 @@ Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -113,6 +134,17 @@ class GatewaySettings:
     retry_after: int = 1
     catalog_refresh: float = 5.0
     max_connections: int = 10_000
+    max_head: int = 16384
+    max_headers: int = 100
+    max_target: int = 8192
+    head_timeout: float = 10.0
+    body_min_rate: int = 1024
+    body_grace: float = 5.0
+    idle_timeout: float = 75.0
+    body_budget: int = 64 << 20
+    auth_fail_burst: int = 20
+    auth_fail_rate: float = 1.0
+    trusted_proxies: tuple[str, ...] = ()
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
 
@@ -144,6 +176,24 @@ class GatewaySettings:
         if queue_bytes < max_body:
             raise ConfigError(f"LDP_GATEWAY_QUEUE_BYTES ({queue_bytes}) must be at least "
                               f"LDP_GATEWAY_MAX_BODY ({max_body})")
+        body_budget = env_int(env, "LDP_GATEWAY_BODY_BUDGET", cls.body_budget, 1 << 16, 1 << 40)
+        if body_budget < max_body:
+            raise ConfigError(f"LDP_GATEWAY_BODY_BUDGET ({body_budget}) must be at least "
+                              f"LDP_GATEWAY_MAX_BODY ({max_body})")
+        max_head = env_int(env, "LDP_GATEWAY_MAX_HEAD", cls.max_head, 1024, 1 << 20)
+        max_target = env_int(env, "LDP_GATEWAY_MAX_TARGET", cls.max_target, 64, 1 << 20)
+        if max_target >= max_head:
+            raise ConfigError(f"LDP_GATEWAY_MAX_TARGET ({max_target}) must be smaller than "
+                              f"LDP_GATEWAY_MAX_HEAD ({max_head}): the target is part of the "
+                              "head")
+        proxies = tuple(p.strip() for p in (env.get("LDP_GATEWAY_TRUSTED_PROXIES") or ""
+                                            ).split(",") if p.strip())
+        for p in proxies:
+            try:
+                ipaddress.ip_network(p, strict=False)
+            except ValueError:
+                raise ConfigError("LDP_GATEWAY_TRUSTED_PROXIES must be IP addresses or CIDR "
+                                  f"networks (comma separated), got {p!r}") from None
         return cls(
             kafka_bootstrap=env_bootstrap(env),
             redis_url=url,
@@ -166,6 +216,22 @@ class GatewaySettings:
                                       0.1, 3600.0),
             max_connections=env_int(env, "LDP_GATEWAY_MAX_CONNECTIONS", cls.max_connections,
                                     1, 1_000_000),
+            max_head=max_head,
+            max_headers=env_int(env, "LDP_GATEWAY_MAX_HEADERS", cls.max_headers, 8, 10_000),
+            max_target=max_target,
+            head_timeout=env_float(env, "LDP_GATEWAY_HEAD_TIMEOUT", cls.head_timeout, 0.1,
+                                   3600.0),
+            body_min_rate=env_int(env, "LDP_GATEWAY_BODY_MIN_RATE", cls.body_min_rate, 1,
+                                  1 << 30),
+            body_grace=env_float(env, "LDP_GATEWAY_BODY_GRACE", cls.body_grace, 0.1, 3600.0),
+            idle_timeout=env_float(env, "LDP_GATEWAY_IDLE_TIMEOUT", cls.idle_timeout, 0.1,
+                                   86_400.0),
+            body_budget=body_budget,
+            auth_fail_burst=env_int(env, "LDP_GATEWAY_AUTH_FAIL_BURST", cls.auth_fail_burst, 1,
+                                    1_000_000),
+            auth_fail_rate=env_float(env, "LDP_GATEWAY_AUTH_FAIL_RATE", cls.auth_fail_rate,
+                                     0.001, 1_000_000.0),
+            trusted_proxies=proxies,
             kafka_security=KafkaSecurity.from_env(env),
             redis_options=RedisOptions.from_env(env, url=url),
         )

@@ -13,7 +13,8 @@ HTTP features: keep-alive, pipelining (answers leave in request order),
 HEAD, reading paused while a client does not read its answers.
 
 Against hostile clients (see :class:`Limits` and ``docs/gateway.md``), a connection is
-always in one phase with its own deadline, checked by a sweep twice a second:
+always in one phase with its own deadline, checked by a sweep (twice a second, and at
+the next deadline when one comes sooner: deadlines hold to within 0.1 s):
 
 * *open* (accepted, nothing received) and *head* (a request begun): the head must be
   complete ``head_timeout`` seconds after the connection opened or the request began,
@@ -68,7 +69,10 @@ LINGER = 2.0
 its client's input before it is cut."""
 
 SWEEP = 0.5
-"""Seconds between two checks of the deadlines."""
+"""Seconds between two checks of the deadlines, at most ..."""
+
+SWEEP_MIN = 0.1
+"""... and at least (when a deadline is near): deadlines are kept to within this."""
 
 # Connection phases (see the module docstring).
 _OPEN, _IDLE, _HEAD, _BODY, _DONE = range(5)
@@ -270,42 +274,59 @@ class GatewayServer:
 
         def sweep() -> None:
             nonlocal due
-            if time.monotonic() - due > SWEEP / 2 and due > 0:
+            if time.monotonic() - due > 0.25 and due > 0:
                 # The loop was busy for a while: let it read what came meanwhile before
                 # anyone is judged (a client is not late because the gateway was).
                 due = 0.0
                 self._sweeper = loop.call_later(0.005, sweep)
                 return
-            self.sweep()
-            due = time.monotonic() + SWEEP
-            self._sweeper = loop.call_later(SWEEP, sweep)
+            wait = self.sweep()
+            due = time.monotonic() + wait
+            self._sweeper = loop.call_later(wait, sweep)
         self._sweeper = loop.call_later(SWEEP, sweep)
 
-    def sweep(self) -> None:
-        """Close or answer 408 every connection past its deadline (twice a second)."""
+    def sweep(self) -> float:
+        """Close or answer 408 every connection past its deadline; the seconds until the
+        next sweep: :data:`SWEEP`, or less (not under :data:`SWEEP_MIN`) when a deadline
+        comes sooner, so a deadline is kept to within ``SWEEP_MIN`` seconds."""
         now = self.clock = time.monotonic()
         lim = self.limits
+        head_timeout, idle_timeout = lim.head_timeout, lim.idle_timeout
+        soonest = now + SWEEP
         for conn in list(self.connections):
             phase = conn.phase
             if phase == _IDLE:
-                if not conn.slots and not conn.out and now - conn.began > lim.idle_timeout:
-                    conn.drop("idle")
+                if not conn.slots and not conn.out:
+                    end = conn.began + idle_timeout
+                    if now > end:
+                        conn.drop("idle")
+                    elif end < soonest:
+                        soonest = end
             elif phase == _HEAD:
-                if now - conn.began > lim.head_timeout:
+                end = conn.began + head_timeout
+                if now > end:
                     conn.timeout("head_timeout", f"the request's head did not arrive within "
-                                 f"{lim.head_timeout:g} s (LDP_GATEWAY_HEAD_TIMEOUT)")
+                                 f"{head_timeout:g} s (LDP_GATEWAY_HEAD_TIMEOUT)")
+                elif end < soonest:
+                    soonest = end
             elif phase == _BODY:
-                if conn.body_credit(now, lim) < 0:
+                credit = conn.body_credit(now, lim)
+                if credit < 0:
                     conn.timeout("body_too_slow", f"the body came slower than "
                                  f"{lim.body_min_rate:g} bytes/s after a grace of "
                                  f"{lim.body_grace:g} s (LDP_GATEWAY_BODY_MIN_RATE, "
                                  "LDP_GATEWAY_BODY_GRACE)")
+                elif now + credit < soonest:
+                    soonest = now + credit
             elif phase == _OPEN:
-                if now - conn.began > lim.head_timeout:
+                end = conn.began + head_timeout
+                if now > end:
                     conn.drop("no_request")
+                elif end < soonest:
+                    soonest = end
             elif conn.linger_until and now > conn.linger_until:
                 conn.abort()
-            if conn.paused and now - conn.paused_at > lim.idle_timeout:
+            if conn.paused and now - conn.paused_at > idle_timeout:
                 conn.drop("not_reading")  # it does not read its answers
         self._sweeps += 1
         if self._sweeps % 20 == 0:
@@ -314,6 +335,7 @@ class GatewayServer:
             self.body_peak = 0
             if _malloc_trim is not None:  # the bodies are gone: give their pages back
                 _malloc_trim(0)
+        return min(SWEEP, max(SWEEP_MIN, soonest - now + 0.001))
 
     def stop_sweeper(self) -> None:
         if self._sweeper is not None:

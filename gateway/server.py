@@ -398,7 +398,6 @@ class HttpProtocol(asyncio.Protocol):
         self.headers: dict[bytes, bytes] = {}
         self.nheaders = self.hosts = self.body_len = 0
         self.body: list[bytes] = []
-        self.head_only = False
         self.refused: bytes | None = None  # an answer decided before the body ended
 
     @property
@@ -577,7 +576,6 @@ class HttpProtocol(asyncio.Protocol):
         self.headers = {}
         self.nheaders = self.hosts = self.body_len = 0
         self.body = []
-        self.head_only = False
         self.refused = None
         if self.phase != _OPEN:  # a new connection's deadline runs from its opening
             self.began = self.server.clock
@@ -627,7 +625,6 @@ class HttpProtocol(asyncio.Protocol):
             raise _Refusal(BodyError(400, "missing_host", "an HTTP/1.1 request needs exactly "
                                      "one Host header"), "other")
         if path != REPORTS_PATH or method != b"POST":
-            self.head_only = method == b"HEAD"
             self.refused = b""  # no other route reads a body: dropped as it comes
             return
         # A report: the lengths, the credential, the body budget, then 100 Continue, all
@@ -692,9 +689,9 @@ class HttpProtocol(asyncio.Protocol):
             srv.body_buffered -= self.held  # it from here on)
             self.held = 0
         keep = self.parser.should_keep_alive()
-        slot = Slot(self.head_only)
-        self.slots.append(slot)
         method, path = self.method, self.path
+        slot = Slot(method == b"HEAD")
+        self.slots.append(slot)
         origin = self.headers.get(b"origin")
         if path == REPORTS_PATH:
             if method == b"POST":

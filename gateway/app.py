@@ -27,7 +27,7 @@ from .batcher import Batcher, KafkaSink
 from .config import GatewaySettings
 from .metrics import GatewayMetrics
 from .parse import Catalogue
-from .server import GatewayServer, Limits
+from .server import GatewayServer
 
 __all__ = ["GatewayCatalogue", "ensure_topic", "main", "serve"]
 
@@ -171,11 +171,7 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
         throttle=FailureThrottle(burst=s.auth_fail_burst, rate=s.auth_fail_rate),
         trusted_proxies=tuple(ipaddress.ip_network(p, strict=False)
                               for p in s.trusted_proxies),
-        limits=Limits(max_body=s.max_body, max_head=s.max_head, max_headers=s.max_headers,
-                      max_target=s.max_target, head_timeout=s.head_timeout,
-                      body_min_rate=float(s.body_min_rate), body_grace=s.body_grace,
-                      idle_timeout=s.idle_timeout, body_budget=s.body_budget,
-                      max_connections=s.max_connections))
+        limits=s.limits())
     metrics.stats, metrics.batcher, metrics.server = server.stats, batcher, server
     metrics.catalogue = cache.client
     metrics.connections = lambda: len(server.connections)

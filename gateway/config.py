@@ -76,7 +76,7 @@ from ldpstream.settings import (
 )
 from ldpstream.storage import DEFAULT_PREFIX
 
-__all__ = ["ConfigError", "GatewaySettings", "parse_keys", "key_digest"]
+__all__ = ["ConfigError", "GatewaySettings", "Limits", "parse_keys", "key_digest"]
 
 
 def key_digest(key: str) -> bytes:
@@ -110,6 +110,32 @@ def parse_keys(text: str, source: str) -> dict[bytes, str]:
             raise ConfigError(f"{source}: fleets {out[digest]!r} and {fleet!r} share a key")
         out[digest] = fleet
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one client may take, as the server reads it (:meth:`GatewaySettings.limits`;
+    the defaults and the variables are those of :class:`GatewaySettings`)."""
+
+    max_body: int
+    """Largest body (413)."""
+    max_head: int
+    """Largest request line + headers, in bytes (431)."""
+    max_headers: int
+    """Most header fields (431)."""
+    max_target: int
+    """Longest request target (414)."""
+    head_timeout: float
+    """Seconds from the connection (or the request's first byte) to the end of its head."""
+    body_min_rate: float
+    """Bytes per second a body must keep up, after ..."""
+    body_grace: float
+    """... this many seconds of credit."""
+    idle_timeout: float
+    """Seconds a keep-alive connection may wait for its next request."""
+    body_budget: int
+    """Bytes of bodies being received, all connections together (503 beyond)."""
+    max_connections: int
 
 
 @dataclass(frozen=True)
@@ -147,6 +173,14 @@ class GatewaySettings:
     trusted_proxies: tuple[str, ...] = ()
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
+
+    def limits(self) -> Limits:
+        """The limits the server holds each client to."""
+        return Limits(max_body=self.max_body, max_head=self.max_head,
+                      max_headers=self.max_headers, max_target=self.max_target,
+                      head_timeout=self.head_timeout, body_min_rate=float(self.body_min_rate),
+                      body_grace=self.body_grace, idle_timeout=self.idle_timeout,
+                      body_budget=self.body_budget, max_connections=self.max_connections)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:

@@ -12,7 +12,8 @@ HTTP features: keep-alive, pipelining (answers leave in request order),
 ``Content-Length`` or chunked bodies, ``Expect: 100-continue``, absolute-form targets,
 HEAD, reading paused while a client does not read its answers.
 
-Against hostile clients (see :class:`Limits` and ``docs/gateway.md``), a connection is
+Against hostile clients (see :class:`~gateway.config.Limits` and ``docs/gateway.md``), a
+connection is
 always in one phase with its own deadline, checked by a sweep (twice a second, and at
 the next deadline when one comes sooner: deadlines hold to within 0.1 s):
 
@@ -43,7 +44,6 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, cast
 
@@ -53,6 +53,7 @@ from ldpstream.catalogue import CatalogueUnavailable
 
 from .auth import Authenticator, AuthError, FailureThrottle, IPNetwork, client_address
 from .batcher import Batcher, Overloaded, Unavailable
+from .config import Limits
 from .parse import BodyError, Catalogue, UnknownCollection, media_type, parse_body
 
 __all__ = ["GatewayServer", "Limits", "Stats"]
@@ -82,31 +83,6 @@ try:  # glibc keeps freed heap pages; after a burst of large bodies, hand them b
         ctypes.util.find_library("c") or "libc.so.6").malloc_trim
 except (OSError, AttributeError):  # pragma: no cover - not glibc
     _malloc_trim = None
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """What one client may take (the ``LDP_GATEWAY_…`` settings of ``docs/gateway.md``)."""
-
-    max_body: int = 4 << 20
-    """Largest body (413)."""
-    max_head: int = 16384
-    """Largest request line + headers, in bytes (431)."""
-    max_headers: int = 100
-    """Most header fields (431)."""
-    max_target: int = 8192
-    """Longest request target (414)."""
-    head_timeout: float = 10.0
-    """Seconds from the connection (or the request's first byte) to the end of its head."""
-    body_min_rate: float = 1024.0
-    """Bytes per second a body must keep up, after ..."""
-    body_grace: float = 5.0
-    """... this many seconds of credit."""
-    idle_timeout: float = 75.0
-    """Seconds a keep-alive connection may wait for its next request."""
-    body_budget: int = 64 << 20
-    """Bytes of bodies being received, all connections together (503 beyond)."""
-    max_connections: int = 10_000
 
 
 class Stats:
@@ -179,6 +155,7 @@ class GatewayServer:
     cors_origins : tuple of str
         ``("*",)``, a list of origins, or empty (no CORS headers).
     limits : Limits
+        What one client may take (:meth:`gateway.config.GatewaySettings.limits`).
     retry_after : int
     ready : async callable
         ``ready() -> (ok, details)`` for ``/readyz``.
@@ -195,7 +172,7 @@ class GatewayServer:
                  authenticator: Authenticator | None = None,
                  throttle: FailureThrottle | None = None,
                  trusted_proxies: tuple[IPNetwork, ...] = (),
-                 limits: Limits = Limits()) -> None:
+                 limits: Limits) -> None:
         self.catalogue, self.lookup, self.batcher = catalogue, lookup, batcher
         self.known_absent = known_absent or (lambda cid: False)
         self.authenticator = authenticator
@@ -439,35 +416,49 @@ class HttpProtocol(asyncio.Protocol):
             self._hold()  # a body goes on past this read: it now holds memory
 
     def _read(self, data: bytes) -> None:
+        """Feed one read to the parser so that at most ``max_head`` bytes of a head reach it
+        (the parser keeps a head whole): a read that starts in a head and holds more than
+        that is fed in pieces (memoryview slices, no copies) cut at the end of the head; a
+        head that does not end within the limit gets 431.  A head that follows the end of
+        a body in the same read is bounded by the read (at most 256 KiB), then by the
+        limit from the next read on."""
         srv = self.server
+        pos, size = 0, len(data)
+        view: memoryview | None = None
         while True:
             phase = self.phase
             if phase == _DONE:  # answered with Connection: close: dropped unread
                 return
-            if phase == _BODY:
-                self._feed(data)
-                return
-            # bytes of a head: at most max_head of them reach the parser (which keeps them)
-            n = self.head_bytes + len(data)
-            if n <= srv.max_head:
-                self.head_bytes = n
-                self._feed(data)
-                return
-            allowed = srv.max_head - self.head_bytes
+            rest = size - pos
             heads = self.heads
-            self.head_bytes = srv.max_head
-            if allowed > 0:
-                self._feed(data[:allowed])
-                if self.phase == _DONE:
-                    return
-            if self.heads == heads:  # no head ended within the limit
-                self._refuse_now(self._head_refusal())
-                return
-            data = data[allowed:]
-            if not data:
-                return
+            if phase != _BODY:
+                n = self.head_bytes + rest
+                if n > srv.max_head:
+                    # more than a head's worth: feed up to the end of this head (or up to
+                    # the limit, then 431); what follows is its body or the next head
+                    allowed = srv.max_head - self.head_bytes
+                    end = data.find(b"\r\n\r\n", pos, pos + allowed)
+                    stop = end + 4 if end >= 0 else pos + allowed
+                    self.head_bytes = srv.max_head
+                    if view is None:
+                        view = memoryview(data)
+                    if stop > pos:
+                        self._feed(view[pos:stop])
+                    pos = stop
+                    if self.phase == _DONE:
+                        return
+                    if self.heads == heads:  # no head ended within the limit
+                        self._refuse_now(self._head_refusal())
+                        return
+                    if pos >= size:
+                        return
+                    continue
+                self.head_bytes = n
+            # the rest of the read at once (the common case: it is small, or a body)
+            self._feed(data if view is None else view[pos:])
+            return
 
-    def _feed(self, data: bytes) -> None:
+    def _feed(self, data: bytes | memoryview) -> None:
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserCallbackError as exc:

@@ -45,3 +45,10 @@ def test_a_bad_limit_fails_at_start_up_naming_the_variable(env: dict[str, str],
                                                             key: str) -> None:
     with pytest.raises(ConfigError, match=key):
         GatewaySettings.from_env(env)
+
+
+def test_the_server_reads_the_limits_the_settings_say() -> None:
+    s = GatewaySettings.from_env({"LDP_GATEWAY_HEAD_TIMEOUT": "4", "LDP_GATEWAY_MAX_BODY": "9999"})
+    lim = s.limits()
+    assert (lim.head_timeout, lim.max_body, lim.max_head, lim.body_min_rate) == (
+        4.0, 9999, s.max_head, float(s.body_min_rate))

@@ -63,7 +63,8 @@ log = logging.getLogger("ldpstream.gateway")
 REPORTS_PATH = b"/v1/reports"
 _CORS_ALLOW_HEADERS = b"Authorization, Content-Type, X-LDP-Key"
 _WANTED = frozenset({b"content-type", b"content-length", b"origin", b"transfer-encoding",
-                     b"expect", b"access-control-request-method", b"host"})
+                     b"expect", b"access-control-request-method", b"host", b"authorization",
+                     b"x-ldp-key"})  # Authorization also carries Privacy Pass tokens
 
 LINGER = 2.0
 """Seconds a connection answered with ``Connection: close`` keeps reading (and dropping)
@@ -215,10 +216,10 @@ class GatewayServer:
             return b""
         if self.cors_any:
             return (b"Access-Control-Allow-Origin: *\r\n"
-                    b"Access-Control-Expose-Headers: Retry-After\r\n")
+                    b"Access-Control-Expose-Headers: Retry-After, WWW-Authenticate\r\n")
         if origin in self.cors_origins:
             return (b"Access-Control-Allow-Origin: " + origin + b"\r\nVary: Origin\r\n"
-                    b"Access-Control-Expose-Headers: Retry-After\r\n")
+                    b"Access-Control-Expose-Headers: Retry-After, WWW-Authenticate\r\n")
         return b"Vary: Origin\r\n"
 
     def response(self, status: int, body: bytes, *, origin: bytes | None = None,
@@ -237,6 +238,8 @@ class GatewayServer:
             extra += b"Retry-After: %d\r\n" % retry_after
         elif exc.status in (429, 503):
             extra += self._retry_header
+        if exc.www_authenticate:
+            extra += b"WWW-Authenticate: " + exc.www_authenticate.encode() + b"\r\n"
         return self.response(exc.status, json.dumps(exc.body()).encode(), origin=origin,
                              extra=extra, close=close)
 
@@ -766,7 +769,7 @@ class HttpProtocol(asyncio.Protocol):
         srv = self.server
         try:
             msgs = parse_body(_media_type(self.headers.get(b"content-type")), body,
-                              srv.catalogue())
+                              srv.catalogue(), self.headers.get(b"authorization"))
             srv.batcher.submit(msgs, len(body),
                                lambda result: self._answered(slot, origin, keep, result))
         except BodyError as exc:

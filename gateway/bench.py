@@ -17,6 +17,11 @@ Cases (``--cases``, comma separated):
   forwarding the messages of many devices: the per-message cost);
 * ``json``: one JSON message of one report per request;
 * ``latency``: ``single`` at depth 1 on 8 connections (the unloaded round trip);
+* ``slow``: ``single`` while ``--slow`` (1,000) other connections are slow senders, each
+  dripping one byte of a never-ending head every ``--slow-every`` seconds and opening a
+  new connection when the gateway closes it (so ``--slow`` of them are always open); the
+  case runs at least ``--slow-seconds`` (longer than the head deadline) and also prints
+  how many the gateway closed, how many with 408, and how long they lived.
 * ``tokens``: ``many``, but as ``application/x-ldp-token-frames``: each one-report message
   with its own Privacy Pass token (the gateway runs with ``LDP_GATEWAY_TOKENS=optional``,
   so the other cases carry none and are unchanged).  Every token is used once, so this
@@ -25,10 +30,10 @@ Cases (``--cases``, comma separated):
   reports/s are token-verified reports/s, and ``per gw core`` divides them by the
   gateway's CPU share.
 
-Prints one row per case (requests/s, reports/s, p50/p99 latency, statuses) and the CPU
-seconds the gateway and the load generator used, and the load average before the run
-(other work on the machine skews every figure).  Every 202 is a report acknowledged by
-the broker: the gateway answers only then.
+Prints one row per case (requests/s, reports/s, p50/p99 latency, statuses), the CPU
+the gateway and the load generator used (cores), requests per gateway CPU-second (the
+figure least skewed by other work on the machine), and the load average before the run.
+Every 202 is a report acknowledged by the broker: the gateway answers only then.
 """
 
 from __future__ import annotations
@@ -106,6 +111,55 @@ class _Conn(asyncio.Protocol):
         self.sink.lost += 1
 
 
+class _Slow(asyncio.Protocol):
+    """A slow sender: one byte of a head that never ends, every ``every`` seconds."""
+
+    HEAD = b"POST /v1/reports HTTP/1.1\r\nHost: bench\r\nX-Slow: "
+
+    def __init__(self, every: float, stats: _SlowStats) -> None:
+        self.every, self.stats = every, stats
+        self.opened = time.perf_counter()
+        self.answer = b""
+        self.transport: Any = None
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        transport.write(self.HEAD)
+        self.timer = asyncio.get_running_loop().call_later(self.every, self._drip)
+
+    def _drip(self) -> None:
+        if not self.transport.is_closing():
+            self.transport.write(b"a")
+            self.timer = asyncio.get_running_loop().call_later(self.every, self._drip)
+
+    def data_received(self, data: bytes) -> None:
+        self.answer += data
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.stats.closed(self)
+
+
+class _SlowStats:
+    def __init__(self) -> None:
+        self.lifetimes: list[float] = []
+        self.answered_408 = 0
+        self.open = 0
+        self.stopping = False
+        self.reopen: Any = None
+
+    def closed(self, conn: _Slow) -> None:
+        self.open -= 1
+        if self.stopping:
+            return
+        self.lifetimes.append(time.perf_counter() - conn.opened)
+        self.answered_408 += conn.answer.startswith(b"HTTP/1.1 408 ")
+        if self.reopen is not None:
+            self.reopen()
+
+
 class _Sink:
     def __init__(self) -> None:
         self.status: dict[bytes, int] = {}
@@ -117,10 +171,28 @@ class _Sink:
 
 
 async def _drive(host: str, port: int, request: bytes, connections: int, depth: int,
-                 warmup: float, seconds: float) -> dict[str, Any]:
+                 warmup: float, seconds: float, slow: int = 0,
+                 slow_every: float = 1.0) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     sink = _Sink()
     conns = []
+    slow_stats = _SlowStats()
+    slow_conns: list[_Slow] = []
+
+    async def open_slow() -> None:
+        try:
+            _, proto = await loop.create_connection(lambda: _Slow(slow_every, slow_stats),
+                                                    host, port)
+        except OSError:
+            return
+        slow_stats.open += 1
+        slow_conns.append(proto)
+
+    def reopen() -> None:
+        loop.create_task(open_slow())
+    for i in range(slow):
+        await open_slow()
+    slow_stats.reopen = reopen
     for _ in range(connections):
         _, proto = await loop.create_connection(lambda: _Conn(request, depth, sink), host, port)
         conns.append(proto)
@@ -137,24 +209,41 @@ async def _drive(host: str, port: int, request: bytes, connections: int, depth: 
     done = sink.done - start_done
     status = {k.decode(): v for k, v in sink.status.items()}
     sink.stopping = True
+    slow_stats.stopping = True
+    open_slow_now = slow_stats.open
     await asyncio.sleep(0.3)
     for c in conns:
         c.transport.close()
+    for s in slow_conns:
+        if s.transport is not None and not s.transport.is_closing():
+            s.transport.abort()
     lat = np.asarray(sink.lat) * 1000.0
+    life = np.asarray(slow_stats.lifetimes)
+    slow_figures = {"slow_open_at_end": open_slow_now, "slow_closed": int(life.size),
+                    "slow_408": slow_stats.answered_408,
+                    "slow_life_p50_s": float(np.percentile(life, 50)) if life.size else None,
+                    "slow_life_max_s": float(life.max()) if life.size else None}
     return {"requests": done, "seconds": elapsed, "status": status, "loadgen_cpu": cpu,
+            **(slow_figures if slow else {}),
             "p50_ms": float(np.percentile(lat, 50)) if lat.size else float("nan"),
             "p99_ms": float(np.percentile(lat, 99)) if lat.size else float("nan"),
             "lost_connections": sink.lost}
 
 
 def load(host: str, port: int, request: bytes, connections: int, depth: int, warmup: float,
-         seconds: float) -> dict[str, Any]:
+         seconds: float, slow: int = 0, slow_every: float = 1.0) -> dict[str, Any]:
     """Run the load generator in this process (uvloop if installed); the case's figures."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard and soft < connections + slow + 256:  # every slow sender is a file
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, connections + slow + 256), hard))
+    drive = _drive(host, port, request, connections, depth, warmup, seconds, slow, slow_every)
     try:
         import uvloop
-        return uvloop.run(_drive(host, port, request, connections, depth, warmup, seconds))
+        return uvloop.run(drive)
     except ImportError:  # pragma: no cover
-        return asyncio.run(_drive(host, port, request, connections, depth, warmup, seconds))
+        return asyncio.run(drive)
 
 
 def _load_child(q: Any, *args: Any) -> None:
@@ -329,13 +418,16 @@ def run_from_args(args: argparse.Namespace) -> int:
                                                              "json"), "application/json"),
                      1, args.connections, args.depth),
             "latency": (http_request(host, port, one, "application/octet-stream"), 1, 8, 1),
+            "slow": (http_request(host, port, one, "application/octet-stream"), 1,
+                     args.connections, args.depth),
         }
         print(f"load average before the run: {os.getloadavg()[0]:.2f}, "
               f"{os.getloadavg()[1]:.2f}, {os.getloadavg()[2]:.2f} on {os.cpu_count()} cores; "
               f"broker {'embedded ' + args.broker if args.bootstrap is None else bootstrap}; "
               f"linger {args.linger_ms} ms", flush=True)
         print(f"{'case':<8}{'conns×depth':>12}{'requests/s':>12}{'reports/s':>13}"
-              f"{'p50 ms':>9}{'p99 ms':>9}{'gw CPU':>8}{'gen CPU':>8}  statuses", flush=True)
+              f"{'p50 ms':>9}{'p99 ms':>9}{'gw CPU':>8}{'gen CPU':>8}{'req/CPU-s':>11}"
+              "  statuses", flush=True)
         ctx = mp.get_context("spawn")
         results = {}
         for name in [c.strip() for c in args.cases.split(",") if c.strip()]:
@@ -346,20 +438,31 @@ def run_from_args(args: argparse.Namespace) -> int:
             request, per, conns, depth = cases[name]
             q = ctx.Queue()
             cpu0 = _cpu_seconds(gw.pid)
+            slow = args.slow if name == "slow" else 0
+            seconds = max(args.seconds, args.slow_seconds) if slow else args.seconds
             child = ctx.Process(target=_load_child, args=(q, host, port, request, conns, depth,
-                                                          args.warmup, args.seconds))
+                                                          args.warmup, seconds, slow,
+                                                          args.slow_every))
             t0 = time.perf_counter()
             child.start()
-            res = q.get(timeout=args.warmup + args.seconds + 120)
+            res = q.get(timeout=args.warmup + seconds + 120)
             child.join(30)
             gw_cpu = (_cpu_seconds(gw.pid) - cpu0) / (time.perf_counter() - t0)
             rps = res["requests"] / res["seconds"]
             res.update(name=name, rps=rps, reports_per_s=rps * per, gateway_cpu=gw_cpu,
                        loadgen_cpu_share=res["loadgen_cpu"] / res["seconds"])
             results[name] = res
+            res["requests_per_cpu_second"] = rps / gw_cpu if gw_cpu else None
             print(f"{name:<8}{f'{conns}×{depth}':>12}{rps:>12,.0f}{rps * per:>13,.0f}"
                   f"{res['p50_ms']:>9.2f}{res['p99_ms']:>9.2f}{gw_cpu:>8.2f}"
-                  f"{res['loadgen_cpu_share']:>8.2f}  {res['status']}", flush=True)
+                  f"{res['loadgen_cpu_share']:>8.2f}{rps / max(gw_cpu, 1e-9):>11,.0f}"
+                  f"  {res['status']}", flush=True)
+            if slow:
+                print(f"{'':<8}{slow} slow senders (a byte every {args.slow_every:g} s) beside "
+                      f"it: {res['slow_closed']} closed by the gateway ({res['slow_408']} with "
+                      f"408), lifetime p50 {res['slow_life_p50_s'] or float('nan'):.1f} s, max "
+                      f"{res['slow_life_max_s'] or float('nan'):.1f} s; {res['slow_open_at_end']}"
+                      " open at the end", flush=True)
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1))
         return 0
@@ -443,8 +546,8 @@ def _verify_rate(tokens: list[bytes], redis_url: str, prefix: str, spec: Any) ->
 def add_bench_gateway_parser(bsub: Any) -> None:
     p = bsub.add_parser("gateway", help="HTTP gateway: requests/s, reports/s, p50/p99 latency "
                                         "(embedded broker + Redis, load generator included)")
-    p.add_argument("--cases", default="single,batch,latency",
-                   help="comma separated: single, batch, many, json, latency, tokens")
+    p.add_argument("--cases", default="single,batch,latency,slow",
+                   help="comma separated: single, batch, many, json, latency, slow, tokens")
     p.add_argument("--seconds", type=float, default=10.0, help="measured time per case")
     p.add_argument("--warmup", type=float, default=2.0)
     p.add_argument("--connections", type=int, default=64)
@@ -455,6 +558,12 @@ def add_bench_gateway_parser(bsub: Any) -> None:
     p.add_argument("--batch", type=int, default=1024, help="reports per message (batched)")
     p.add_argument("--many", type=int, default=256,
                    help="one-report messages per request (case many)")
+    p.add_argument("--slow", type=int, default=1000,
+                   help="slow senders beside the load of case slow")
+    p.add_argument("--slow-every", type=float, default=1.0,
+                   help="seconds between two bytes of a slow sender")
+    p.add_argument("--slow-seconds", type=float, default=25.0,
+                   help="case slow runs at least this long (past the head deadline)")
     p.add_argument("--token-reports", type=int, default=40_000,
                    help="tokens (one per report) the 'tokens' case sends, each once")
     p.add_argument("--linger-ms", type=float, default=5.0)

@@ -211,3 +211,29 @@ def test_one_batch_of_tokens_of_two_windows_keeps_each_until_its_own_end(setup: 
     # and each is spent: the same bodies again are all refused as replays
     again = _run(_gate(redis_url, prefix, "auto"), bodies)
     assert [a[0] if a else None for a in again] == ["token_replayed"] * len(plan)
+
+
+def test_a_bad_verifier_setting_stops_the_gateway_naming_the_variable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.config import GatewaySettings
+    from ldpstream.privacypass import blindrsa
+    from ldpstream.settings import ConfigError
+
+    assert GatewaySettings.from_env({}).token_verifier == "auto"
+    assert GatewaySettings.from_env({"LDP_GATEWAY_TOKEN_VERIFIER": "OpenSSL"}
+                                    ).token_verifier == "openssl"
+    with pytest.raises(ConfigError, match="LDP_GATEWAY_TOKEN_VERIFIER"):
+        GatewaySettings.from_env({"LDP_GATEWAY_TOKEN_VERIFIER": "fast"})
+    monkeypatch.setattr(blindrsa, "_gmpy2", None)  # a deployment without gmpy2
+    with pytest.raises(ConfigError, match="LDP_GATEWAY_TOKEN_VERIFIER=gmpy2 needs"):
+        GatewaySettings.from_env({"LDP_GATEWAY_TOKEN_VERIFIER": "gmpy2"})
+
+    class NoRedis:  # the gate registers its script at construction, nothing more
+        def register_script(self, script: str) -> None:
+            return None
+
+    assert TokenGate(NoRedis(), "p:", mode="optional", issuer_name="x", skew=1,
+                     window_seconds=lambda c: None).verifier == "openssl"
+    with pytest.raises(ValueError, match="verifier must be one of"):
+        TokenGate(NoRedis(), "p:", mode="optional", issuer_name="x", skew=1,
+                  window_seconds=lambda c: None, verifier="fast")

@@ -172,6 +172,22 @@ def test_mutated_signatures_agree(key: Key, msg: bytes, mutation: tuple[str, Any
     assert key.agree(msg, bad) is (bad == sig)
 
 
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(mutations=st.lists(st.one_of(st.none(), _SIG_MUTATIONS), max_size=12),
+       rnd=st.binary(min_size=300, max_size=300))
+def test_verify_many_answers_as_verify_one_by_one(key: Key, mutations: list[Any],
+                                                  rnd: bytes) -> None:
+    msgs = [rnd[:i + 1] for i in range(len(mutations))]
+    sigs = [key.sign(m) for m in msgs]
+    sigs = [s if mu is None else _mutate_sig(key, s, mu, rnd) for s, mu in zip(sigs, mutations)]
+    expected = [key.agree(m, s) for m, s in zip(msgs, sigs)]
+    assert key.fast[48].verify_many(msgs, sigs) == expected
+    assert key.ossl[48].verify_many(msgs, sigs) == expected
+    with pytest.raises(ValueError, match="signatures"):
+        key.fast[48].verify_many(msgs + [b"x"], sigs)
+
+
 @SETTINGS
 @given(msg=st.binary(max_size=300), at=st.integers(0, 10_000), bit=st.integers(0, 7),
        extra=st.binary(min_size=1, max_size=4))

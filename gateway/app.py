@@ -138,7 +138,9 @@ def ensure_topic(settings: GatewaySettings, attempts: int = 60) -> None:
                 admin.create_topics([NewTopic(
                     settings.reports_topic, settings.topic_partitions,
                     settings.topic_replication,
-                    topic_configs={"max.message.bytes": str(17 << 20)})])
+                    topic_configs={"max.message.bytes": str(17 << 20),
+                                   **({"min.insync.replicas": str(settings.topic_min_isr)}
+                                      if settings.topic_min_isr else {})})])
             except TopicAlreadyExistsError:
                 pass
             return
@@ -155,11 +157,8 @@ def ensure_topic(settings: GatewaySettings, attempts: int = 60) -> None:
 async def serve(settings: GatewaySettings, sink: KafkaSink,
                 started: asyncio.Future[int] | None = None) -> None:
     """Run the gateway until SIGTERM/SIGINT (or ``stop`` set on the returned server)."""
-    import redis.asyncio as aioredis
-
     loop = asyncio.get_running_loop()
-    rds = aioredis.Redis.from_url(settings.redis_url, socket_timeout=5,
-                                  **settings.redis_options.kwargs())
+    rds = settings.redis_options.connect_async(settings.redis_url, socket_timeout=5)
     cache = CatalogueCache(rds, settings.redis_prefix, settings.catalog_refresh)
     for attempt in range(60):
         try:
@@ -197,7 +196,9 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
             redis_ok = False
         kafka_ok = batcher.broker_up and await reachable(settings.kafka_bootstrap)
         return redis_ok and kafka_ok, {"kafka": kafka_ok, "redis": redis_ok,
-                                       "collections": len(cache.get())}
+                                       "collections": len(cache.get()),
+                                       "access": settings.access,
+                                       "access_note": settings.access_note()}
 
     server = GatewayServer(catalogue=cache.get, lookup=cache.lookup, batcher=batcher,
                            keys=settings.keys, cors_origins=settings.cors_origins,
@@ -220,6 +221,9 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
           f"{f'device keys of {fleets} fleets' if fleets else 'no device keys'}, "
           f"Privacy Pass tokens {settings.tokens}"
           f"{'' if gate is None else ', RSA verification by ' + gate.verifier})", flush=True)
+    print(f"ldpstream gateway: access {settings.access}: {settings.access_note()}", flush=True)
+    if settings.access == "open":
+        log.warning("the gateway is open: %s", settings.access_note())
     if started is not None:
         started.set_result(port)
     try:

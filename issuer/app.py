@@ -33,7 +33,7 @@ from ldpstream.privacypass import scheme
 from ldpstream.privacypass.tokens import TOKEN_REQUEST_LEN, TOKEN_TYPE
 
 from .attest import AttestationError
-from .budget import daily_epsilon_hook
+from .budget import IssuerBudget
 from .config import IssuerSettings
 from .service import IssuanceError, KeyManager, Quotas, SpecCache, decode_requests, sign_requests
 
@@ -87,6 +87,7 @@ def create_app(settings: IssuerSettings, redis: Any = None) -> FastAPI:
         state["quotas"] = Quotas(rds, settings.redis_prefix, skew=settings.skew)
         state["specs"] = SpecCache(rds, settings.redis_prefix)
         state["eps"] = rds.register_script(_EPS)
+        state["budget"] = IssuerBudget(rds, settings.redis_prefix)
         try:
             yield
         finally:
@@ -201,14 +202,16 @@ def create_app(settings: IssuerSettings, redis: Any = None) -> FastAPI:
                         headers={"Cache-Control": "no-store"})
 
     async def spend_epsilon(device: str, spec: Any, n: int, now: float) -> None:
-        hook = daily_epsilon_hook(spec, n)
-        if hook is None:  # no fleet budget in the shared layer yet
+        charged = await state["budget"].charge(device, spec, n, now)
+        if charged is None:  # the fleet has no budget
             return
-        cost, budget = hook
+        cost, fleet, counted = charged
+        budget = fleet.epsilon_per_day
         day = int(now // 86400)
         key = f"{settings.redis_prefix}pp:eps:{device}:{day}"
         got = float(await state["eps"](keys=[key], args=[repr(cost), repr(budget)]))
         if got < 0:
+            await state["budget"].undo(counted, n)
             raise IssuanceError(429, "budget", f"this device has spent {-1 - got:g} of its "
                                 f"daily ε budget {budget:g}; {n} report(s) of {spec.id!r} "
                                 f"need {cost:g}")

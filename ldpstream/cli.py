@@ -113,6 +113,7 @@ EXPERIMENTS = {
     "numeric": "numeric.py", "range-scale": "range_scale.py", "oracles": "oracles.py",
     "defaults": "defaults.py", "coverage": "coverage.py", "construction": "construction.py",
     "range-consistent": "range_consistent.py", "multiattr": "multiattr.py", "svim": "svim.py",
+    "poisoning": "poisoning.py",
 }
 
 
@@ -165,9 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reports", type=int, default=200_000)
     p.add_argument("--seed", type=int, default=None)
     p.set_defaults(func=_cmd_demo)
+    from ldpstream.access import add_read_token_parser
     from ldpstream.dev.stack import add_up_parser
 
     add_up_parser(sub)
+    add_read_token_parser(sub)
     from producer.cli import add_simulate_parser
 
     add_simulate_parser(sub)
@@ -223,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench_gateway_parser(bsub)
     add_bench_soak_parser(bsub)
+    from ldpstream.dev.clusterbench import add_bench_cluster_parsers
+
+    add_bench_cluster_parsers(bsub)
     return parser
 
 

@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 
 __all__ = ["ConfigError", "env_int", "env_float", "env_bool", "env_name", "env_file",
            "env_redis_url", "env_redis_prefix", "env_bootstrap", "DEFAULT_REDIS_URL",
-           "DEFAULT_BOOTSTRAP", "EnvRecorder", "parse_keys", "key_digest"]
+           "DEFAULT_BOOTSTRAP", "EnvRecorder", "parse_keys", "key_digest", "env_hostports",
+           "env_min_isr"]
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -197,3 +198,30 @@ def parse_keys(text: str, source: str) -> dict[bytes, str]:
             raise ConfigError(f"{source}: fleets {out[digest]!r} and {fleet!r} share a key")
         out[digest] = fleet
     return out
+
+def env_hostports(env: Mapping[str, str], key: str) -> tuple[tuple[str, int], ...]:
+    """``host:port[,host:port…]`` as (host, port) pairs; empty when unset.
+
+    >>> env_hostports({"X": "a:1, b:2"}, "X")
+    (('a', 1), ('b', 2))
+    """
+    raw = (env.get(key) or "").strip()
+    if not raw:
+        return ()
+    out = []
+    for hp in raw.split(","):
+        host, _, port = hp.strip().rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"{key} must be host:port[,host:port…], got {raw!r}")
+        out.append((host, int(port)))
+    return tuple(out)
+
+
+def env_min_isr(env: Mapping[str, str], replication: int) -> int:
+    """``LDP_TOPIC_MIN_ISR``: ``min.insync.replicas`` of the topics a service creates, in
+    ``[1, replication]``; unset or 0 leaves the broker's default."""
+    isr = env_int(env, "LDP_TOPIC_MIN_ISR", 0, 0, 32)
+    if isr > replication:
+        raise ConfigError(f"LDP_TOPIC_MIN_ISR ({isr}) must be at most LDP_TOPIC_REPLICATION "
+                          f"({replication})")
+    return isr

@@ -40,6 +40,10 @@ class ApiSettings:
     LDP_CACHE_ENTRIES           1024                        estimate cache size (per state version)
     LDP_MAX_STALE_MS            2000                        serve a previous version's answer this
                                                             long while the new one is computed
+    LDP_READ_TOKENS             (unset: reads are open)     file of SHA-256 hashes of read tokens,
+                                                            re-read on change (ldpstream.access)
+    LDP_API_METRICS_PORT        0 (on the API's port)       serve /metrics on this port instead
+    LDP_API_METRICS_HOST        LDP_API_HOST                bind address of that port
     ==========================  ==========================  ========================================
 
     Redis credentials and TLS files: ``LDP_REDIS_PASSWORD`` etc., see
@@ -56,6 +60,9 @@ class ApiSettings:
     version_ttl_s: float = 0.05
     max_stale_s: float = 2.0
     redis_options: RedisOptions = RedisOptions()
+    read_tokens: str | None = None
+    metrics_port: int = 0
+    metrics_host: str = "127.0.0.1"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ApiSettings:
@@ -78,4 +85,18 @@ class ApiSettings:
             version_ttl_s=env_int(env, "LDP_VERSION_TTL_MS", 50, 0, 60_000) / 1000,
             max_stale_s=env_int(env, "LDP_MAX_STALE_MS", 2000, 0, 3_600_000) / 1000,
             redis_options=RedisOptions.from_env(env, url=url),
+            read_tokens=_read_tokens(env),
+            metrics_port=env_int(env, "LDP_API_METRICS_PORT", 0, 0, 65535),
+            metrics_host=(env.get("LDP_API_METRICS_HOST") or env.get("LDP_API_HOST")
+                          or cls.metrics_host),
         )
+
+
+def _read_tokens(env: Mapping[str, str]) -> str | None:
+    """``LDP_READ_TOKENS``: the token file, read once now so a bad one fails at start-up."""
+    from ldpstream.access import TokenFile
+
+    path = env.get("LDP_READ_TOKENS") or None
+    if path is not None:
+        TokenFile(path)
+    return path

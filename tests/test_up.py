@@ -127,13 +127,22 @@ def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
     assert not alive, f"processes left running: {alive}"
 
 
-def test_up_turns_on_the_admin_token_and_removes_its_temporary_directory() -> None:
+def test_up_turns_on_the_admin_token_and_removes_its_temporary_directory(
+        tmp_path: Path) -> None:
+    import os
+
+    from ldpstream.access import token_hash
+
     port = free_port()
     token = "up-admin-token-1234"
+    # A setting of the caller's environment reaches the API: reads need a token.
+    tokens = tmp_path / "read-tokens.txt"
+    tokens.write_text(f"{token_hash('up-read-token')}\n")
+    env = {**os.environ, "LDP_READ_TOKENS": str(tokens)}
     proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "up", "--port", str(port),
                              "--no-simulate", "--admin-token", token, "--broker", "tansu"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            preexec_fn=_die_with_parent)
+                            preexec_fn=_die_with_parent, env=env)
     base = f"http://127.0.0.1:{port}"
     spec = {"id": "via-admin", "oracle": {"mechanism": "grr", "epsilon": 1.0},
             "domain": {"kind": "categories", "labels": ["a", "b"]}}
@@ -152,6 +161,11 @@ def test_up_turns_on_the_admin_token_and_removes_its_temporary_directory() -> No
             except OSError:
                 time.sleep(0.5)
         assert created == 201
+        assert _get(f"{base}/v1/collections")[0] == 401
+        req = urllib.request.Request(f"{base}/v1/collections",
+                                     headers={"Authorization": "Bearer up-read-token"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            assert "via-admin" in r.read().decode()
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
@@ -159,3 +173,4 @@ def test_up_turns_on_the_admin_token_and_removes_its_temporary_directory() -> No
     work = Path(text.split("working directory ", 1)[1].split()[0])
     assert proc.returncode == 0, text
     assert f"removed {work}" in text and not work.exists()
+    assert "settings from your environment: LDP_READ_TOKENS" in text

@@ -158,7 +158,8 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
         gate = TokenGate(rds, settings.redis_prefix, mode=settings.tokens,
                          issuer_name=settings.token_issuer_name, skew=settings.token_skew,
                          window_seconds=window_seconds,
-                         collection_ids=lambda: list(cache.get().by_id))
+                         collection_ids=lambda: list(cache.get().by_id),
+                         verifier=settings.token_verifier)
     batcher = Batcher(sink.send_all, linger=settings.linger_ms / 1000.0,
                       batch_bytes=settings.batch_bytes, queue_bytes=settings.queue_bytes,
                       ack_timeout=settings.ack_timeout_ms / 1000.0,
@@ -200,7 +201,8 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
     print(f"ldpstream gateway: listening on http://{settings.host}:{port} "
           f"(topic {settings.reports_topic}, {len(cache.get())} collections, "
           f"{f'device keys of {fleets} fleets' if fleets else 'no device keys'}, "
-          f"Privacy Pass tokens {settings.tokens})", flush=True)
+          f"Privacy Pass tokens {settings.tokens}"
+          f"{'' if gate is None else ', RSA verification by ' + gate.verifier})", flush=True)
     print(f"ldpstream gateway: access {settings.access}: {settings.access_note()}", flush=True)
     if settings.access == "open":
         log.warning("the gateway is open: %s", settings.access_note())

@@ -56,6 +56,10 @@ LDP_GATEWAY_MAX_CONNECTIONS  10000                     open connections beyond t
 LDP_GATEWAY_TOKENS           off                       Privacy Pass tokens: ``required`` (one per
                                                        report), ``optional`` (checked when sent)
                                                        or ``off`` (docs/privacy-pass.md)
+LDP_GATEWAY_TOKEN_VERIFIER   auto                      RSASSA-PSS verification of the tokens:
+                                                       ``gmpy2`` (GMP, the least CPU),
+                                                       ``openssl`` (cryptography) or ``auto``
+                                                       (gmpy2 if installed); same answers
 LDP_TOKEN_ISSUER_NAME        ldpstream                 issuer_name of the token challenges
 LDP_TOKEN_SKEW_SECONDS       30                        a spent token is remembered this long
                                                        after its window's end
@@ -207,6 +211,7 @@ class GatewaySettings:
     auth_fail_rate: float = 1.0
     trusted_proxies: tuple[str, ...] = ()
     tokens: str = "off"
+    token_verifier: str = "auto"
     token_issuer_name: str = DEFAULT_ISSUER_NAME
     token_skew: int = DEFAULT_SKEW
     kafka_security: KafkaSecurity = KafkaSecurity()
@@ -308,6 +313,7 @@ class GatewaySettings:
                                      0.001, 1_000_000.0),
             trusted_proxies=proxies,
             tokens=tokens,
+            token_verifier=_token_verifier(env),
             token_issuer_name=env_issuer_name(env),
             token_skew=env_int(env, "LDP_TOKEN_SKEW_SECONDS", DEFAULT_SKEW, 0, 3600),
             kafka_security=KafkaSecurity.from_env(env),
@@ -331,3 +337,16 @@ def _tokens_mode(env: Mapping[str, str]) -> str:
     if mode not in ("required", "optional", "off"):
         raise ConfigError(f"LDP_GATEWAY_TOKENS must be required, optional or off, got {mode!r}")
     return mode
+
+
+def _token_verifier(env: Mapping[str, str]) -> str:
+    from ldpstream.privacypass.blindrsa import BACKENDS, default_backend
+
+    name = (env.get("LDP_GATEWAY_TOKEN_VERIFIER") or "auto").strip().lower()
+    if name not in BACKENDS:
+        raise ConfigError(f"LDP_GATEWAY_TOKEN_VERIFIER must be {', '.join(BACKENDS[:-1])} or "
+                          f"{BACKENDS[-1]}, got {name!r}")
+    if name == "gmpy2" and default_backend() != "gmpy2":
+        raise ConfigError("LDP_GATEWAY_TOKEN_VERIFIER=gmpy2 needs the gmpy2 package "
+                          "(pip install gmpy2), or set it to auto or openssl")
+    return name

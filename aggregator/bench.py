@@ -265,11 +265,14 @@ def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
                         prefix = f"{topic}-{eng}:"
                         CollectionCatalog(rc, prefix).register(spec)
                         prefixes.append(prefix)
+                        # "faust:3600000": the engine with that LDP_MAX_POLL_INTERVAL_MS
+                        name, _, poll_ms = eng.partition(":")
                         s = WorkerSettings(kafka_bootstrap=k.bootstrap, redis_url=r.url,
                                            redis_prefix=prefix,
                                            reports_topic=topic, dlq_topic="bench-dlq",
-                                           consumer_group=f"bench-{topic}-{eng}",
-                                           flush_interval_ms=200, engine=eng)
+                                           consumer_group=f"bench-{topic}-{name}{poll_ms}",
+                                           flush_interval_ms=200, engine=name,
+                                           max_poll_interval_ms=int(poll_ms or 300_000))
                         rate, st = _engine_process(s, total, warmup, seconds, 900)
                         rates[eng] = rate
                         out(f"  {eng:<13} {rate.rate:>14,.0f} reports/s "

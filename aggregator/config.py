@@ -23,6 +23,9 @@ LDP_SESSION_TIMEOUT_MS    6000                        consumer session timeout (
 LDP_HEARTBEAT_MS          1000                        consumer heartbeat interval
 LDP_REBALANCE_TIMEOUT_MS  10000                       Faust engine: broker rebalance timeout (tansu
                                                       joins take ~30 s with Faust's default 60 s)
+LDP_MAX_POLL_INTERVAL_MS  300000                      longest time between two polls before Kafka
+                                                      moves the worker's partitions away; bounds the
+                                                      records taken per poll (see poll_records)
 LDP_ENGINE                faust                       ``faust`` (faust-streaming agent) or
                                                       ``aiokafka`` (direct consumer loop)
 LDP_RELEASE_INTERVAL_MS   0 (off)                     run the janitor in this worker: delete the
@@ -61,6 +64,10 @@ __all__ = ["ConfigError", "ENGINES", "WorkerSettings"]
 
 ENGINES = ("faust", "aiokafka")
 
+SLOWEST_RECORDS_PER_S = 20
+"""A floor on how many records per second a worker processes: a message near the 1 MiB
+limit holds ~100,000 reports of the largest oracles, ~50 ms of counting at full CPU."""
+
 
 @dataclass(frozen=True)
 class WorkerSettings:
@@ -83,6 +90,7 @@ class WorkerSettings:
     session_timeout_ms: int = 6000
     heartbeat_ms: int = 1000
     rebalance_timeout_ms: int = 10_000
+    max_poll_interval_ms: int = 300_000
     engine: str = "faust"
     release_interval_ms: int = 0
     release_replicas: int = 0
@@ -128,6 +136,8 @@ class WorkerSettings:
             heartbeat_ms=heartbeat,
             rebalance_timeout_ms=env_int(env, "LDP_REBALANCE_TIMEOUT_MS",
                                          cls.rebalance_timeout_ms, 1000, 600_000),
+            max_poll_interval_ms=env_int(env, "LDP_MAX_POLL_INTERVAL_MS",
+                                         cls.max_poll_interval_ms, 1000, 86_400_000),
             engine=engine,
             release_interval_ms=env_int(env, "LDP_RELEASE_INTERVAL_MS", cls.release_interval_ms,
                                         0, 86_400_000),
@@ -136,3 +146,16 @@ class WorkerSettings:
             release_replicas=env_int(env, "LDP_RELEASE_REPLICAS",
                                      1 if redis_options.mode == "sentinel" else 0, 0, 16),
         )
+
+    @property
+    def poll_records(self) -> int:
+        """Records taken per poll and buffered between polls (Faust's stream buffer).
+
+        A consumer that does not poll for ``LDP_MAX_POLL_INTERVAL_MS`` leaves its group
+        (aiokafka), and a Faust worker that left while its buffer was full never joins
+        again: Faust stops polling while the buffer is full and the client rejoins only
+        from a poll.  So what one poll takes must be processed well within the interval:
+        :data:`SLOWEST_RECORDS_PER_S` records per second of interval (at least 100, at
+        most 50,000, where throughput stops gaining).
+        """
+        return max(100, min(50_000, self.max_poll_interval_ms * SLOWEST_RECORDS_PER_S // 1000))

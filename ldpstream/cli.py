@@ -209,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", default="1,512,4096:oue",
                    help="reports per message, one case each (comma separated; SIZE:MECH "
                         "picks the mechanism of that case)")
-    p.add_argument("--engines", default="faust,aiokafka", help="engines to measure")
+    p.add_argument("--engines", default="faust,aiokafka",
+                   help="engines to measure; ENGINE:MS runs one with LDP_MAX_POLL_INTERVAL_MS=MS")
     p.add_argument("--seconds", type=float, default=10.0,
                    help="least steady-state window of every figure")
     p.add_argument("--mechanism", default="grr")

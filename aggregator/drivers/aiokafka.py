@@ -83,7 +83,8 @@ class AiokafkaDriver:
             bootstrap_servers=s.kafka_bootstrap, group_id=s.consumer_group, **security,
             enable_auto_commit=False, auto_offset_reset="earliest",
             session_timeout_ms=s.session_timeout_ms,
-            heartbeat_interval_ms=s.heartbeat_ms, max_poll_interval_ms=60_000,
+            heartbeat_interval_ms=s.heartbeat_ms, max_poll_interval_ms=s.max_poll_interval_ms,
+            rebalance_timeout_ms=min(60_000, s.max_poll_interval_ms),
             fetch_max_bytes=64 << 20, max_partition_fetch_bytes=MAX_MESSAGE_BYTES)
         acc.producer = producer
         acc.positions = _ConsumerPositions(consumer, topic)
@@ -98,7 +99,7 @@ class AiokafkaDriver:
             while not stop.is_set():
                 acc.stats.last_tick = time.monotonic()
                 batch = await consumer.getmany(timeout_ms=min(100, s.flush_interval_ms),
-                                               max_records=50_000)
+                                               max_records=s.poll_records)
                 async with acc._lock:
                     for tp, msgs in batch.items():
                         try:

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
     ({"LDP_REDIS_TLS_CA_FILE": __file__}, "LDP_REDIS_TLS_"),  # TLS file, redis:// URL
     ({"LDP_ENGINE": "kafka-streams"}, "LDP_ENGINE"),
     ({"LDP_REBALANCE_TIMEOUT_MS": "10"}, "LDP_REBALANCE_TIMEOUT_MS"),
+    ({"LDP_MAX_POLL_INTERVAL_MS": "999"}, "LDP_MAX_POLL_INTERVAL_MS"),
 ])
 def test_worker_settings_reject_bad_values_naming_the_variable(
         env: dict[str, str], named: str) -> None:
@@ -123,3 +124,11 @@ def test_cli_reports_a_bad_variable_without_a_traceback() -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "LDP_KAFKA_SECURITY_PROTOCOL" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(("interval_ms", "records"), [
+    (1000, 100), (5000, 100), (300_000, 6000), (3_600_000, 50_000)])
+def test_records_per_poll_are_bounded_by_the_max_poll_interval(
+        interval_ms: int, records: int) -> None:
+    s = WorkerSettings.from_env({"LDP_MAX_POLL_INTERVAL_MS": str(interval_ms)})
+    assert s.poll_records == records

@@ -30,11 +30,12 @@ SPEC = CollectionSpec.from_dict({"id": "memo-x", "oracle": {"mechanism": "oue", 
 
 
 def _sdk(sdk: str, tmp: Path, value: str, store: Path, now: float,
-         spec: CollectionSpec = SPEC, mode: str = "binary") -> str:
+         spec: CollectionSpec = SPEC, mode: str = "binary", budget: float | None = None) -> str:
     spec_path = tmp / "spec.json"
     spec_path.write_text(spec.to_json())
     cmd = js_tool("message") if sdk == "js" else java_tool("MessageTool")
-    proc = subprocess.run([*cmd, str(spec_path), value, str(store), str(now), mode],
+    extra = [] if budget is None else [str(budget)]
+    proc = subprocess.run([*cmd, str(spec_path), value, str(store), str(now), mode, *extra],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
@@ -76,6 +77,37 @@ def test_an_sdk_continues_a_python_store_and_queues_into_it(sdk: str, tmp_path: 
     (queued,) = FileStore(store).outbox()
     assert _records(bytes.fromhex(queued["body"])) == wire.to_records(py.permanent("red"))
     assert len(queued["key"]) == 36 and queued["type"] == "application/octet-stream"
+
+
+BUDGETED = CollectionSpec.from_dict({
+    "id": "budget-x", "oracle": {"mechanism": "oue", "epsilon": 1.0},
+    "domain": {"kind": "categories", "labels": ["red", "green", "blue", "grey"]}})
+DAY = 20_000 * 86_400.0  # a UTC midnight
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_the_privacy_ledger_moves_between_an_sdk_and_python(sdk: str, tmp_path: Path) -> None:
+    # One ledger in the store: what Python spent the SDK sees, what the SDK spends Python
+    # sees; a permanent answer repeated by another SDK is free (the same keyed value tag).
+    store = tmp_path / "store.json"
+    py = Device(BUDGETED, store=FileStore(store), budget=2.5)
+    assert py.message("red", now=DAY) is not None  # a new value: 1.0
+    assert _sdk(sdk, tmp_path, "red", store, DAY + 3600, BUDGETED, budget=2.5) != "null"
+    assert _sdk(sdk, tmp_path, "green", store, DAY + 7200, BUDGETED, budget=2.5) != "null"
+    # no budget given: the stored ledger applies, and a third value (3.0 > 2.5) is refused
+    assert _sdk(sdk, tmp_path, "blue", store, DAY + 3 * 3600, BUDGETED) == "null"
+    doc: dict[str, Any] = json.loads(store.read_text())
+    assert doc["ledger"]["budget"] == 2.5
+    assert doc["ledger"]["days"] == {str(int(DAY // 86_400)): {"budget-x": 2.0}}
+    counts = doc["collections"][BUDGETED.fingerprint]["reports"]
+    assert sorted(counts.values()) == [1, 2]  # red twice, green once; keyed, not named
+    assert not {"red", "green", "0", "1"} & set(counts)
+    assert (py.cost("red"), py.cost("green"), py.cost("blue")) == (0.0, 0.0, 1.0)
+    assert py.message("blue", now=DAY + 4 * 3600) is None
+    assert py.message("green", now=DAY + 5 * 3600) is not None
+    # the next UTC day: the SDK reports a new value again
+    assert _sdk(sdk, tmp_path, "blue", store, DAY + 86_400, BUDGETED, budget=2.5) != "null"
+    assert Device(BUDGETED, store=FileStore(store)).ledger.spent(DAY + 86_400) == 1.0
 
 
 SETS = CollectionSpec.from_dict({

@@ -40,6 +40,9 @@ export interface Cadence {
   collection: string;
   window: number | null;
   sent: number;
+  /** With a budget: reports per value, keyed by HMAC-SHA256(secret, "ldpstream/ledger/v1"
+   * 0 fingerprint 0 value key) (first 32 hex digits), never by the value. */
+  reports?: Record<string, number>;
 }
 
 /** The store document. */

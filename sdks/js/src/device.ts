@@ -86,11 +86,21 @@ export interface Ledger {
   days: Record<string, Record<string, number>>;
 }
 
+/** What gets a queued report its Privacy Pass token: a `GatewayClient` with an issuer. */
+export interface TokenSource {
+  attachToken(store: DeviceStore, key: string, options?: { nowMs?: number; quiet?: boolean }
+  ): Promise<boolean>;
+}
+
 /** Options of `enqueue`. */
 export interface EnqueueOptions {
   format?: "binary" | "json";
   /** Seconds since the epoch (default: the clock). */
   now?: number;
+  /** A `GatewayClient` with an issuer: the report's Privacy Pass token (for its collection
+   * and window) is obtained now if the issuer can be reached, and kept with the queued
+   * report; else `sendQueued` obtains it while the window is open. */
+  tokens?: TokenSource;
 }
 
 export class Device {
@@ -305,7 +315,8 @@ export class Device {
    * report is made; it is never perturbed again). False when the cadence is used up (or the
    * budget would be exceeded). The
    * queue is posted by `GatewayClient.sendQueued`, which forgets a report only once the
-   * gateway acknowledged it.
+   * gateway acknowledged it. With `tokens` (a GatewayClient with an issuer) the report's
+   * Privacy Pass token is obtained now when possible and queued with it.
    */
   async enqueue(value: Input, options: EnqueueOptions = {}): Promise<boolean> {
     const json = options.format === "json";
@@ -316,7 +327,12 @@ export class Device {
     const store = await this.store();
     const entry = { key: randomUuid(), collection: this.spec.id,
       fingerprint: this.spec.fingerprint,
-      type: json ? "application/json" : "application/octet-stream", body: toHex(body), window };
-    return this.spend(window, key, t, (doc) => pushReport(doc, entry, store.queueLimit));
+      type: json ? "application/json" : "application/octet-stream", body: toHex(body), window,
+      window_seconds: this.spec.windowSeconds };
+    if (!(await this.spend(window, key, t, (doc) => pushReport(doc, entry, store.queueLimit)))) {
+      return false;
+    }
+    await options.tokens?.attachToken(store, entry.key, { nowMs: t * 1000, quiet: true });
+    return true;
   }
 }

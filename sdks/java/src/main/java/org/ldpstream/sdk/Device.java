@@ -464,6 +464,16 @@ public final class Device {
 
   /** {@link #enqueue(Object)} with a JSON message ({@code json} true) or binary. */
   public boolean enqueue(Object value, boolean json) throws IOException {
+    return enqueue(value, json, null);
+  }
+
+  /**
+   * {@link #enqueue(Object, boolean)}, and with {@code tokens} (a {@link GatewayClient} with an
+   * issuer, {@link GatewayClient#tokens}) the report's Privacy Pass token (for its collection
+   * and window) is obtained now if the issuer can be reached, and kept with the queued report;
+   * else {@link GatewayClient#sendQueued} obtains it while the window is open.
+   */
+  public boolean enqueue(Object value, boolean json, GatewayClient tokens) throws IOException {
     double t = clock.nowSeconds();
     long window = spec.windowStart(t);
     Object m = make(value, json);
@@ -478,6 +488,13 @@ public final class Device {
     entry.put("type", json ? "application/json" : "application/octet-stream");
     entry.put("body", Hex.encode(body));
     entry.put("window", window);
-    return spend(window, (String) input(value)[1], t, entry);
+    entry.put("window_seconds", spec.windowSeconds);
+    if (!spend(window, (String) input(value)[1], t, entry)) {
+      return false;
+    }
+    if (tokens != null) {
+      tokens.attachToken(store, (String) entry.get("key"), Math.round(t * 1000), true);
+    }
+    return true;
   }
 }

@@ -18,9 +18,11 @@ import pytest
 
 from ldpcore import wire
 from ldpcore.collection import CollectionSpec, decode_message
-from producer.sdk import Device
+from producer.sdk import Device, GatewayClient
 from producer.store import FileStore
 
+from ..producer.test_gateway_client import Gateway
+from ..producer.test_queued_tokens import Issuer
 from .conftest import SDKS, java_tool, js_tool
 
 SPEC = CollectionSpec.from_dict({"id": "memo-x", "oracle": {"mechanism": "oue", "epsilon": 1.0},
@@ -180,3 +182,62 @@ def test_python_and_java_share_one_store_at_the_same_time(tmp_path: Path) -> Non
     doc: dict[str, Any] = json.loads(store.read_text())
     assert len(doc["outbox"]) == 30 + 30 + 1
     assert len({e["key"] for e in doc["outbox"]}) == 61
+
+
+QUEUED = CollectionSpec.from_dict({"id": "qt", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+                                   "domain": {"kind": "categories", "labels": ["a", "b", "c"]},
+                                   "window_seconds": 600, "memoization": "none",
+                                   "reports_per_window": 3})
+T0 = 1_800_000_000  # a window start of QUEUED
+DEAD = "http://127.0.0.1:9"
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_python_sends_an_sdk_queued_report_with_the_token_of_its_window(
+        sdk: str, tmp_path: Path) -> None:
+    # The SDK records the window and its length with the queued report: Python drops the one
+    # whose window is over and asks the issuer for the token of the other's window, not now's.
+    store = tmp_path / "store.json"
+    assert _sdk(sdk, tmp_path, "a", store, T0 - 10, QUEUED, "enqueue") == "true"
+    assert _sdk(sdk, tmp_path, "b", store, T0 + 10, QUEUED, "enqueue") == "true"
+    assert [(e["window"], e["window_seconds"]) for e in FileStore(store).outbox()] == [
+        (T0 - 600, 600), (T0, 600)]
+    iss, gw = Issuer([T0 - 600, T0, T0 + 600]), Gateway()
+    try:
+        out = GatewayClient(gw.url, issuer_url=iss.url, device_secret=bytes(16), retries=0,
+                            sleep=lambda s: None).send_queued(FileStore(store), now=T0 + 300)
+    finally:
+        iss.close()
+        gw.server.shutdown()
+        gw.server.server_close()
+    assert (out["sent"], out["expired"], out["pending"]) == (1, 1, 0)
+    assert iss.asked == [T0]
+    assert [h["authorization"][:20] for h, _ in gw.seen] == ['PrivateToken token="']
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_an_sdk_sends_a_python_queued_report_with_its_token(sdk: str, tmp_path: Path) -> None:
+    # Python queued two reports with their tokens while the issuer was up; the SDK, with no
+    # issuer, sends the one whose window is open with its token and drops the other.
+    store = tmp_path / "store.json"
+    iss = Issuer([T0 - 600, T0])
+    try:
+        tokens = GatewayClient(DEAD, issuer_url=iss.url, device_secret=bytes(16), retries=0,
+                               sleep=lambda s: None)
+        dev = Device(QUEUED, store=FileStore(store))
+        assert dev.enqueue("a", now=T0 - 10, tokens=tokens)
+        assert dev.enqueue("b", now=T0 + 10, tokens=tokens)
+    finally:
+        iss.close()
+    first, second = FileStore(store).outbox()
+    assert first["token"] and second["token"]
+    gw = Gateway()
+    try:
+        out = json.loads(_sdk(sdk, tmp_path, gw.url, store, T0 + 300, QUEUED, "send"))
+    finally:
+        gw.server.shutdown()
+        gw.server.server_close()
+    assert out == {"sent": 1, "refused": 0, "pending": 0, "expired": 1}
+    assert [h["authorization"] for h, _ in gw.seen] == [f'PrivateToken token="{second["token"]}"']
+    assert gw.seen[0][1] == bytes.fromhex(second["body"])
+    assert FileStore(store).outbox() == []

@@ -716,7 +716,7 @@ class GatewayClient:
                         if reason in ("window", "no_key", "token_key"):
                             _forget(store, entry["key"], counter="expired")
                             continue
-                        if getattr(exc, "status", 0) in (400, 401, 403, 404, 429):
+                        if 400 <= getattr(exc, "status", 0) < 500:
                             refused += 1  # the issuer will not give this report a token
                             _forget(store, entry["key"], counter="refused")
                             continue

@@ -347,11 +347,17 @@ class Device:
             return None
         return made[1]
 
-    def enqueue(self, value: Any, fmt: str = "binary", *, now: float | None = None) -> bool:
+    def enqueue(self, value: Any, fmt: str = "binary", *, now: float | None = None,
+                tokens: GatewayClient | None = None) -> bool:
         """Make one report and queue it in the store, in one step; ``False`` when the
         cadence is used up, the budget would be exceeded (or the device is in another
         phase).  The queue is posted by
-        :meth:`GatewayClient.send_queued`; the report is kept until the gateway took it."""
+        :meth:`GatewayClient.send_queued`; the report is kept until the gateway took it.
+
+        ``tokens``: a :class:`GatewayClient` with an issuer; the report's Privacy Pass token
+        (for its collection and window) is obtained now, if the issuer can be reached, and
+        kept with the queued report (:meth:`GatewayClient.attach_token`); else
+        :meth:`GatewayClient.send_queued` obtains it, while the window is open."""
         made = self._make(value, fmt, now)
         if made is None:
             return False
@@ -359,9 +365,14 @@ class Device:
         entry = {"key": str(uuid.uuid4()), "collection": self.spec.id,
                  "fingerprint": self.spec.fingerprint,
                  "type": "application/json" if fmt == "json" else "application/octet-stream",
-                 "body": body.hex(), "window": window}
+                 "body": body.hex(), "window": window,
+                 "window_seconds": self.spec.window_seconds}
         limit = self.store.queue_limit
-        return self._spend(window, lambda doc: DeviceStore.push(doc, entry, limit), key, t)
+        if not self._spend(window, lambda doc: DeviceStore.push(doc, entry, limit), key, t):
+            return False
+        if tokens is not None:
+            tokens.attach_token(self.store, str(entry["key"]), now=t, quiet=True)
+        return True
 
 
 class Client:
@@ -462,8 +473,11 @@ class GatewayClient:
     ``X-LDP-Key``), a JSON message in ``"tokens"``, a binary message of several reports
     as token frames.  At a window's edge, a token refused as of the wrong window
     (``token_window``, ``token_key_expired``: the device's clock and the gateway's
-    disagree) is replaced by one of the neighbouring window, once.  (Queued reports,
-    :meth:`send_queued`, are posted without tokens.)
+    disagree) is replaced by one of the neighbouring window, once.  Queued reports
+    (:meth:`send_queued`) carry the token of the window they were made in: kept with the
+    report when it was queued (:meth:`Device.enqueue` with ``tokens=``), else obtained when
+    it is sent; a report whose window is over can no longer be counted and is dropped
+    (counted in ``expired``).
 
     Parameters
     ----------
@@ -615,6 +629,54 @@ class GatewayClient:
         body = b"".join(len(m).to_bytes(4, "little") + m for m in messages)
         return self.post(body, "application/x-ldp-frames")
 
+    def attach_token(self, store: DeviceStore, key: str, *, now: float | None = None,
+                     quiet: bool = False) -> bool:
+        """Obtain the Privacy Pass token of the queued report ``key`` (for its collection
+        and the window it was made in) and keep it with the report in the store.  Tokens
+        cannot be linked to the device that obtained them, so keeping one is no more
+        revealing than the report itself.  ``True`` when the report now has a token;
+        ``False`` when there is no issuer, no such report, or its window is over.  Issuer
+        errors (unreachable, refusals) are raised, or with ``quiet`` answered ``False``."""
+        if self.wallet is None:
+            return False
+        entry = next((e for e in store.snapshot()["outbox"] if e.get("key") == key), None)
+        if entry is None:
+            return False
+        if entry.get("token"):
+            return True
+        t = self.clock() if now is None else now
+        if _window_over(entry, t):
+            return False
+        try:
+            token = self.wallet.take_for(str(entry["collection"]), int(entry["window"]))
+        except Exception as exc:
+            if quiet and _issuer_failure(exc):
+                return False
+            raise
+        from ldpstream.privacypass.tokens import b64url
+
+        def put(doc: dict[str, Any]) -> bool:
+            for e in doc["outbox"]:
+                if e.get("key") == key and not e.get("token"):
+                    e["token"] = b64url(token)
+                    return True
+            return False
+
+        return store.transact(put)
+
+    def _post_queued(self, entry: dict[str, Any]) -> None:
+        body, ctype = bytes.fromhex(entry["body"]), str(entry["type"])
+        token = entry.get("token")
+        if token and ctype == "application/json":
+            obj = json.loads(body)
+            obj["tokens"] = [token]
+            body = json.dumps(obj, separators=(",", ":")).encode()
+            token = None
+        from ldpstream.privacypass.tokens import b64url_decode
+
+        self.post(body, ctype, b64url_decode(token) if token else None,
+                  idempotency_key=entry["key"])
+
     def send_queued(self, store: DeviceStore, *, now: float | None = None) -> dict[str, Any]:
         """Post the reports :meth:`Device.enqueue` queued in ``store``, oldest first, one
         request each with the report's own ``Idempotency-Key``; a report leaves the queue
@@ -622,7 +684,15 @@ class GatewayClient:
         ``refused``).  Stops at the first network failure or 429/503 (a ``Retry-After``
         longer than ``max_wait`` is kept in the store: no request before it passes).
 
-        Returns ``{"sent", "refused", "pending", "dropped", "not_before"}``.
+        With an issuer (``issuer_url``), or for a report queued with its token, each report
+        goes with the token of its (collection, window), obtained now if it has none (the
+        issuer unreachable: stop, as for the gateway).  The gateway counts a token only
+        while its window is open, so a report whose window is over (by this clock, or as
+        the gateway says: ``token_key_expired``, or the issuer for a token it can no longer
+        give) is dropped without being sent and counted in ``expired``.
+
+        Returns ``{"sent", "refused", "pending", "dropped", "not_before"}`` and, with an
+        issuer, ``"expired"`` (the store's counter, also :attr:`DeviceStore.expired`).
         """
         t = time.time() if now is None else now
         doc = store.snapshot()
@@ -632,24 +702,58 @@ class GatewayClient:
             if not_before is not None:
                 _set_not_before(store, None)
             for entry in doc["outbox"]:
+                tokened = self.wallet is not None or bool(entry.get("token"))
+                if tokened and _window_over(entry, t):
+                    _forget(store, entry["key"], counter="expired")
+                    continue
+                if self.wallet is not None and not entry.get("token"):
+                    try:
+                        self.attach_token(store, entry["key"], now=t)
+                    except Exception as exc:
+                        if not _issuer_failure(exc):
+                            raise
+                        reason = getattr(exc, "reason", None)
+                        if reason in ("window", "no_key", "token_key"):
+                            _forget(store, entry["key"], counter="expired")
+                            continue
+                        if 400 <= getattr(exc, "status", 0) < 500:
+                            refused += 1  # the issuer will not give this report a token
+                            _forget(store, entry["key"], counter="refused")
+                            continue
+                        break  # unreachable: try again later
+                    fresh = next((e for e in store.snapshot()["outbox"]
+                                  if e.get("key") == entry["key"]), None)
+                    if fresh is None:
+                        continue  # another sender posted it meanwhile
+                    entry = fresh
                 try:
-                    self.post(bytes.fromhex(entry["body"]), entry["type"],
-                              idempotency_key=entry["key"])
+                    self._post_queued(entry)
                 except GatewayError as exc:
                     if exc.status in (429, 503):
                         if exc.retry_after is not None:
                             _set_not_before(store, t + exc.retry_after)
                         break
-                    refused += 1
-                    _forget(store, entry["key"], refused=True)
-                    continue
+                    if exc.reason == "token_window":
+                        break  # the gateway's clock is not in its window yet
+                    if exc.reason == "token_key_expired":
+                        _forget(store, entry["key"], counter="expired")
+                        continue
+                    if exc.reason != "token_replayed":
+                        refused += 1
+                        _forget(store, entry["key"], counter="refused")
+                        continue
+                    # its own token, redeemed before: an earlier attempt was accepted and
+                    # its answer lost
                 except OSError:
                     break
                 sent += 1
                 _forget(store, entry["key"])
         final = store.snapshot()
-        return {"sent": sent, "refused": refused, "pending": len(final["outbox"]),
-                "dropped": int(final["dropped"]), "not_before": final.get("not_before")}
+        out = {"sent": sent, "refused": refused, "pending": len(final["outbox"]),
+               "dropped": int(final["dropped"]), "not_before": final.get("not_before")}
+        if self.wallet is not None:
+            out["expired"] = int(final.get("expired", 0))
+        return out
 
     def flush(self, timeout: float | None = 60.0) -> None:
         """Nothing to do: every ``send`` returned once the broker held its reports."""
@@ -676,12 +780,31 @@ def _set_not_before(store: DeviceStore, until: float | None) -> None:
     store.transact(put)
 
 
-def _forget(store: DeviceStore, key: str, refused: bool = False) -> None:
-    """Remove the queued report ``key`` (another sender may have removed it already)."""
+def _forget(store: DeviceStore, key: str, counter: str | None = None) -> None:
+    """Remove the queued report ``key`` (another sender may have removed it already) and
+    count it in ``counter`` (``refused``, ``expired``) if it was still there."""
 
     def drop(doc: dict[str, Any]) -> None:
+        before = len(doc["outbox"])
         doc["outbox"] = [e for e in doc["outbox"] if e.get("key") != key]
-        if refused:
-            doc["refused"] = int(doc.get("refused", 0)) + 1
+        if counter is not None and len(doc["outbox"]) < before:
+            doc[counter] = int(doc.get(counter, 0)) + 1
 
     store.transact(drop)
+
+
+def _window_over(entry: dict[str, Any], now: float) -> bool:
+    """True when the window a queued report was made in is over (its token can no longer
+    be redeemed); entries of SDKs that did not record the window's length: unknown."""
+    w, ws = entry.get("window"), entry.get("window_seconds")
+    return isinstance(w, int) and isinstance(ws, int) and now >= w + ws
+
+
+def _issuer_failure(exc: BaseException) -> bool:
+    """An error of the issuer round trip: unreachable, a refusal, a bad answer."""
+    import httpx
+
+    from ldpstream.privacypass.client import IssuanceRefused
+    from ldpstream.privacypass.tokens import TokenError
+
+    return isinstance(exc, (OSError, httpx.HTTPError, IssuanceRefused, TokenError))

@@ -10,6 +10,9 @@ One JSON document (docs/wire-format.md §6, "device store") shared by every
      "outbox": [{"key", "collection", "fingerprint", "type", "body", "made"}, ...],
      "dropped": count, "refused": count, "not_before": epoch s | null}
 
+(with a Privacy Pass issuer, queued reports also keep their ``"token"`` and the store counts
+those it dropped as ``"expired"``; with a fleet budget it holds the ``"ledger"``).
+
 It never holds a true value or an answer: permanent answers are derived from the secret
 (:class:`ldpcore.reference.PermanentWords`).  Keys it does not know are kept as they
 are, so a newer SDK (or another part of the app) may add its own.
@@ -137,6 +140,12 @@ class DeviceStore:
     def dropped(self) -> int:
         """Reports dropped because the outbox was full."""
         return int(self.snapshot()["dropped"])
+
+    @property
+    def expired(self) -> int:
+        """Queued reports dropped unsent because they could no longer be counted: their
+        window, which their Privacy Pass token names, was over."""
+        return int(self.snapshot().get("expired", 0))
 
     @staticmethod
     def push(doc: dict[str, Any], entry: dict[str, Any], limit: int) -> None:

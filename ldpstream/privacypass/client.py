@@ -147,12 +147,25 @@ class TokenWallet:
             self.obtained[k] = got + len(fresh)
             have += fresh
         out, self.tokens[k] = have[:n], have[n:]
+        self._forget(spec.id, window - spec.window_seconds)
+        return out
+
+    def take_for(self, collection: str, window: int) -> bytes:
+        """One token for a report of ``collection`` made in ``window`` (a queued report): a
+        cached one, else one from the issuer, which refuses a window that is over."""
+        k = (collection, window)
+        have = self.tokens.setdefault(k, [])
+        if not have:
+            have += self.client.tokens(collection, window, 1)
+            self.obtained[k] = self.obtained.get(k, 0) + 1
+        return have.pop(0)
+
+    def _forget(self, collection: str, before: int) -> None:
         stale = [key for key in self.tokens
-                 if key[0] == spec.id and key[1] < window - spec.window_seconds]
+                 if key[0] == collection and key[1] < before]
         for key in stale:
             self.tokens.pop(key, None)
             self.obtained.pop(key, None)
-        return out
 
 
 def _raise(resp: Any) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ class Gateway:
     def __init__(self) -> None:
         self.script: list[tuple[int, dict[str, str]]] = []
         self.seen: list[tuple[dict[str, str], bytes]] = []
+        self.reason: Callable[[], str] = lambda: "r"  # of a refusal
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -37,7 +38,8 @@ class Gateway:
                 outer.seen.append(({k.lower(): v for k, v in self.headers.items()}, body))
                 status, headers = outer.script.pop(0) if outer.script else (202, {})
                 answer = (json.dumps({"accepted_messages": 1, "accepted_reports": 1})
-                          if status == 202 else json.dumps({"reason": "r", "detail": "d"}))
+                          if status == 202
+                          else json.dumps({"reason": outer.reason(), "detail": "d"}))
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)

@@ -16,8 +16,8 @@ from prometheus_client import CollectorRegistry
 from ldpcore.collection import CollectionSpec
 from ldpstream.storage import load_state
 from producer.sdk import Client, Device
-from producer.store import MemoryStore
 from producer.simulate import simulate
+from producer.store import MemoryStore
 from query_api.app import create_app
 from query_api.config import ApiSettings
 

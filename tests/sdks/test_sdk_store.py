@@ -18,9 +18,11 @@ import pytest
 
 from ldpcore import wire
 from ldpcore.collection import CollectionSpec, decode_message
-from producer.sdk import Device
+from producer.sdk import Device, GatewayClient
 from producer.store import FileStore
 
+from ..producer.test_gateway_client import Gateway
+from ..producer.test_queued_tokens import Issuer
 from .conftest import SDKS, java_tool, js_tool
 
 SPEC = CollectionSpec.from_dict({"id": "memo-x", "oracle": {"mechanism": "oue", "epsilon": 1.0},
@@ -30,11 +32,12 @@ SPEC = CollectionSpec.from_dict({"id": "memo-x", "oracle": {"mechanism": "oue", 
 
 
 def _sdk(sdk: str, tmp: Path, value: str, store: Path, now: float,
-         spec: CollectionSpec = SPEC, mode: str = "binary") -> str:
+         spec: CollectionSpec = SPEC, mode: str = "binary", budget: float | None = None) -> str:
     spec_path = tmp / "spec.json"
     spec_path.write_text(spec.to_json())
     cmd = js_tool("message") if sdk == "js" else java_tool("MessageTool")
-    proc = subprocess.run([*cmd, str(spec_path), value, str(store), str(now), mode],
+    extra = [] if budget is None else [str(budget)]
+    proc = subprocess.run([*cmd, str(spec_path), value, str(store), str(now), mode, *extra],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
@@ -76,6 +79,37 @@ def test_an_sdk_continues_a_python_store_and_queues_into_it(sdk: str, tmp_path: 
     (queued,) = FileStore(store).outbox()
     assert _records(bytes.fromhex(queued["body"])) == wire.to_records(py.permanent("red"))
     assert len(queued["key"]) == 36 and queued["type"] == "application/octet-stream"
+
+
+BUDGETED = CollectionSpec.from_dict({
+    "id": "budget-x", "oracle": {"mechanism": "oue", "epsilon": 1.0},
+    "domain": {"kind": "categories", "labels": ["red", "green", "blue", "grey"]}})
+DAY = 20_000 * 86_400.0  # a UTC midnight
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_the_privacy_ledger_moves_between_an_sdk_and_python(sdk: str, tmp_path: Path) -> None:
+    # One ledger in the store: what Python spent the SDK sees, what the SDK spends Python
+    # sees; a permanent answer repeated by another SDK is free (the same keyed value tag).
+    store = tmp_path / "store.json"
+    py = Device(BUDGETED, store=FileStore(store), budget=2.5)
+    assert py.message("red", now=DAY) is not None  # a new value: 1.0
+    assert _sdk(sdk, tmp_path, "red", store, DAY + 3600, BUDGETED, budget=2.5) != "null"
+    assert _sdk(sdk, tmp_path, "green", store, DAY + 7200, BUDGETED, budget=2.5) != "null"
+    # no budget given: the stored ledger applies, and a third value (3.0 > 2.5) is refused
+    assert _sdk(sdk, tmp_path, "blue", store, DAY + 3 * 3600, BUDGETED) == "null"
+    doc: dict[str, Any] = json.loads(store.read_text())
+    assert doc["ledger"]["budget"] == 2.5
+    assert doc["ledger"]["days"] == {str(int(DAY // 86_400)): {"budget-x": 2.0}}
+    counts = doc["collections"][BUDGETED.fingerprint]["reports"]
+    assert sorted(counts.values()) == [1, 2]  # red twice, green once; keyed, not named
+    assert not {"red", "green", "0", "1"} & set(counts)
+    assert (py.cost("red"), py.cost("green"), py.cost("blue")) == (0.0, 0.0, 1.0)
+    assert py.message("blue", now=DAY + 4 * 3600) is None
+    assert py.message("green", now=DAY + 5 * 3600) is not None
+    # the next UTC day: the SDK reports a new value again
+    assert _sdk(sdk, tmp_path, "blue", store, DAY + 86_400, BUDGETED, budget=2.5) != "null"
+    assert Device(BUDGETED, store=FileStore(store)).ledger.spent(DAY + 86_400) == 1.0
 
 
 SETS = CollectionSpec.from_dict({
@@ -148,3 +182,62 @@ def test_python_and_java_share_one_store_at_the_same_time(tmp_path: Path) -> Non
     doc: dict[str, Any] = json.loads(store.read_text())
     assert len(doc["outbox"]) == 30 + 30 + 1
     assert len({e["key"] for e in doc["outbox"]}) == 61
+
+
+QUEUED = CollectionSpec.from_dict({"id": "qt", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+                                   "domain": {"kind": "categories", "labels": ["a", "b", "c"]},
+                                   "window_seconds": 600, "memoization": "none",
+                                   "reports_per_window": 3})
+T0 = 1_800_000_000  # a window start of QUEUED
+DEAD = "http://127.0.0.1:9"
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_python_sends_an_sdk_queued_report_with_the_token_of_its_window(
+        sdk: str, tmp_path: Path) -> None:
+    # The SDK records the window and its length with the queued report: Python drops the one
+    # whose window is over and asks the issuer for the token of the other's window, not now's.
+    store = tmp_path / "store.json"
+    assert _sdk(sdk, tmp_path, "a", store, T0 - 10, QUEUED, "enqueue") == "true"
+    assert _sdk(sdk, tmp_path, "b", store, T0 + 10, QUEUED, "enqueue") == "true"
+    assert [(e["window"], e["window_seconds"]) for e in FileStore(store).outbox()] == [
+        (T0 - 600, 600), (T0, 600)]
+    iss, gw = Issuer([T0 - 600, T0, T0 + 600]), Gateway()
+    try:
+        out = GatewayClient(gw.url, issuer_url=iss.url, device_secret=bytes(16), retries=0,
+                            sleep=lambda s: None).send_queued(FileStore(store), now=T0 + 300)
+    finally:
+        iss.close()
+        gw.server.shutdown()
+        gw.server.server_close()
+    assert (out["sent"], out["expired"], out["pending"]) == (1, 1, 0)
+    assert iss.asked == [T0]
+    assert [h["authorization"][:20] for h, _ in gw.seen] == ['PrivateToken token="']
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_an_sdk_sends_a_python_queued_report_with_its_token(sdk: str, tmp_path: Path) -> None:
+    # Python queued two reports with their tokens while the issuer was up; the SDK, with no
+    # issuer, sends the one whose window is open with its token and drops the other.
+    store = tmp_path / "store.json"
+    iss = Issuer([T0 - 600, T0])
+    try:
+        tokens = GatewayClient(DEAD, issuer_url=iss.url, device_secret=bytes(16), retries=0,
+                               sleep=lambda s: None)
+        dev = Device(QUEUED, store=FileStore(store))
+        assert dev.enqueue("a", now=T0 - 10, tokens=tokens)
+        assert dev.enqueue("b", now=T0 + 10, tokens=tokens)
+    finally:
+        iss.close()
+    first, second = FileStore(store).outbox()
+    assert first["token"] and second["token"]
+    gw = Gateway()
+    try:
+        out = json.loads(_sdk(sdk, tmp_path, gw.url, store, T0 + 300, QUEUED, "send"))
+    finally:
+        gw.server.shutdown()
+        gw.server.server_close()
+    assert out == {"sent": 1, "refused": 0, "pending": 0, "expired": 1}
+    assert [h["authorization"] for h, _ in gw.seen] == [f'PrivateToken token="{second["token"]}"']
+    assert gw.seen[0][1] == bytes.fromhex(second["body"])
+    assert FileStore(store).outbox() == []

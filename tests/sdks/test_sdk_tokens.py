@@ -18,10 +18,11 @@ import numpy as np
 import pytest
 
 from ldpcore import Reports
-from ldpcore.collection import CollectionSpec, encode_message
+from ldpcore.collection import CollectionSpec, decode_message, encode_message
 from ldpstream.privacypass.client import IssuanceRefused
 from ldpstream.storage import CollectionCatalog, load_state
 from producer.sdk import Device, GatewayClient, GatewayError
+from producer.store import FileStore
 
 from ..gateway.conftest import GatewayProcess, gateway_env, post
 from ..integration.helpers import WorkerProcess, wait_for, worker_env
@@ -32,6 +33,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.brokers("kafka")]
 
 K = 2
 FLEET = "fleet-key-e2e"
+DEAD = "http://127.0.0.1:9"  # an issuer that cannot be reached
 LABELS = [f"v{i}" for i in range(8)]
 
 
@@ -57,7 +59,7 @@ def stack(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactor
              "group": f"ppe-{uid}"}
     client = redis.Redis.from_url(redis_server.url)
     CollectionCatalog(client, names["prefix"]).register_all([_spec("py"), _spec("js"),
-                                                             _spec("java")])
+                                                             _spec("java"), _spec("queued")])
     client.close()
     tmp = tmp_path_factory.mktemp("pp-e2e")
     iss = IssuerProcess(issuer_env(redis_server, names, LDP_ISSUER_KEYS=f"app:{FLEET}"),
@@ -122,6 +124,39 @@ def test_python_device_is_counted_at_most_k_times_and_honest_counts_are_exact(
     state = _counted(redis_client, spec, stack.prefix, honest + K)
     assert state.n == honest + K
     assert state == o.aggregate(Reports.concat(sent))
+
+
+def test_python_queued_reports_go_with_their_windows_tokens_and_count_once(
+        stack: Stack, redis_client: Any, tmp_path: Path) -> None:
+    # Queued with its token (issuer up), queued offline (token obtained when sent), binary and
+    # JSON; then the answer to one post is "lost" (the entry put back with its spent token):
+    # resent, the gateway refuses the replay and the device counts it as delivered, once.
+    spec, gw, iss = _spec("queued"), stack.gateway, stack.issuer
+    queued: list[bytes] = []
+    for i, (fmt, issuer_up) in enumerate([("binary", True), ("json", True), ("binary", False),
+                                          ("json", False)]):
+        store = FileStore(tmp_path / f"store{i}.json")
+        dev = Device(spec, store=store)
+        with GatewayClient(gw.url(), key=FLEET, issuer_url=iss.url if issuer_up else DEAD,
+                           device_secret=dev.secret) as at_enqueue:
+            assert dev.enqueue(LABELS[i], fmt, tokens=at_enqueue)
+        (entry,) = store.outbox()
+        assert bool(entry.get("token")) is issuer_up
+        queued.append(bytes.fromhex(entry["body"]))
+        with GatewayClient(gw.url(), key=FLEET, issuer_url=iss.url,
+                           device_secret=dev.secret) as client:
+            out = client.send_queued(store)
+            assert (out["sent"], out["pending"], out["expired"]) == (1, 0, 0), out
+            if i == 0:
+                doc = store.snapshot()
+                assert not doc["outbox"]
+                store.transact(lambda d: d["outbox"].append(entry))  # the answer was lost
+                again = client.send_queued(store)
+                assert (again["sent"], again["refused"], again["pending"]) == (1, 0, 0)
+    o = spec.oracle()
+    state = _counted(redis_client, spec, stack.prefix, len(queued))
+    assert state.n == len(queued)
+    assert state == o.aggregate(Reports.concat([decode_message(spec, o, m)[1] for m in queued]))
 
 
 def test_typescript_device_is_counted_at_most_k_times(stack: Stack, redis_client: Any,

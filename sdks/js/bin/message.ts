@@ -1,24 +1,38 @@
 /**
  * One device action from the command line, on a device store file (the Python SDK's format):
- * `node dist/bin/message.js SPEC.json VALUE STORE.json NOW [json|enqueue|permanent]` (VALUE
- * may be a JSON list or object: a set, an attribute tuple) prints the binary message as hex
- * (or the JSON text; `enqueue`: true/false; `permanent`: the permanent answer's JSON record),
- * or `null` when the cadence is used up. Used by tests/sdks to check that stores move
+ * `node dist/bin/message.js SPEC.json VALUE STORE.json NOW [json|enqueue|permanent|send] [BUDGET]`
+ * (VALUE may be a JSON list or object: a set, an attribute tuple) prints the binary message as
+ * hex (or the JSON text; `enqueue`: true/false; `permanent`: the permanent answer's JSON record),
+ * or `null` when the cadence is used up (or the BUDGET, ε per day, would be exceeded); `send`
+ * (VALUE: a gateway URL) posts the queue, with no issuer, and prints
+ * {sent, refused, pending, expired}. Used by
+ * tests/sdks to check that stores move
  * between the SDKs and Python.
  */
 import { readFileSync } from "node:fs";
 
+import { GatewayClient } from "../src/client.js";
 import { Device } from "../src/device.js";
 import { FileStore } from "../src/file-store.js";
 import { CollectionSpec } from "../src/spec.js";
 
 async function main(): Promise<void> {
-  const [specPath, raw, storePath, now, mode] = process.argv.slice(2);
+  const [specPath, raw, storePath, now, mode, budget] = process.argv.slice(2);
   const spec = CollectionSpec.fromJson(JSON.parse(readFileSync(specPath, "utf8")));
+  if (mode === "send") {
+    const store = new FileStore(storePath);
+    const r = await new GatewayClient({ url: raw, maxRetries: 0 })
+      .sendQueued(store, Number(now) * 1000);
+    const expired = await store.update((d) => d.expired ?? 0);
+    process.stdout.write(`${JSON.stringify({ sent: r.sent, refused: r.refused,
+      pending: r.pending, expired })}\n`);
+    return;
+  }
   // A JSON list or object: a set of labels, or an attribute tuple.
   const value = raw.startsWith("[") || raw.startsWith("{") ? JSON.parse(raw)
     : spec.domain.kind === "categories" ? raw : Number(raw);
-  const device = new Device(spec, { store: new FileStore(storePath), clock: () => Number(now) });
+  const device = new Device(spec, { store: new FileStore(storePath), clock: () => Number(now),
+    ...(budget ? { budget: Number(budget) } : {}) });
   let out: string;
   if (mode === "json") {
     out = (await device.messageJson(value)) ?? "null";

@@ -8,9 +8,11 @@
  * Never retried: any other status (a 4xx means the message itself is wrong).
  */
 import { frameMessages } from "./encode.js";
-import { TokenWallet, authorizationHeader, b64url, messageHead, tokenFrames } from "./privacypass.js";
+import {
+  IssuanceError, TokenWallet, authorizationHeader, b64url, b64urlDecode, messageHead, tokenFrames,
+} from "./privacypass.js";
 import { randomUuid } from "./random.js";
-import { DeviceStore, StoreDocument } from "./store.js";
+import { DeviceStore, QueuedReport, StoreDocument } from "./store.js";
 
 export interface Accepted {
   accepted_messages: number;
@@ -52,7 +54,8 @@ export interface GatewayOptions {
   /** Jitter source in [0, 1) (default Math.random: jitter needs no CSPRNG). */
   random?: () => number;
   /** Privacy Pass (docs/privacy-pass.md): the token issuer's origin; every report then
-   * carries a token, obtained, cached and redeemed here (`sendQueued` posts without). */
+   * carries a token, obtained, cached and redeemed here (a queued report the token of the
+   * window it was made in: see `sendQueued`). */
   issuerUrl?: string;
   /** The device's persistent secret (required with issuerUrl); the issuer only sees an
    * HMAC of it and counts the quota against it. */
@@ -73,6 +76,9 @@ export interface QueueResult {
   pending: number;
   /** Reports dropped so far because the queue was full (the store's counter). */
   dropped: number;
+  /** With an issuer: reports dropped unsent so far because they could no longer be counted,
+   * their window (which their Privacy Pass token names) being over (the store's counter). */
+  expired?: number;
   /** Epoch ms before which the gateway asked not to be called, or null. */
   notBefore: number | null;
 }
@@ -90,6 +96,13 @@ export function retryAfterMs(value: string | null, nowMs: number = Date.now()): 
 
 const fromHex = (h: string): Uint8Array =>
   new Uint8Array(h.match(/../g)?.map((x) => parseInt(x, 16)) ?? []);
+
+/** True when the window a queued report was made in is over (its token can no longer be
+ * redeemed); unknown (false) for reports queued without the window's length. */
+function windowOver(entry: QueuedReport, nowMs: number): boolean {
+  return typeof entry.window === "number" && typeof entry.window_seconds === "number" &&
+    nowMs >= (entry.window + entry.window_seconds) * 1000;
+}
 
 type Opts = Required<Omit<GatewayOptions, "apiKey" | "issuerUrl" | "deviceSecret" |
   "issuerKey">> & { apiKey?: string };
@@ -183,22 +196,101 @@ export class GatewayClient {
   }
 
   /**
+   * Obtain the Privacy Pass token of the queued report `key` (for its collection and the
+   * window it was made in) and keep it with the report in the store. Tokens cannot be linked
+   * to the device that obtained them, so keeping one reveals no more than the report itself.
+   * True when the report now has a token; false without an issuer, when there is no such
+   * report or its window is over. Issuer errors are thrown, or with `quiet` answered false.
+   */
+  async attachToken(store: DeviceStore, key: string,
+                    options: { nowMs?: number; quiet?: boolean } = {}): Promise<boolean> {
+    const wallet = this.wallet;
+    if (!wallet) return false;
+    const entry = await store.update((d) => d.outbox.find((e) => e.key === key) ?? null);
+    if (!entry) return false;
+    if (entry.token) return true;
+    const nowMs = options.nowMs ?? this.o.now();
+    if (windowOver(entry, nowMs)) return false;
+    let token: Uint8Array;
+    try {
+      token = (await wallet.take(entry.collection, 1, 1, nowMs / 1000, entry.window)).tokens[0];
+    } catch (e) {
+      if (options.quiet) return false;
+      throw e;
+    }
+    const text = b64url(token);
+    return store.update((d) => {
+      const e = d.outbox.find((x) => x.key === key);
+      if (!e || e.token) return false;
+      e.token = text;
+      return true;
+    });
+  }
+
+  private postQueued(entry: QueuedReport): Promise<Accepted> {
+    let body = fromHex(entry.body);
+    if (entry.token && entry.type === "application/json") {
+      // the token rides in the message's "tokens" (the text is kept as it is otherwise)
+      const text = new TextDecoder().decode(body).replace(/}\s*$/,
+        `,"tokens":[${JSON.stringify(entry.token)}]}`);
+      body = new TextEncoder().encode(text);
+      return this.post(entry.type, body, entry.key);
+    }
+    return this.post(entry.type, body, entry.key,
+      entry.token ? authorizationHeader(b64urlDecode(entry.token)) : undefined);
+  }
+
+  /**
    * Post the reports `Device.enqueue` queued in `store`, oldest first, one request each under
    * the report's own Idempotency-Key. A report leaves the queue only once the gateway
    * accepted it, or refused it for good (4xx: counted in `refused`). Stops at the first
    * network failure or 429/503; a Retry-After longer than `maxWaitMs` is kept in the store,
    * and no request is made before it passes.
+   *
+   * With an issuer (`issuerUrl`), or for a report queued with its token, each report goes
+   * with the token of its (collection, window), obtained now if it has none (the issuer
+   * unreachable: stop, as for the gateway). The gateway counts a token only while its window
+   * is open, so a report whose window is over (by this clock; or as the gateway says,
+   * `token_key_expired`; or the issuer, which gives no token for it) is dropped unsent and
+   * counted in `expired`.
    */
   async sendQueued(store: DeviceStore, nowMs: number = Date.now()): Promise<QueueResult> {
     const doc = await store.update((d) => JSON.parse(JSON.stringify(d)) as StoreDocument);
     let sent = 0;
     let refused = 0;
     const notBefore = doc.not_before === null ? null : doc.not_before * 1000;
+    const forget = (key: string, counter?: "refused" | "expired"): Promise<void> =>
+      store.update((d) => {
+        const before = d.outbox.length;
+        d.outbox = d.outbox.filter((x) => x.key !== key);
+        if (counter && d.outbox.length < before) d[counter] = (d[counter] ?? 0) + 1;
+      });
     if (notBefore === null || nowMs >= notBefore) {
       if (notBefore !== null) await store.update((d) => { d.not_before = null; });
-      for (const entry of doc.outbox) {
+      for (let entry of doc.outbox) {
+        if ((this.wallet || entry.token) && windowOver(entry, nowMs)) {
+          await forget(entry.key, "expired");
+          continue;
+        }
+        if (this.wallet && !entry.token) {
+          try {
+            await this.attachToken(store, entry.key, { nowMs });
+          } catch (e) {
+            if (!(e instanceof IssuanceError) || e.status >= 500) break;  // try again later
+            if (["window", "no_key", "token_key"].includes(e.reason)) {
+              await forget(entry.key, "expired");
+            } else {
+              refused++;  // the issuer will not give this report a token
+              await forget(entry.key, "refused");
+            }
+            continue;
+          }
+          const fresh = await store.update((d) => d.outbox.find((x) => x.key === entry.key));
+          if (!fresh) continue;  // another sender posted it meanwhile
+          entry = fresh;
+        }
         try {
-          await this.post(entry.type, fromHex(entry.body), entry.key);
+          await this.postQueued(entry);
         } catch (e) {
           if (!(e instanceof GatewayError)) throw e;
           if (e.status === null || RETRY_STATUS.has(e.status)) {
@@ -208,18 +300,25 @@ export class GatewayClient {
             }
             break;
           }
-          refused++;
-          await store.update((d) => {
-            d.outbox = d.outbox.filter((x) => x.key !== entry.key);
-            d.refused = (d.refused ?? 0) + 1;
-          });
-          continue;
+          const reason = e.body?.reason;
+          if (reason === "token_window") break;  // the gateway's clock is not there yet
+          if (reason === "token_key_expired") {
+            await forget(entry.key, "expired");
+            continue;
+          }
+          if (reason !== "token_replayed") {
+            refused++;
+            await forget(entry.key, "refused");
+            continue;
+          }
+          // its own token, redeemed before: an earlier attempt was accepted, its answer lost
         }
         sent++;
-        await store.update((d) => { d.outbox = d.outbox.filter((x) => x.key !== entry.key); });
+        await forget(entry.key);
       }
     }
     return store.update((d) => ({ sent, refused, pending: d.outbox.length, dropped: d.dropped,
+      ...(this.wallet ? { expired: d.expired ?? 0 } : {}),
       notBefore: d.not_before === null ? null : d.not_before * 1000 }));
   }
 

@@ -11,8 +11,14 @@
  *   (shared by every Device, tab and process on it);
  * - store: the secret, the cadence and the outbox live in the platform's private store
  *   (`defaultStore()`: IndexedDB in browsers, a file under the user data directory in Node);
+ * - privacy budget: with `budget` (the fleet's ε per UTC day, `GET /v1/fleet`) the device
+ *   keeps a daily ledger in its store, shared by every Device on it, charged in the same store
+ *   update as the cadence; a report beyond the budget is not made (docs/budget.md);
  * - randomness: `crypto.getRandomValues` only (`testOnlyDraws` replaces it in tests).
  */
+import {
+  LedgerDocument, allows, charge, checkBudget, readLedger, reportCharge, spentOn,
+} from "./budget.js";
 import { checkEpsilon1 } from "./checks.js";
 import { encodeBinary, encodeJson } from "./encode.js";
 import { Oracle, Report, Rerandomizer, Value } from "./mechanisms.js";
@@ -64,6 +70,26 @@ export interface DeviceOptions {
    * `store: new KeyValueStore(storage, storageKey)`. */
   storage?: KeyValueStorage;
   storageKey?: string;
+  /** The fleet's privacy budget, ε per UTC day (`GET /v1/fleet`: `budget.epsilon_per_day`):
+   * the device keeps a ledger in its store and makes no report beyond it. Without it, a
+   * ledger already in the store (another Device's) still applies. */
+  budget?: number;
+}
+
+/** What the device spent (`Device.ledger()`). */
+export interface Ledger {
+  /** ε per UTC day (null: none). */
+  budget: number | null;
+  /** ε spent so far on the UTC day of `now`, every collection of the store. */
+  spent: number;
+  /** Per UTC day (days since 1970-01-01, the current and previous one), ε per collection. */
+  days: Record<string, Record<string, number>>;
+}
+
+/** What gets a queued report its Privacy Pass token: a `GatewayClient` with an issuer. */
+export interface TokenSource {
+  attachToken(store: DeviceStore, key: string, options?: { nowMs?: number; quiet?: boolean }
+  ): Promise<boolean>;
 }
 
 /** Options of `enqueue`. */
@@ -71,6 +97,10 @@ export interface EnqueueOptions {
   format?: "binary" | "json";
   /** Seconds since the epoch (default: the clock). */
   now?: number;
+  /** A `GatewayClient` with an issuer: the report's Privacy Pass token (for its collection
+   * and window) is obtained now if the issuer can be reached, and kept with the queued
+   * report; else `sendQueued` obtains it while the window is open. */
+  tokens?: TokenSource;
 }
 
 export class Device {
@@ -81,6 +111,7 @@ export class Device {
   private readonly answers = new Map<string, Report>();
   private storeP: Promise<DeviceStore> | null;
   private secretBytes: Uint8Array | null;
+  private readonly budget: number | null;
 
   constructor(readonly spec: CollectionSpec, private readonly options: DeviceOptions = {}) {
     const { oracle, instant } = spec.channels();
@@ -97,6 +128,7 @@ export class Device {
       throw new RangeError("secret must be 16 to 64 bytes");
     }
     this.secretBytes = options.secret ? options.secret.slice() : null;
+    this.budget = options.budget === undefined ? null : checkBudget(options.budget);
   }
 
   /** The store this device keeps its state in. */
@@ -186,56 +218,121 @@ export class Device {
     return (await this.store()).update((doc) => this.allowed(this.cadence(doc), window));
   }
 
-  /** Spend one report of `window`'s cadence in the store, atomically with `then`. */
-  private async spend(window: number, then?: (doc: StoreDocument) => void): Promise<boolean> {
+  /** The ledger's name of a value: a keyed hash (the store never names a value). */
+  private valueTag(secret: Uint8Array, key: string): string {
+    const msg = new TextEncoder().encode(`ldpstream/ledger/v1\u0000${this.spec.fingerprint}` +
+      `\u0000${key}`);
+    return toHex(hmacSha256(secret, msg)).slice(0, 32);
+  }
+
+  /** The device's ledger in `doc` (null: no budget applies); this device's budget wins. */
+  private ledgerIn(doc: StoreDocument): LedgerDocument | null {
+    const stored = readLedger(doc.ledger);
+    if (this.budget === null) return stored;
+    return { budget: this.budget, days: stored?.days ?? {} };
+  }
+
+  private costIn(doc: StoreDocument, secret: Uint8Array, key: string): number {
+    const n = this.spec.memoization === "none" ? undefined
+      : this.cadence(doc).reports?.[this.valueTag(secret, key)];
+    return reportCharge(this.spec, n === undefined, n ?? 0, (this.oracle as { g?: number }).g);
+  }
+
+  /** The ε reporting `value` now spends (ldpcore.budget.report_charge): a repeated permanent
+   * answer costs nothing, a new value's answer ε, a two-level report ε_report until the
+   * value's ε∞. */
+  async cost(value: Input): Promise<number> {
+    const key = this.input(value)[1];
+    const secret = await this.secret();
+    return (await this.store()).update((doc) => this.costIn(doc, secret, key));
+  }
+
+  /** What this device (every Device of its store) spent per UTC day; null: no budget. */
+  async ledger(now?: number): Promise<Ledger | null> {
+    const t = now ?? this.clock();
+    return (await this.store()).update((doc) => {
+      const l = this.ledgerIn(doc);
+      return l && { budget: l.budget, spent: spentOn(l, t), days: l.days };
+    });
+  }
+
+  /** Spend one report of `window`'s cadence in the store, and its charge in the ledger,
+   * atomically with `then`. */
+  private async spend(window: number, key: string, t: number, then?: (doc: StoreDocument) => void
+  ): Promise<boolean> {
+    const secret = await this.secret();
     return (await this.store()).update((doc) => {
       const c = this.cadence(doc);
       if (!this.allowed(c, window)) return false;
-      doc.collections[this.spec.fingerprint] = { ...c, collection: this.spec.id, window,
+      const ledger = this.ledgerIn(doc);
+      const counts = { ...(c.reports ?? {}) };
+      if (ledger) {
+        const cost = this.costIn(doc, secret, key);
+        if (!allows(ledger, cost, t)) return false;  // the day's privacy budget
+        charge(ledger, this.spec.id, cost, t);
+        doc.ledger = ledger;
+        if (this.spec.memoization !== "none") {
+          const tag = this.valueTag(secret, key);
+          counts[tag] = (counts[tag] ?? 0) + 1;
+        }
+      }
+      const next: Cadence = { ...c, collection: this.spec.id, window,
         sent: c.window === window ? c.sent + 1 : 1 };
+      if (Object.keys(counts).length) next.reports = counts;
+      doc.collections[this.spec.fingerprint] = next;
       then?.(doc);
       return true;
     });
   }
 
   private async make(value: Input, json: boolean, now?: number
-  ): Promise<[number, Uint8Array | string] | null> {
-    const window = this.currentWindow(now);
-    if (!(await this.canReport(now)) || !(await this.takesPart())) return null;
+  ): Promise<[number, Uint8Array | string, string, number] | null> {
+    const t = now ?? this.clock();
+    const window = this.currentWindow(t);
+    if (!(await this.canReport(t)) || !(await this.takesPart())) return null;
     const rep = await this.report(value);
     const cols = this.oracle.columns;
-    return [window, json ? encodeJson(this.spec, cols, [rep]) : encodeBinary(this.spec, cols, [rep])];
+    return [window, json ? encodeJson(this.spec, cols, [rep]) : encodeBinary(this.spec, cols, [rep]),
+      this.input(value)[1], t];
   }
 
   /** The binary message of one report (the cadence spent), or null when the window's
-   * cadence is used up (or the device is in another phase). Not queued: see `enqueue`. */
+   * cadence is used up, the day's privacy budget would be exceeded (or the device is in
+   * another phase). Not queued: see `enqueue`. */
   async message(value: Input, now?: number): Promise<Uint8Array | null> {
     const made = await this.make(value, false, now);
-    return made && (await this.spend(made[0])) ? made[1] as Uint8Array : null;
+    return made && (await this.spend(made[0], made[2], made[3])) ? made[1] as Uint8Array : null;
   }
 
-  /** The JSON message text of one report, or null when the cadence is used up. */
+  /** The JSON message text of one report, or null (cadence used up, or budget spent). */
   async messageJson(value: Input, now?: number): Promise<string | null> {
     const made = await this.make(value, true, now);
-    return made && (await this.spend(made[0])) ? made[1] as string : null;
+    return made && (await this.spend(made[0], made[2], made[3])) ? made[1] as string : null;
   }
 
   /**
    * Make one report and queue it in the store, in one step (the cadence is spent when the
-   * report is made; it is never perturbed again). False when the cadence is used up. The
+   * report is made; it is never perturbed again). False when the cadence is used up (or the
+   * budget would be exceeded). The
    * queue is posted by `GatewayClient.sendQueued`, which forgets a report only once the
-   * gateway acknowledged it.
+   * gateway acknowledged it. With `tokens` (a GatewayClient with an issuer) the report's
+   * Privacy Pass token is obtained now when possible and queued with it.
    */
   async enqueue(value: Input, options: EnqueueOptions = {}): Promise<boolean> {
     const json = options.format === "json";
     const made = await this.make(value, json, options.now);
     if (!made) return false;
-    const [window, msg] = made;
+    const [window, msg, key, t] = made;
     const body = typeof msg === "string" ? new TextEncoder().encode(msg) : msg;
     const store = await this.store();
     const entry = { key: randomUuid(), collection: this.spec.id,
       fingerprint: this.spec.fingerprint,
-      type: json ? "application/json" : "application/octet-stream", body: toHex(body), window };
-    return this.spend(window, (doc) => pushReport(doc, entry, store.queueLimit));
+      type: json ? "application/json" : "application/octet-stream", body: toHex(body), window,
+      window_seconds: this.spec.windowSeconds };
+    if (!(await this.spend(window, key, t, (doc) => pushReport(doc, entry, store.queueLimit)))) {
+      return false;
+    }
+    await options.tokens?.attachToken(store, entry.key, { nowMs: t * 1000, quiet: true });
+    return true;
   }
 }

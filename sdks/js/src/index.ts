@@ -5,7 +5,7 @@
  * draws, encodings and the token protocol are internal.
  */
 export { Accepted, GatewayClient, GatewayError, GatewayOptions, QueueResult } from "./client.js";
-export { Device, DeviceOptions, EnqueueOptions } from "./device.js";
+export { Device, DeviceOptions, EnqueueOptions, Ledger } from "./device.js";
 export { SpecError, StoreError } from "./errors.js";
 export type { Report } from "./mechanisms.js";
 export { IssuanceError } from "./privacypass.js";

@@ -33,6 +33,10 @@ export interface QueuedReport {
   body: string;
   /** Start (epoch s) of the window it was made in. */
   window: number;
+  /** The collection's window length (s): the report can be counted until window + this. */
+  window_seconds?: number;
+  /** Its Privacy Pass token for (collection, window), base64url, once obtained. */
+  token?: string;
 }
 
 /** Cadence bookkeeping of one collection (keyed by its fingerprint). */
@@ -40,6 +44,9 @@ export interface Cadence {
   collection: string;
   window: number | null;
   sent: number;
+  /** With a budget: reports per value, keyed by HMAC-SHA256(secret, "ldpstream/ledger/v1"
+   * 0 fingerprint 0 value key) (first 32 hex digits), never by the value. */
+  reports?: Record<string, number>;
 }
 
 /** The store document. */
@@ -51,6 +58,9 @@ export interface StoreDocument {
   outbox: QueuedReport[];
   dropped: number;
   refused: number;
+  /** Queued reports dropped unsent because they could no longer be counted (their window,
+   * which their token names, was over). */
+  expired?: number;
   not_before: number | null;
   [other: string]: unknown;
 }

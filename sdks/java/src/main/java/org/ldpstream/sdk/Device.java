@@ -26,6 +26,10 @@ import javax.crypto.Mac;
  *       the store (shared by every Device, thread and process on it);</li>
  *   <li>store: the secret, the cadence and the outbox live in the platform's private store
  *       ({@link DeviceStore#defaultStore()}); a {@link MemoryStore} opts out;</li>
+ *   <li>privacy budget: with {@link Builder#budget} (the fleet's ε per UTC day, {@code GET
+ *       /v1/fleet}) the device keeps a daily ledger in its store, shared by every Device on
+ *       it and charged in the same store update as the cadence; a report beyond the budget is
+ *       not made (docs/budget.md);</li>
  *   <li>randomness: {@link SecureRandom} only;</li>
  *   <li>set-valued collections (ps, psi, setsize) take a set (any Iterable) of labels; multi
  *       collections a Map attribute → value or a List in the attributes' order; in a phase of a
@@ -53,6 +57,7 @@ public final class Device {
   private final Map<String, Map<String, Object>> answers =
       new ConcurrentHashMap<String, Map<String, Object>>();
   private volatile byte[] secret;
+  private final Double budget;
 
   /** A device on the platform's private store ({@link DeviceStore#defaultStore()}). */
   public Device(CollectionSpec spec) {
@@ -74,6 +79,7 @@ public final class Device {
     };
     this.store = b.store != null ? b.store : DeviceStore.defaultStore();
     this.secret = b.secret;
+    this.budget = b.budget;
   }
 
   /** Options of a Device: {@code Device.builder(spec).store(...).build()}. */
@@ -88,6 +94,7 @@ public final class Device {
     private Clock clock;
     private byte[] secret;
     private DrawSource draws;
+    private Double budget;
 
     private Builder(CollectionSpec spec) {
       if (spec == null) {
@@ -117,6 +124,18 @@ public final class Device {
         throw new IllegalArgumentException("secret must be 16 to 64 bytes");
       }
       this.secret = secret.clone();
+      return this;
+    }
+
+    /** The fleet's privacy budget, ε per UTC day ({@code GET /v1/fleet}: {@code
+     * budget.epsilon_per_day}): the device keeps a ledger in its store and makes no report
+     * beyond it. Without it, a ledger already in the store (another Device's) still applies. */
+    public Builder budget(double epsilonPerDay) {
+      if (!(epsilonPerDay > 0 && epsilonPerDay <= 1e6)) {
+        throw new IllegalArgumentException("budget must be a number in (0, 1000000] (ε per UTC"
+            + " day), got " + epsilonPerDay);
+      }
+      this.budget = epsilonPerDay;
       return this;
     }
 
@@ -289,15 +308,103 @@ public final class Device {
     });
   }
 
-  /** Spend one report of {@code window}'s cadence in the store, atomically with {@code then}. */
-  private boolean spend(final long window, final Map<String, Object> queued) throws IOException {
+  /** The ledger's name of a value: a keyed hash (the store never names a value). */
+  private String valueTag(byte[] secret, String key) {
+    Mac h = PermanentWords.hmac(secret);
+    byte[] mac = h.doFinal(("ldpstream/ledger/v1\u0000" + spec.fingerprint + "\u0000" + key)
+        .getBytes(UTF8));
+    return Hex.encode(mac).substring(0, 32);
+  }
+
+  /** The device's ledger in {@code doc} (null: no budget applies); this device's budget wins. */
+  private Map<String, Object> ledgerIn(Map<String, Object> doc) throws StoreException {
+    Map<String, Object> stored = Budget.read(doc.get("ledger"));
+    if (budget == null) {
+      return stored;
+    }
+    Map<String, Object> out = new LinkedHashMap<>();
+    out.put("budget", budget);
+    out.put("days", stored != null ? stored.get("days") : new LinkedHashMap<String, Object>());
+    return out;
+  }
+
+  @SuppressWarnings("unchecked")
+  private double costIn(Map<String, Object> doc, byte[] secret, String key) {
+    Object n = null;
+    if (!"none".equals(spec.memoization)) {
+      Object counts = cadence(doc).get("reports");
+      n = counts instanceof Map ? ((Map<String, Object>) counts).get(valueTag(secret, key)) : null;
+    }
+    return Budget.reportCharge(spec, oracle, !(n instanceof Number),
+        n instanceof Number ? ((Number) n).longValue() : 0);
+  }
+
+  /** The ε reporting {@code value} now spends (ldpcore.budget.report_charge): a repeated
+   * permanent answer costs nothing, a new value's answer ε, a two-level report ε_report until
+   * the value's ε∞. */
+  public double cost(Object value) throws IOException {
+    final String key = (String) input(value)[1];
+    final byte[] s = secret();
+    return store.update(new DeviceStore.Update<Double>() {
+      @Override
+      public Double apply(Map<String, Object> doc) {
+        return costIn(doc, s, key);
+      }
+    });
+  }
+
+  /**
+   * What this device (every Device of its store) spent, or null when no budget applies:
+   * {@code {"budget": ε per UTC day (Double), "spent": ε spent on the clock's UTC day (Double),
+   * "days": {day: {collection: ε}}}} (days since 1970-01-01: the current and previous one).
+   */
+  public Map<String, Object> ledger() throws IOException {
+    final double now = clock.nowSeconds();
+    return store.update(new DeviceStore.Update<Map<String, Object>>() {
+      @Override
+      public Map<String, Object> apply(Map<String, Object> doc) throws IOException {
+        Map<String, Object> l = ledgerIn(doc);
+        if (l == null) {
+          return null;
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("budget", l.get("budget"));
+        out.put("spent", Budget.spent(l, now));
+        out.put("days", l.get("days"));
+        return out;
+      }
+    });
+  }
+
+  /** Spend one report of {@code window}'s cadence in the store, and its charge in the ledger,
+   * atomically with queueing {@code queued}. */
+  private boolean spend(final long window, final String key, final double t,
+                        final Map<String, Object> queued) throws IOException {
+    final byte[] s = secret();
     return store.update(new DeviceStore.Update<Boolean>() {
       @Override
       @SuppressWarnings("unchecked")
-      public Boolean apply(Map<String, Object> doc) {
+      public Boolean apply(Map<String, Object> doc) throws IOException {
         Map<String, Object> c = cadence(doc);
         if (!allowed(c, window)) {
           return false;
+        }
+        Map<String, Object> ledger = ledgerIn(doc);
+        Map<String, Object> counts = c.get("reports") instanceof Map
+            ? new LinkedHashMap<>((Map<String, Object>) c.get("reports"))
+            : new LinkedHashMap<String, Object>();
+        if (ledger != null) {
+          double cost = costIn(doc, s, key);
+          if (!Budget.allows(ledger, cost, t)) {
+            return false;  // the day's privacy budget
+          }
+          Budget.charge(ledger, spec.id, cost, t);
+          doc.put("ledger", ledger);
+          if (!"none".equals(spec.memoization)) {
+            String tag = valueTag(s, key);
+            Object had = counts.get(tag);
+            counts.put(tag, (had instanceof Number ? ((Number) had).longValue() : 0L) + 1);
+          }
         }
         Object w = c.get("window");
         boolean same = w instanceof Number && ((Number) w).longValue() == window;
@@ -305,6 +412,9 @@ public final class Device {
         next.put("collection", spec.id);
         next.put("window", window);
         next.put("sent", same ? ((Number) c.get("sent")).longValue() + 1 : 1L);
+        if (!counts.isEmpty()) {
+          next.put("reports", counts);
+        }
         ((Map<String, Object>) doc.get("collections")).put(spec.fingerprint, next);
         if (queued != null) {
           DeviceStore.push(doc, queued, store.queueLimit());
@@ -324,23 +434,27 @@ public final class Device {
   }
 
   /** The binary message of one report (the cadence spent), or null when the window's cadence
-   * is used up (or the device is in another phase). Not queued: see {@link #enqueue}. */
+   * is used up, the day's privacy budget would be exceeded (or the device is in another
+   * phase). Not queued: see {@link #enqueue}. */
   public byte[] message(Object value) throws IOException {
-    long window = currentWindow();
+    double t = clock.nowSeconds();
+    long window = spec.windowStart(t);
     Object m = make(value, false);
-    return m != null && spend(window, null) ? (byte[]) m : null;
+    return m != null && spend(window, (String) input(value)[1], t, null) ? (byte[]) m : null;
   }
 
-  /** The JSON message text of one report, or null when the cadence is used up. */
+  /** The JSON message text of one report, or null (cadence used up, or budget spent). */
   public String messageJson(Object value) throws IOException {
-    long window = currentWindow();
+    double t = clock.nowSeconds();
+    long window = spec.windowStart(t);
     Object m = make(value, true);
-    return m != null && spend(window, null) ? (String) m : null;
+    return m != null && spend(window, (String) input(value)[1], t, null) ? (String) m : null;
   }
 
   /**
    * Make one binary report and queue it in the store, in one step (the cadence is spent when
-   * the report is made; it is never perturbed again); false when the cadence is used up. The
+   * the report is made; it is never perturbed again); false when the cadence is used up (or
+   * the budget would be exceeded). The
    * queue is posted by {@link GatewayClient#sendQueued}, which forgets a report only once the
    * gateway acknowledged it.
    */
@@ -350,7 +464,18 @@ public final class Device {
 
   /** {@link #enqueue(Object)} with a JSON message ({@code json} true) or binary. */
   public boolean enqueue(Object value, boolean json) throws IOException {
-    long window = currentWindow();
+    return enqueue(value, json, null);
+  }
+
+  /**
+   * {@link #enqueue(Object, boolean)}, and with {@code tokens} (a {@link GatewayClient} with an
+   * issuer, {@link GatewayClient#tokens}) the report's Privacy Pass token (for its collection
+   * and window) is obtained now if the issuer can be reached, and kept with the queued report;
+   * else {@link GatewayClient#sendQueued} obtains it while the window is open.
+   */
+  public boolean enqueue(Object value, boolean json, GatewayClient tokens) throws IOException {
+    double t = clock.nowSeconds();
+    long window = spec.windowStart(t);
     Object m = make(value, json);
     if (m == null) {
       return false;
@@ -363,6 +488,13 @@ public final class Device {
     entry.put("type", json ? "application/json" : "application/octet-stream");
     entry.put("body", Hex.encode(body));
     entry.put("window", window);
-    return spend(window, entry);
+    entry.put("window_seconds", spec.windowSeconds);
+    if (!spend(window, (String) input(value)[1], t, entry)) {
+      return false;
+    }
+    if (tokens != null) {
+      tokens.attachToken(store, (String) entry.get("key"), Math.round(t * 1000), true);
+    }
+    return true;
   }
 }

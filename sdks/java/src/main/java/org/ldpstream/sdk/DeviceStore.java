@@ -91,6 +91,18 @@ public abstract class DeviceStore {
     });
   }
 
+  /** Queued reports dropped unsent because they could no longer be counted: their window,
+   * which their Privacy Pass token names, was over ({@link GatewayClient#sendQueued}). */
+  public long expired() throws IOException {
+    return update(new Update<Long>() {
+      @Override
+      public Long apply(Map<String, Object> doc) {
+        Object n = doc.get("expired");
+        return n instanceof Number ? ((Number) n).longValue() : 0L;
+      }
+    });
+  }
+
   // ---- the document ----------------------------------------------------------------------
   static Map<String, Object> emptyDocument() {
     Map<String, Object> doc = new LinkedHashMap<>();

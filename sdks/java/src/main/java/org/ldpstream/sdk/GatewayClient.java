@@ -108,14 +108,19 @@ public final class GatewayClient {
     public final long pending;
     /** Reports dropped so far because the queue was full (the store's counter). */
     public final long dropped;
+    /** Reports dropped unsent so far because they could no longer be counted: their window,
+     * which their Privacy Pass token names, was over (the store's counter). */
+    public final long expired;
     /** Epoch ms before which the gateway asked not to be called, or -1. */
     public final long notBeforeMs;
 
-    QueueResult(long sent, long refused, long pending, long dropped, long notBeforeMs) {
+    QueueResult(long sent, long refused, long pending, long dropped, long expired,
+                long notBeforeMs) {
       this.sent = sent;
       this.refused = refused;
       this.pending = pending;
       this.dropped = dropped;
+      this.expired = expired;
       this.notBeforeMs = notBeforeMs;
     }
   }
@@ -125,7 +130,7 @@ public final class GatewayClient {
    * window), obtained from the issuer at {@code issuerUrl}, cached and redeemed here.
    * {@code deviceSecret}: the device's persistent secret (the issuer sees only an HMAC of it
    * and counts the quota against it).  The fleet key for the issuer is this client's key.
-   * (Queued reports, {@link #sendQueued}, are posted without tokens.)
+   * Queued reports carry the token of the window they were made in (see {@link #sendQueued}).
    */
   public GatewayClient tokens(String issuerUrl, byte[] deviceSecret) {
     this.wallet = new PrivacyPass.Wallet(issuerUrl, deviceSecret, apiKey);
@@ -209,11 +214,116 @@ public final class GatewayClient {
   }
 
   /**
+   * Obtain the Privacy Pass token of the queued report {@code key} (for its collection and the
+   * window it was made in) and keep it with the report in the store. Tokens cannot be linked
+   * to the device that obtained them, so keeping one reveals no more than the report itself.
+   * True when the report now has a token; false without an issuer ({@link #tokens}), when
+   * there is no such report or its window is over. Issuer errors are thrown, or with
+   * {@code quiet} answered false.
+   */
+  public boolean attachToken(DeviceStore store, final String key, long nowMs, boolean quiet)
+      throws IOException {
+    if (wallet == null) {
+      return false;
+    }
+    Map<String, Object> entry = entry(store, key);
+    if (entry == null) {
+      return false;
+    }
+    if (entry.get("token") instanceof String) {
+      return true;
+    }
+    if (windowOver(entry, nowMs)) {
+      return false;
+    }
+    final String token;
+    try {
+      token = PrivacyPass.b64url(wallet.take((String) entry.get("collection"), 1, nowMs / 1000,
+          ((Number) entry.get("window")).longValue()).get(0));
+    } catch (IOException | RuntimeException e) {
+      if (quiet) {
+        return false;
+      }
+      throw e;
+    }
+    return store.update(new DeviceStore.Update<Boolean>() {
+      @Override
+      @SuppressWarnings("unchecked")
+      public Boolean apply(Map<String, Object> d) {
+        for (Object o : (List<Object>) d.get("outbox")) {
+          Map<String, Object> e = (Map<String, Object>) o;
+          if (key.equals(e.get("key")) && !(e.get("token") instanceof String)) {
+            e.put("token", token);
+            return true;
+          }
+        }
+        return false;
+      }
+    });
+  }
+
+  /** {@link #attachToken(DeviceStore, String, long, boolean)} now, issuer errors thrown. */
+  public boolean attachToken(DeviceStore store, String key) throws IOException {
+    return attachToken(store, key, System.currentTimeMillis(), false);
+  }
+
+  /** A copy of the queued report {@code key}, or null. */
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> entry(DeviceStore store, final String key)
+      throws IOException {
+    return store.update(new DeviceStore.Update<Map<String, Object>>() {
+      @Override
+      public Map<String, Object> apply(Map<String, Object> d) {
+        for (Object o : (List<Object>) d.get("outbox")) {
+          if (key.equals(((Map<String, Object>) o).get("key"))) {
+            return new LinkedHashMap<>((Map<String, Object>) o);
+          }
+        }
+        return null;
+      }
+    });
+  }
+
+  /** True when the window a queued report was made in is over (its token can no longer be
+   * redeemed); unknown (false) for reports queued without the window's length. */
+  private static boolean windowOver(Map<String, Object> entry, long nowMs) {
+    Object w = entry.get("window");
+    Object ws = entry.get("window_seconds");
+    return w instanceof Number && ws instanceof Number
+        && nowMs >= (((Number) w).longValue() + ((Number) ws).longValue()) * 1000;
+  }
+
+  private Accepted postQueued(Map<String, Object> e) throws IOException {
+    String type = (String) e.get("type");
+    byte[] body = Hex.decode((String) e.get("body"));
+    String key = (String) e.get("key");
+    Object token = e.get("token");
+    if (!(token instanceof String)) {
+      return post(type, body, key, null);
+    }
+    if ("application/json".equals(type)) {
+      // the token rides in the message's "tokens" (the text is kept as it is otherwise)
+      String text = new String(body, UTF8).replaceFirst("\\}\\s*$",
+          ",\"tokens\":[\"" + token + "\"]}");
+      return post(type, text.getBytes(UTF8), key, null);
+    }
+    return post(type, body, key,
+        PrivacyPass.authorizationHeader(PrivacyPass.b64urlDecode((String) token)));
+  }
+
+  /**
    * Post the reports {@link Device#enqueue} queued in {@code store}, oldest first, one request
    * each under the report's own Idempotency-Key. A report leaves the queue only once the
    * gateway accepted it, or refused it for good (4xx: counted in {@code refused}). Stops at
    * the first network failure or 429/503; a Retry-After longer than {@link #maxWaitMs} is kept
    * in the store, and no request is made before it passes.
+   *
+   * <p>With an issuer ({@link #tokens}), or for a report queued with its token, each report
+   * goes with the token of its (collection, window), obtained now if it has none (the issuer
+   * unreachable: stop, as for the gateway). The gateway counts a token only while its window
+   * is open, so a report whose window is over (by this clock; or as the gateway says,
+   * {@code token_key_expired}; or the issuer, which gives no token for it) is dropped unsent
+   * and counted in {@code expired}.
    */
   public QueueResult sendQueued(DeviceStore store) throws IOException {
     return sendQueued(store, System.currentTimeMillis());
@@ -241,8 +351,36 @@ public final class GatewayClient {
       for (Object o : (List<Object>) doc.get("outbox")) {
         Map<String, Object> e = (Map<String, Object>) o;
         final String key = (String) e.get("key");
+        boolean hasToken = e.get("token") instanceof String;
+        if ((wallet != null || hasToken) && windowOver(e, nowMs)) {
+          forget(store, key, "expired");
+          continue;
+        }
+        if (wallet != null && !hasToken) {
+          try {
+            attachToken(store, key, nowMs, false);
+          } catch (PrivacyPass.IssuanceException ex) {
+            if (ex.status >= 500) {
+              break;
+            }
+            if ("window".equals(ex.reason) || "no_key".equals(ex.reason)
+                || "token_key".equals(ex.reason)) {
+              forget(store, key, "expired");
+            } else {
+              refused++;  // the issuer will not give this report a token
+              forget(store, key, "refused");
+            }
+            continue;
+          } catch (IOException ex) {
+            break;  // the issuer is unreachable: try again later
+          }
+          e = entry(store, key);
+          if (e == null) {
+            continue;  // another sender posted it meanwhile
+          }
+        }
         try {
-          post((String) e.get("type"), Hex.decode((String) e.get("body")), key, null);
+          postQueued(e);
         } catch (GatewayException ex) {
           if (ex.status < 0 || retryable(ex.status)) {
             if (ex.retryAfterMs >= 0) {
@@ -250,12 +388,22 @@ public final class GatewayClient {
             }
             break;
           }
-          refused++;
-          forget(store, key, true);
-          continue;
+          if ("token_window".equals(ex.reason)) {
+            break;  // the gateway's clock is not in its window yet
+          }
+          if ("token_key_expired".equals(ex.reason)) {
+            forget(store, key, "expired");
+            continue;
+          }
+          if (!"token_replayed".equals(ex.reason)) {
+            refused++;
+            forget(store, key, "refused");
+            continue;
+          }
+          // its own token, redeemed before: an earlier attempt was accepted, its answer lost
         }
         sent++;
-        forget(store, key, false);
+        forget(store, key, null);
       }
     }
     final long s = sent;
@@ -264,8 +412,10 @@ public final class GatewayClient {
       @Override
       public QueueResult apply(Map<String, Object> d) {
         Object n = d.get("not_before");
+        Object x = d.get("expired");
         return new QueueResult(s, r, ((List<Object>) d.get("outbox")).size(),
             ((Number) d.get("dropped")).longValue(),
+            x instanceof Number ? ((Number) x).longValue() : 0L,
             n instanceof Number ? Math.round(((Number) n).doubleValue() * 1000) : -1);
       }
     });
@@ -281,22 +431,24 @@ public final class GatewayClient {
     });
   }
 
-  private static void forget(DeviceStore store, final String key, final boolean refused)
+  private static void forget(DeviceStore store, final String key, final String counter)
       throws IOException {
     store.update(new DeviceStore.Update<Void>() {
       @Override
       @SuppressWarnings("unchecked")
       public Void apply(Map<String, Object> d) {
+        List<Object> box = (List<Object>) d.get("outbox");
         List<Object> keep = new ArrayList<>();
-        for (Object e : (List<Object>) d.get("outbox")) {
+        for (Object e : box) {
           if (!key.equals(((Map<String, Object>) e).get("key"))) {
             keep.add(e);
           }
         }
-        d.put("outbox", keep);
-        if (refused) {
-          d.put("refused", ((Number) d.get("refused")).longValue() + 1);
+        if (counter != null && keep.size() < box.size()) {
+          Object n = d.get(counter);
+          d.put(counter, (n instanceof Number ? ((Number) n).longValue() : 0L) + 1);
         }
+        d.put("outbox", keep);
         return null;
       }
     });

@@ -6,9 +6,11 @@ import java.nio.file.Paths;
 
 /**
  * One device action from the command line, on a device store file (the Python SDK's format):
- * {@code MessageTool SPEC.json VALUE STORE.json NOW [json|enqueue|permanent]} prints the binary
- * message as hex (or the JSON text; enqueue: true/false; permanent: the permanent answer's
- * JSON), or {@code null} when the cadence is used up. Used by tests/sdks to check that stores
+ * {@code MessageTool SPEC.json VALUE STORE.json NOW [json|enqueue|permanent|send] [BUDGET]}
+ * prints the binary message as hex (or the JSON text; enqueue: true/false; permanent: the
+ * permanent answer's JSON), or {@code null} when the cadence is used up (or the BUDGET, ε per
+ * day, would be exceeded); send (VALUE: a gateway URL) posts the queue, with no issuer, and
+ * prints {sent, refused, pending, expired}. Used by tests/sdks to check that stores
  * move between the SDKs and Python.
  */
 public final class MessageTool {
@@ -17,12 +19,24 @@ public final class MessageTool {
   public static void main(String[] args) throws Exception {
     CollectionSpec spec = CollectionSpec.parse(
         new String(Files.readAllBytes(Paths.get(args[0])), StandardCharsets.UTF_8));
+    if (args.length > 4 && "send".equals(args[4])) {
+      FileStore store = new FileStore(new java.io.File(args[2]));
+      GatewayClient.QueueResult r = new GatewayClient(args[1], null).maxRetries(0)
+          .sendQueued(store, Math.round(Double.parseDouble(args[3]) * 1000));
+      System.out.println("{\"sent\":" + r.sent + ",\"refused\":" + r.refused + ",\"pending\":"
+          + r.pending + ",\"expired\":" + r.expired + "}");
+      return;
+    }
     // A JSON list or object: a set of labels, or an attribute tuple.
     Object value = args[1].startsWith("[") || args[1].startsWith("{") ? Json.parse(args[1])
         : "categories".equals(spec.domainKind) ? args[1] : (Object) Double.valueOf(args[1]);
     double now = Double.parseDouble(args[3]);
-    Device device = Device.builder(spec).store(new FileStore(new java.io.File(args[2])))
-        .clock(() -> now).build();
+    Device.Builder b = Device.builder(spec).store(new FileStore(new java.io.File(args[2])))
+        .clock(() -> now);
+    if (args.length > 5) {
+      b.budget(Double.parseDouble(args[5]));
+    }
+    Device device = b.build();
     String mode = args.length > 4 ? args[4] : "binary";
     String out;
     if ("json".equals(mode)) {

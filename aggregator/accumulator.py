@@ -17,7 +17,16 @@ time, in offset order.  Everything that decides what is counted lives here:
   partition watermarks, atomically, if every watermark is still what this worker
   last saw (compare-and-set); otherwise the delta is dropped and every partition
   restarts from its Redis watermark;
-* the broker-lost-its-log check (a "suspect" partition, see :meth:`check_suspect`).
+* the broker-lost-its-log check (a "suspect" partition, see :meth:`check_suspect`);
+* holes in the log (:meth:`records_lost`, :meth:`check_jumps`): records deleted before
+  they were counted (retention or ``DeleteRecords`` ahead of the worker) are never
+  silent: the flush that moves the watermark past them records them in Redis
+  (``P lost``), ``ldp_records_lost_total`` counts them and a warning names the range.
+  Only offsets below the broker's log start are taken for lost; anything still in
+  the log is read;
+* Redis going back (a crash that lost its last writes): every flush interval without
+  anything to flush, the watermarks are read back; one below what this worker flushed
+  makes the partition restart from it (``ldp_watermark_regressions_total``).
 
 The driver owns the Kafka clients and tells the accumulator how to reach them
 through a :class:`Positions` object (seek, read and commit the group's offsets).
@@ -83,6 +92,12 @@ class Positions(Protocol):
     async def commit(self, offsets: Mapping[int, int]) -> None:
         """Store offsets in the broker (a canary of a lost log, never read as positions)."""
 
+    async def log_start(self, partition: int) -> int:
+        """The partition's log start offset: the first offset the broker still holds."""
+
+    async def next_offset(self, partition: int, offset: int) -> int | None:
+        """The offset of the first record at or after ``offset`` (None: none came)."""
+
 
 @dataclass
 class _DeadLetter:
@@ -122,6 +137,10 @@ class WorkerStats:
     stale_events: int = 0
     """Records of an earlier consumer generation, dropped (they are fetched again)."""
     offset_resets: list[tuple[int, int, int]] = field(default_factory=list)
+    records_lost: int = 0
+    """Records deleted from the log before they were counted (flushed to ``P lost``)."""
+    regressions: int = 0
+    """Watermarks found below what this worker had flushed (Redis went back)."""
     last_tick: float = field(default_factory=time.monotonic)
     """``time.monotonic()`` of the consume loop's last turn (liveness)."""
 
@@ -175,6 +194,9 @@ class Accumulator:
         self._producer: Any = None
         self._lock = asyncio.Lock()
         self._suspect: dict[int, tuple[int, int]] = {}
+        # partition -> (records, first, last offset of the last range): lost, not yet flushed
+        self._lost: dict[int, tuple[int, int, int]] = {}
+        self._verify_failed = False
 
     @property
     def producer(self) -> Any:
@@ -384,6 +406,7 @@ class Accumulator:
         parts = {p: (self._flushed.get(p, -1), pos - 1) for p, pos in self._pos.items()
                  if pos - 1 != self._flushed.get(p, -1)}
         if not parts and not self._delta:
+            await self._verify_watermarks()
             return False
         if self._dead:
             await self._send_dead_letters()
@@ -392,18 +415,28 @@ class Accumulator:
             codec = self._codecs[cid]
             expire_ms = (start + codec.spec.window_seconds + codec.spec.retention_seconds) * 1000
             deltas[(cid, start)] = (n, counts, expire_ms)
+        lost = {p: self._lost[p] for p in parts if p in self._lost}
         keys, args = flush_args(self.keys, self.s.reports_topic, parts, deltas,
-                                int(self.clock() * 1000))
+                                int(self.clock() * 1000), lost=lost)
         t0 = time.perf_counter()
         res = await asyncio.to_thread(self.flush_script, keys=keys, args=args)
         self.metrics.flush_seconds.observe(time.perf_counter() - t0)
         if int(res[0]) != 1:
-            self.stats.conflicts += 1
-            self.metrics.conflicts.inc()
-            log.warning("flush refused: watermark of partition %s is %s, not what this worker "
-                        "saw; dropping the delta and re-seeking", res[1], res[2])
+            p, cur = int(res[1]), int(res[2])
+            if cur < parts[p][0]:  # Redis lost writes (crash, restore): not another worker
+                self._regressed(p, parts[p][0], cur)
+            else:
+                self.stats.conflicts += 1
+                self.metrics.conflicts.inc()
+                log.warning("flush refused: watermark of partition %s is %s, not what this "
+                            "worker saw; dropping the delta and re-seeking", p, cur)
             await self.reset_to_redis()
             return False
+        topic = self.s.reports_topic
+        for p, (count, _, _) in lost.items():
+            self.metrics.records_lost.labels(topic, str(p)).inc(count)
+            self.stats.records_lost += count
+            self._lost.pop(p, None)
         total = self._pending_reports
         for cid, n in self._ingested.items():
             self.metrics.ingested.labels(cid).inc(n)
@@ -484,6 +517,113 @@ class Accumulator:
         """Forget the un-flushed delta and dead letters (their records are read again)."""
         self._clear()
         self._dead.clear()
+        self._lost.clear()  # found again when the partitions are read again
+
+    # ---- Redis going back -----------------------------------------------------------------
+    async def _verify_watermarks(self) -> None:
+        """Nothing to flush: check that Redis still holds the watermarks this worker flushed.
+
+        Redis that lost its last writes (a host crash under ``appendfsync everysec``, a
+        restore from an older file) comes back with lower watermarks and the counts of
+        those flushes gone; the records are still in Kafka.  Without new traffic no flush
+        would notice (its compare-and-set would), so this read does, once per flush
+        interval: the partitions concerned restart from the restored watermarks.
+        """
+        if not self._flushed:
+            return
+        try:
+            wms = await asyncio.to_thread(read_watermarks, self.redis, self.s.reports_topic,
+                                          self.s.redis_prefix)
+        except Exception as exc:  # Redis away: said once, tried again next interval
+            self.metrics.redis_up.set(0)
+            if not self._verify_failed:
+                log.warning("reading the watermarks back failed: %r", exc)
+            self._verify_failed = True
+            return
+        self._verify_failed = False
+        self.metrics.redis_up.set(1)
+        behind = [p for p, w in self._flushed.items() if wms.get(p, -1) < w]
+        if not behind:
+            return
+        for p in behind:
+            self._regressed(p, self._flushed[p], wms.get(p, -1))
+        await self.reset_to_redis(behind)
+
+    def _regressed(self, partition: int, flushed: int, found: int) -> None:
+        self.stats.regressions += 1
+        self.metrics.regressions.labels(self.s.reports_topic, str(partition)).inc()
+        log.error("partition %d: Redis holds watermark %d, below the %d this worker flushed "
+                  "(Redis lost its last writes: a crash or a restore); reading the partition "
+                  "again from offset %d", partition, found, flushed, found + 1)
+
+    # ---- holes in the log ----------------------------------------------------------------
+    async def log_start(self, partition: int) -> int | None:
+        """The broker's log start offset of ``partition`` (None if it cannot say now)."""
+        if self.positions is None:
+            return None
+        try:
+            return await self.positions.log_start(partition)
+        except Exception as exc:
+            log.warning("partition %d: asking the broker for its log start failed: %r",
+                        partition, exc)
+            return None
+
+    def records_lost(self, partition: int, first: int, end: int) -> None:
+        """Records ``[first, end)`` of ``partition`` left the log before they were counted.
+
+        The position moves to ``end``.  The next flush records the loss in Redis with the
+        watermark that passes it (``P lost``, read by the query API), and then
+        ``ldp_records_lost_total`` moves: a loss found again after a crash or a conflict
+        is recorded once, like a count.
+        """
+        pos = self._pos.get(partition)
+        if pos is None:
+            return
+        self._pos[partition] = max(pos, end)
+        if partition in self._suspect:
+            # read from the start to see whether the log is a new one (check_suspect): if it
+            # is the same log, what the watermark covers was counted, not lost
+            first = max(first, self._suspect[partition][0] + 1)
+        if end <= first:
+            return
+        count = self._lost.get(partition, (0, 0, 0))[0]
+        self._lost[partition] = (count + end - first, first, end - 1)
+        log.warning("partition %d of %s: records at offsets %d..%d were deleted from the log "
+                    "before they were counted (retention or DeleteRecords ran ahead of the "
+                    "workers): %d record(s) lost; the collections of this topic miss their "
+                    "reports (ldp_records_lost_total, the answers' lost_records)",
+                    partition, self.s.reports_topic, first, end - 1, end - first)
+
+    def skip_empty(self, partition: int, first: int, end: int) -> None:
+        """Offsets ``[first, end)`` hold no record (the log was probed there): go on at ``end``."""
+        if self._pos.get(partition) == first and end > first:
+            self._pos[partition] = end
+
+    async def check_jumps(self, partition: int, msgs: list[Any]) -> None:
+        """Before :meth:`process`: account for the offsets ``msgs`` jump over.
+
+        A driver reading the log as it is (aiokafka) gets, after its position left the
+        log (``auto_offset_reset=earliest``), the records from the new log start on: the
+        offsets below that start are :meth:`records_lost`; a jump above it (transaction
+        markers) loses nothing.  Raises when the broker cannot say where its log starts:
+        the driver then reads the partition again from its position.
+        """
+        pos = self._pos.get(partition)
+        if pos is None or not msgs:
+            return
+        if msgs[0].offset == pos and msgs[-1].offset - pos + 1 == len(msgs):
+            return  # contiguous from the position: the common case
+        exp = pos
+        for m in msgs:
+            off = m.offset
+            if off > exp:
+                start = await self.log_start(partition)
+                if start is None:
+                    raise RuntimeError(f"partition {partition}: records jump from offset "
+                                       f"{exp} to {off} and the log start is unknown")
+                if start > exp:
+                    self.records_lost(partition, exp, min(start, off))
+            exp = max(exp, off + 1)
 
     async def reset_to_redis(self, partitions: list[int] | None = None) -> None:
         """Drop the delta and restart every (given) partition from its Redis watermark."""
@@ -498,10 +638,13 @@ class Accumulator:
         # old position must not meet a new _pos (they would be taken for a jump and the
         # re-fetched ones for replays: reports lost in a rebalance, seen on Apache Kafka).
         committed_of: dict[int, Any] = {}
+        starts: dict[int, int | None] = {}
         if self.positions is not None:
             for p in parts:
                 if wms.get(p, -1) >= 0:
                     committed_of[p] = await self.positions.committed(p)
+                # records deleted while nobody read the partition: known before any arrives
+                starts[p] = await self.log_start(p)
         for p in parts:
             w = wms.get(p, -1)
             self._flushed[p] = w
@@ -518,7 +661,10 @@ class Accumulator:
                 seeks[p] = 0
             else:
                 self._suspect.pop(p, None)
-                seeks[p] = w + 1
+                start = starts.get(p)
+                if start is not None and start > w + 1:
+                    self.records_lost(p, w + 1, start)
+                seeks[p] = self._pos[p]
         if seeks and self.positions is not None:
             await self.positions.seek(seeks)
 
@@ -534,6 +680,7 @@ class Accumulator:
             self._pos.pop(p, None)
             self._flushed.pop(p, None)
             self._suspect.pop(p, None)
+            self._lost.pop(p, None)
             with contextlib.suppress(KeyError):  # another worker reports its lag now
                 self.metrics.lag.remove(self.s.reports_topic, str(p))
 
@@ -560,8 +707,8 @@ class Accumulator:
         if first.offset <= w and self.timestamp_ms(first) > flushed_at_ms:
             self._pos[partition] = first.offset
             self._log_reset(partition, w, first.offset)
-        else:
-            self._pos[partition] = w + 1  # same log: skip what is counted
+        else:  # same log: skip what is counted (a hole found meanwhile may be beyond it)
+            self._pos[partition] = max(self._pos[partition], w + 1)
 
     def _log_reset(self, partition: int, w: int, first_offset: int) -> None:
         log.error("partition %d restarted at offset %d below watermark %d: the broker lost its "

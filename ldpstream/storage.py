@@ -11,12 +11,23 @@ Key layout (``P`` = key prefix, default ``"ldp:"``; every value is plain Redis d
     P windows:{id}                zset   member = score = window start (epoch s) with data
     P wm:{topic}                  hash   "{partition}" -> highest Kafka offset already counted;
                                          "{partition}:t" -> wall time (ms) of that flush
+    P lost                        hash   records deleted from the log before they were counted:
+                                         "records" -> total; "{topic}:{partition}" -> per
+                                         partition; "{topic}:{partition}:last" -> the last
+                                         offset range "first-last"; "t" -> wall time (ms) of
+                                         the flush that recorded the last loss
+    P janitor                     hash   the janitor's last round: "releasing" 1/0, "strategy"
+                                         (how it proved the watermarks durable), "reason"
+                                         (why it refused), "t" (ms); "snap" (ms) is the
+                                         write its durability check waits for
 
 A flush is one Lua script (:data:`FLUSH_SCRIPT`): it checks that every touched
 partition's watermark still has the value the worker started from
 (compare-and-set: a worker that lost its partitions in a rebalance cannot add its
 stale delta), then HINCRBYs the delta cells and ``n`` of every (collection,
-window) hash, and advances the watermarks.  Either all of it happens or none.
+window) hash, and advances the watermarks, and adds the records a partition lost
+(deleted from the log before they were counted) to ``P lost``.  Either all of it
+happens or none, so a loss is recorded exactly once, like a count.
 
 Readers use :func:`load_state` (sync ``redis.Redis``; the query API's async store
 reads the same keys), which sums the windows overlapping ``[since, until)``.
@@ -45,6 +56,7 @@ __all__ = [
     "state_from_hashes",
     "read_watermarks",
     "read_flush_times",
+    "read_lost",
     "flush_args",
     "VERSION_SCRIPT",
     "since_until_args",
@@ -53,19 +65,21 @@ __all__ = [
 DEFAULT_PREFIX = "ldp:"
 
 FLUSH_SCRIPT = """
--- KEYS[1] = watermark hash; KEYS[2w], KEYS[2w+1] = state hash and window zset of window w
--- ARGV: now_ms, np, then np x (partition, expected, new); nw, then per window:
---       start, expire_at_ms, n, ncells, ncells x (cell, delta)
+-- KEYS[1] = watermark hash; KEYS[2w], KEYS[2w+1] = state hash and window zset of window w;
+-- KEYS[#KEYS] = the lost-records hash
+-- ARGV: now_ms, topic, np, then np x (partition, expected, new, lost, lost range); nw, then
+--       per window: start, expire_at_ms, n, ncells, ncells x (cell, delta)
 local now = ARGV[1]
-local np = tonumber(ARGV[2])
-local i = 3
+local topic = ARGV[2]
+local np = tonumber(ARGV[3])
+local i = 4
 for p = 1, np do
   local cur = redis.call('HGET', KEYS[1], ARGV[i])
   if not cur then cur = '-1' end
   if tonumber(cur) ~= tonumber(ARGV[i + 1]) then
     return {0, ARGV[i], cur}
   end
-  i = i + 3
+  i = i + 5
 end
 local nw = tonumber(ARGV[i])
 i = i + 1
@@ -83,10 +97,18 @@ for w = 1, nw do
   redis.call('ZADD', zk, start, start)
   redis.call('PEXPIREAT', sk, expire_at)
 end
-i = 3
+i = 4
+local lk = KEYS[#KEYS]
 for p = 1, np do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2], ARGV[i] .. ':t', now)
-  i = i + 3
+  local lost = tonumber(ARGV[i + 3])
+  if lost > 0 then
+    local f = topic .. ':' .. ARGV[i]
+    redis.call('HINCRBY', lk, f, lost)
+    redis.call('HINCRBY', lk, 'records', lost)
+    redis.call('HSET', lk, f .. ':last', ARGV[i + 4], 't', now)
+  end
+  i = i + 5
 end
 return {1}
 """
@@ -114,6 +136,14 @@ class Keys:
 
     def watermarks(self, topic: str) -> str:
         return f"{self.prefix}wm:{topic}"
+
+    @property
+    def lost(self) -> str:
+        return f"{self.prefix}lost"
+
+    @property
+    def janitor(self) -> str:
+        return f"{self.prefix}janitor"
 
 
 def check_same_spec(spec: CollectionSpec, existing: CollectionSpec | None) -> None:
@@ -249,16 +279,21 @@ def _b(k: Any) -> bytes:
 
 def flush_args(keys: Keys, topic: str, partitions: Mapping[int, tuple[int, int]],
                deltas: Mapping[tuple[str, int], tuple[int, np.ndarray, int]],
-               now_ms: int = 0) -> tuple[list[str], list[Any]]:
+               now_ms: int = 0, lost: Mapping[int, tuple[int, int, int]] | None = None
+               ) -> tuple[list[str], list[Any]]:
     """KEYS and ARGV of :data:`FLUSH_SCRIPT`.
 
     ``partitions``: partition -> (expected watermark, new watermark);
-    ``deltas``: (collection, window start) -> (n, counts, expire_at_ms).
+    ``deltas``: (collection, window start) -> (n, counts, expire_at_ms);
+    ``lost``: partition -> (records, first, last offset of the last range) deleted from
+    the log before they were counted (only for partitions in ``partitions``).
     """
+    lost = lost or {}
     k: list[str] = [keys.watermarks(topic)]
-    a: list[Any] = [now_ms, len(partitions)]
+    a: list[Any] = [now_ms, topic, len(partitions)]
     for p, (expected, new) in sorted(partitions.items()):
-        a += [p, expected, new]
+        count, first, last = lost.get(p, (0, 0, 0))
+        a += [p, expected, new, count, f"{first}-{last}"]
     a.append(len(deltas))
     for (cid, start), (n, counts, expire_at) in deltas.items():
         k += [keys.state(cid, start), keys.windows(cid)]
@@ -269,4 +304,15 @@ def flush_args(keys: Keys, topic: str, partitions: Mapping[int, tuple[int, int]]
         cells[0::2] = nz
         cells[1::2] = flat[nz]
         a += cells.tolist()
+    k.append(keys.lost)
     return k, a
+
+
+def read_lost(redis: Any, prefix: str = DEFAULT_PREFIX) -> dict[str, Any]:
+    """What ``P lost`` says: ``records`` (total), ``t`` (ms of the last loss) and, per
+    ``"{topic}:{partition}"``, ``(records, "first-last")`` of that partition."""
+    raw = {_b(k).decode(): _b(v).decode() for k, v in redis.hgetall(Keys(prefix).lost).items()}
+    parts = {f: (int(v), raw.get(f + ":last", "")) for f, v in raw.items()
+             if f not in ("records", "t") and not f.endswith(":last")}
+    return {"records": int(raw.get("records", 0)), "t": int(raw.get("t", 0)),
+            "partitions": parts}

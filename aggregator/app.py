@@ -15,7 +15,7 @@ import threading
 from collections.abc import AsyncIterator
 
 from ldpstream.collections_file import read_collections_file
-from ldpstream.retention import Janitor
+from ldpstream.retention import Janitor, JanitorMetrics
 from ldpstream.storage import CollectionCatalog
 
 from .accumulator import Accumulator
@@ -59,8 +59,9 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
             janitor = Janitor(bootstrap=settings.kafka_bootstrap, redis=client,
                               topic=settings.reports_topic, prefix=settings.redis_prefix,
                               interval=settings.release_interval_ms / 1000,
-                              admin_config=settings.kafka_security.kafka_python()
-                              ).start(janitor_stop)
+                              admin_config=settings.kafka_security.kafka_python(),
+                              min_replicas=settings.release_min_replicas,
+                              metrics=JanitorMetrics(registry)).start(janitor_stop)
             log.info("janitor: releasing counted records of %s every %.1f s",
                      settings.reports_topic, settings.release_interval_ms / 1000)
         yield agg

@@ -26,7 +26,10 @@ LDP_ENGINE                faust                       ``faust`` (faust-streaming
                                                       ``aiokafka`` (direct consumer loop)
 LDP_RELEASE_INTERVAL_MS   0 (off)                     run the janitor in this worker: delete the
                                                       records below the Redis watermarks (already
-                                                      counted) and trim expired windows this often
+                                                      counted, durably: docs/faults.md) and trim
+                                                      expired windows this often
+LDP_RELEASE_MIN_REPLICAS  0                           replicas that must hold a watermark in
+                                                      their AOF before it is released (WAITAOF)
 ========================  ==========================  ==============================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
@@ -79,6 +82,7 @@ class WorkerSettings:
     rebalance_timeout_ms: int = 10_000
     engine: str = "faust"
     release_interval_ms: int = 0
+    release_min_replicas: int = 0
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
 
@@ -121,6 +125,8 @@ class WorkerSettings:
             engine=engine,
             release_interval_ms=env_int(env, "LDP_RELEASE_INTERVAL_MS", cls.release_interval_ms,
                                         0, 86_400_000),
+            release_min_replicas=env_int(env, "LDP_RELEASE_MIN_REPLICAS",
+                                         cls.release_min_replicas, 0, 64),
             kafka_security=KafkaSecurity.from_env(env),
             redis_options=RedisOptions.from_env(env, url=url),
         )

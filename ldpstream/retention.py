@@ -9,11 +9,17 @@ offset ``<= w`` can go, and nothing above it may.  :class:`Janitor` does both ha
 
 * :meth:`Janitor.release_records`: one Kafka ``DeleteRecords`` request per round that moves
   each partition's log start offset to ``w + 1`` (the request deletes every offset
-  *smaller* than the one given).  Watermarks only move forward (the flush script's
-  compare-and-set), so an offset released once is counted for good.  The broker then drops
-  whole segments below the log start offset (Apache Kafka: at its next retention check).
-  A broker that does not implement the request (tansu 0.6's storage engines answer it by
-  closing the connection) is noted, logged once and not asked again.
+  *smaller* than the one given), for watermarks Redis holds **durably** only
+  (:class:`ldpstream.durability.DurableWatermarks`: WAITAOF, ``appendfsync always``, or a
+  proven fsync margin under ``everysec``).  A watermark only in Redis's memory could come
+  back lower after a crash, below records already deleted: those reports would be lost.
+  Where the Redis cannot prove durability (AOF off, ``appendfsync no``…) the janitor
+  refuses to release and says so: a warning, ``ldp_janitor_releasing`` 0, and ``P janitor``
+  (read by the query API's ``/readyz``).  Durable watermarks only move forward, so an
+  offset released once is counted for good.  The broker then drops whole segments below
+  the log start offset (Apache Kafka: at its next retention check).  A broker that does
+  not implement the request (tansu 0.6's storage engines answer it by closing the
+  connection) is noted, logged once and not asked again.
 * :meth:`Janitor.trim_windows`: a window hash expires by itself (``PEXPIREAT`` at window end
   + retention), but its entry in ``P windows:{id}`` stays; the janitor removes the entries
   of windows that have expired, ``ZREMRANGEBYSCORE … -inf (now - window - retention)``.
@@ -33,9 +39,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .storage import DEFAULT_PREFIX, CollectionCatalog, Keys, read_watermarks
+from .durability import DurableWatermarks, Verdict
+from .storage import DEFAULT_PREFIX, CollectionCatalog, Keys
 
-__all__ = ["Janitor", "JanitorStats", "release_offsets"]
+__all__ = ["Janitor", "JanitorMetrics", "JanitorStats", "release_offsets"]
 
 log = logging.getLogger("ldpstream.retention")
 
@@ -70,6 +77,33 @@ class JanitorStats:
     #: None until known; False once the broker refused DeleteRecords
     releases_supported: bool | None = None
     last_error: str | None = None
+    #: the last durability verdict (None before the first round that asked)
+    verdict: Verdict | None = None
+
+
+class JanitorMetrics:
+    """The janitor's Prometheus metrics (on the worker's registry when it runs there).
+
+    * ``ldp_janitor_releasing``: 1 while the Redis setting lets the janitor prove the
+      watermarks durable, 0 while it refuses to release (see ``P janitor`` / ``/readyz``);
+    * ``ldp_janitor_rounds_total{outcome}``: rounds that ``released``, found ``nothing``
+      new, were ``waiting`` for a proof, ``refused`` or met an ``error``;
+    * ``ldp_janitor_log_start_offset{topic,partition}``: the log start the broker confirmed.
+    """
+
+    def __init__(self, registry: Any = None) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge
+
+        registry = registry if registry is not None else CollectorRegistry()
+        self.registry = registry
+        self.releasing = Gauge("ldp_janitor_releasing",
+                               "1 if the janitor can prove watermarks durable and releases",
+                               registry=registry)
+        self.rounds = Counter("ldp_janitor_rounds_total", "Janitor rounds by outcome",
+                              ["outcome"], registry=registry)
+        self.log_start = Gauge("ldp_janitor_log_start_offset",
+                               "Log start offset confirmed by the broker after a release",
+                               ["topic", "partition"], registry=registry)
 
 
 class Janitor:
@@ -91,12 +125,21 @@ class Janitor:
         False: never send DeleteRecords (a broker known not to implement it).
     admin_config
         Extra ``kafka.KafkaAdminClient`` settings (security).
+    min_replicas
+        Replicas that must hold a watermark in their AOF before it is released
+        (``LDP_RELEASE_MIN_REPLICAS``; needs WAITAOF).
+    metrics
+        :class:`JanitorMetrics` (default: on a private registry).
+    durability
+        The durability check (default :class:`~ldpstream.durability.DurableWatermarks`).
     """
 
     def __init__(self, *, bootstrap: str, redis: Any, topic: str = "ldp-reports",
                  prefix: str = DEFAULT_PREFIX, interval: float = 30.0,
                  release_records: bool = True,
-                 admin_config: Mapping[str, Any] | None = None) -> None:
+                 admin_config: Mapping[str, Any] | None = None, min_replicas: int = 0,
+                 metrics: JanitorMetrics | None = None,
+                 durability: DurableWatermarks | None = None) -> None:
         if not interval > 0:
             raise ValueError(f"interval must be > 0 seconds, got {interval}")
         if not topic:
@@ -108,7 +151,11 @@ class Janitor:
         self.interval = float(interval)
         self.admin_config = dict(admin_config or {})
         self.stats = JanitorStats(releases_supported=None if release_records else False)
+        self.metrics = metrics if metrics is not None else JanitorMetrics()
+        self.durability = durability if durability is not None else DurableWatermarks(
+            redis, topic, prefix, min_replicas=min_replicas)
         self._admin: Any = None
+        self._refusing: str | None = None
 
     # -- broker side -------------------------------------------------------------------
     def _client(self) -> Any:
@@ -136,9 +183,14 @@ class Janitor:
         """
         if self.stats.releases_supported is False:
             return {}
-        wanted = release_offsets(read_watermarks(self.redis, self.topic, self.prefix),
-                                 self.stats.released)
+        verdict = self.durability.durable()
+        self._record(verdict)
+        if verdict.watermarks is None:
+            self.metrics.rounds.labels("refused" if not verdict.releasing else "waiting").inc()
+            return {}
+        wanted = release_offsets(verdict.watermarks, self.stats.released)
         if not wanted:
+            self.metrics.rounds.labels("nothing").inc()
             return {}
         from kafka import TopicPartition
         from kafka.errors import KafkaConnectionError, UnsupportedVersionError
@@ -160,8 +212,27 @@ class Janitor:
             done[tp.partition] = low
             self.stats.released[tp.partition] = max(low, self.stats.released.get(
                 tp.partition, 0))
+            self.metrics.log_start.labels(self.topic, str(tp.partition)).set(low)
         self.stats.releases_supported = True
+        self.metrics.rounds.labels("released").inc()
         return done
+
+    def _record(self, verdict: Verdict) -> None:
+        """Say what this round's durability check found: stats, metric, ``P janitor``,
+        and a warning when the janitor starts (or stops) refusing."""
+        self.stats.verdict = verdict
+        self.metrics.releasing.set(1 if verdict.releasing else 0)
+        if not verdict.releasing and self._refusing != verdict.reason:
+            log.warning("janitor: not releasing any record of %s: %s. Counted records stay "
+                        "on the broker (its own retention applies); see docs/faults.md for "
+                        "the Redis settings the janitor can prove durable", self.topic,
+                        verdict.reason)
+        elif verdict.releasing and self._refusing is not None:
+            log.info("janitor: releasing again (%s)", verdict.strategy)
+        self._refusing = None if verdict.releasing else verdict.reason
+        self.redis.hset(Keys(self.prefix).janitor, mapping={
+            "releasing": int(verdict.releasing), "strategy": verdict.strategy,
+            "reason": verdict.reason, "t": int(time.time() * 1000)})
 
     # -- Redis side --------------------------------------------------------------------
     def trim_windows(self, now: float | None = None) -> int:
@@ -187,6 +258,7 @@ class Janitor:
                 self.stats.last_error = f"{type(exc).__name__}: {exc}"
                 log.warning("janitor: %s failed: %s", step.__name__, exc)
                 if step == self.release_records:
+                    self.metrics.rounds.labels("error").inc()
                     self.close()
 
     def run(self, stop: threading.Event) -> None:

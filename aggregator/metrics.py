@@ -24,6 +24,8 @@ class AggregatorMetrics:
     * ``ldp_watermark_regressions_total{topic,partition}``: Redis came back with a watermark
       below what this worker had flushed (Redis lost writes); the partition is read again
       from the restored watermark;
+    * ``ldp_duplicate_requests_total{collection}``: records of gateway requests counted
+      already (an ``Idempotency-Key`` retry the gateway wrote again), skipped;
     * ``ldp_consumer_lag{topic,partition}``: broker high watermark minus the next offset to
       process, per assigned partition (what HPA-on-lag and the "stalled" alert read);
     * ``ldp_last_flush_timestamp_seconds``: Unix time of the last committed flush;
@@ -59,6 +61,10 @@ class AggregatorMetrics:
             "ldp_watermark_regressions_total",
             "Watermarks found below what this worker flushed (Redis lost writes)",
             ["topic", "partition"], registry=registry)
+        self.duplicates = Counter(
+            "ldp_duplicate_requests_total",
+            "Records of gateway requests counted already (retries), skipped",
+            ["collection"], registry=registry)
         self.lag = Gauge("ldp_consumer_lag", "Messages behind the broker's high watermark",
                          ["topic", "partition"], registry=registry)
         self.last_flush = Gauge("ldp_last_flush_timestamp_seconds",

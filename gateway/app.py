@@ -23,6 +23,7 @@ from ldpstream.storage import Keys
 
 from .batcher import Batcher, KafkaSink
 from .config import GatewaySettings
+from .idempotency import IdempotencyStore, IdempotentPosts
 from .metrics import GatewayMetrics
 from .parse import Catalogue
 from .server import GatewayServer
@@ -190,7 +191,12 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
                            keys=settings.keys, cors_origins=settings.cors_origins,
                            max_body=settings.max_body, retry_after=settings.retry_after,
                            ready=ready, metrics=metrics.page,
-                           max_connections=settings.max_connections)
+                           max_connections=settings.max_connections,
+                           idempotency=IdempotentPosts(IdempotencyStore(
+                               rds, settings.redis_prefix, ttl_s=settings.idempotency_ttl_s,
+                               # the longest a request stays unanswered
+                               inflight_s=(settings.linger_ms + settings.ack_timeout_ms) / 1000
+                               + 5)))
     metrics.stats, metrics.batcher = server.stats, batcher
     metrics.connections = lambda: len(server.connections)
     listener = await loop.create_server(server.protocol, settings.host, settings.port,

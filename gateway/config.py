@@ -28,6 +28,9 @@ LDP_GATEWAY_ACK_TIMEOUT_MS   10000                     no broker acknowledgement
 LDP_GATEWAY_RETRY_AFTER      1                         seconds in ``Retry-After`` of 429/503
 LDP_GATEWAY_CATALOG_REFRESH  5                         seconds between re-reads of the catalogue
 LDP_GATEWAY_MAX_CONNECTIONS  10000                     open connections beyond this are closed
+LDP_GATEWAY_IDEMPOTENCY_TTL_S  86400                   seconds an ``Idempotency-Key`` and its
+                                                       answer are remembered (the window in
+                                                       which a retried request counts once)
 ===========================  ========================  ==========================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
@@ -113,6 +116,7 @@ class GatewaySettings:
     retry_after: int = 1
     catalog_refresh: float = 5.0
     max_connections: int = 10_000
+    idempotency_ttl_s: int = 86_400
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
 
@@ -166,6 +170,8 @@ class GatewaySettings:
                                       0.1, 3600.0),
             max_connections=env_int(env, "LDP_GATEWAY_MAX_CONNECTIONS", cls.max_connections,
                                     1, 1_000_000),
+            idempotency_ttl_s=env_int(env, "LDP_GATEWAY_IDEMPOTENCY_TTL_S",
+                                      cls.idempotency_ttl_s, 60, 30 * 86_400),
             kafka_security=KafkaSecurity.from_env(env),
             redis_options=RedisOptions.from_env(env, url=url),
         )

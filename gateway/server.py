@@ -37,9 +37,10 @@ __all__ = ["GatewayServer", "Stats"]
 log = logging.getLogger("ldpstream.gateway")
 
 REPORTS_PATH = b"/v1/reports"
-_CORS_ALLOW_HEADERS = b"Authorization, Content-Type, X-LDP-Key"
+_CORS_ALLOW_HEADERS = b"Authorization, Content-Type, X-LDP-Key, Idempotency-Key"
 _WANTED = {b"content-type", b"content-length", b"authorization", b"x-ldp-key", b"origin",
-           b"transfer-encoding", b"expect", b"access-control-request-method"}
+           b"transfer-encoding", b"expect", b"access-control-request-method",
+           b"idempotency-key"}
 
 
 class Stats:
@@ -66,13 +67,18 @@ _STATUS = {c: _status_line(c) for c in (200, 202, 204, 400, 401, 403, 404, 405, 
 
 
 class Slot:
-    """The answer of one request, in the order requests came on the connection."""
+    """The answer of one request, in the order requests came on the connection.
 
-    __slots__ = ("data", "close")
+    ``dedup`` tags the Kafka records of a request with an ``Idempotency-Key`` and ``hook``
+    sees its answer first (:mod:`gateway.idempotency`)."""
+
+    __slots__ = ("data", "close", "dedup", "hook")
 
     def __init__(self) -> None:
         self.data: bytes | None = None
         self.close = False
+        self.dedup: str | None = None
+        self.hook: Callable[[bytes, bool, bool], None] | None = None
 
 
 class GatewayServer:
@@ -103,7 +109,7 @@ class GatewayServer:
                  keys: dict[bytes, str], cors_origins: tuple[str, ...], max_body: int,
                  retry_after: int, ready: Callable[[], Awaitable[tuple[bool, dict[str, Any]]]],
                  metrics: Callable[[], tuple[bytes, str]], max_connections: int = 10_000,
-                 idle_timeout: float = 75.0) -> None:
+                 idle_timeout: float = 75.0, idempotency: Any = None) -> None:
         self.catalogue, self.lookup, self.batcher = catalogue, lookup, batcher
         self.keys = keys
         self.cors_any = "*" in cors_origins
@@ -112,6 +118,8 @@ class GatewayServer:
         self.max_body, self.retry_after = max_body, retry_after
         self.ready, self.metrics = ready, metrics
         self.max_connections, self.idle_timeout = max_connections, idle_timeout
+        self.idempotency = idempotency
+        """:class:`gateway.idempotency.IdempotentPosts` (None: the header is ignored)."""
         self.stats = Stats()
         self.connections: set[HttpProtocol] = set()
         self._retry_header = f"Retry-After: {retry_after}\r\n".encode()
@@ -145,7 +153,7 @@ class GatewayServer:
 
     def error(self, exc: BodyError, origin: bytes | None, close: bool = False) -> bytes:
         self.stats.rejected[exc.reason] = self.stats.rejected.get(exc.reason, 0) + 1
-        extra = self._retry_header if exc.status in (429, 503) else b""
+        extra = self._retry_header if exc.status in (409, 429, 503) else b""
         if exc.status == 405:
             extra += b"Allow: POST, OPTIONS\r\n"
         return self.response(exc.status, json.dumps(exc.body()).encode(), origin=origin,
@@ -156,9 +164,10 @@ class GatewayServer:
         return self.response(202, body, origin=origin)
 
     # ---- requests ---------------------------------------------------------------------------
-    def authenticate(self, authorization: bytes | None, x_key: bytes | None) -> None:
+    def authenticate(self, authorization: bytes | None, x_key: bytes | None) -> str:
+        """The fleet of the request's device key ("" when no keys are configured)."""
         if not self.keys:
-            return
+            return ""
         key: bytes | None = None
         if authorization is not None:
             scheme, _, token = authorization.strip().partition(b" ")
@@ -171,8 +180,10 @@ class GatewayServer:
                             "'Authorization: Bearer <key>' or 'X-LDP-Key: <key>'")
         import hashlib
 
-        if hashlib.sha256(key).digest() not in self.keys:
+        fleet = self.keys.get(hashlib.sha256(key).digest())
+        if fleet is None:
             raise BodyError(403, "wrong_key", "the device key is not one of this gateway's")
+        return fleet
 
     def start_sweeper(self) -> None:
         loop = asyncio.get_running_loop()
@@ -413,7 +424,11 @@ class HttpProtocol(asyncio.Protocol):
         h = self.headers
         body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
         try:
-            srv.authenticate(h.get(b"authorization"), h.get(b"x-ldp-key"))
+            fleet = srv.authenticate(h.get(b"authorization"), h.get(b"x-ldp-key"))
+            key = h.get(b"idempotency-key")
+            if key is not None and srv.idempotency is not None:
+                srv.idempotency.start(self, slot, origin, keep, body, key, fleet)
+                return
             self._submit(slot, origin, keep, body)
         except UnknownCollection as unknown:
             asyncio.get_running_loop().create_task(
@@ -431,7 +446,8 @@ class HttpProtocol(asyncio.Protocol):
             msgs = parse_body(_media_type(self.headers.get(b"content-type")), body,
                               srv.catalogue())
             srv.batcher.submit(msgs, len(body),
-                               lambda result: self._answered(slot, origin, keep, result))
+                               lambda result: self._answered(slot, origin, keep, result),
+                               dedup=slot.dedup)
         except BodyError as exc:
             self._reject(slot, origin, keep, exc)
         except Overloaded as exc:
@@ -485,6 +501,10 @@ class HttpProtocol(asyncio.Protocol):
 
     # ---- ordered writing --------------------------------------------------------------------
     def _fill(self, slot: Slot, data: bytes, close: bool, head: bool = False) -> None:
+        if slot.hook is not None:  # an Idempotency-Key: remembered before it is sent
+            hook, slot.hook = slot.hook, None
+            hook(data, close, head)
+            return
         if head:
             data = data[:data.index(b"\r\n\r\n") + 4]
         slot.data, slot.close = data, close

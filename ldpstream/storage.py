@@ -16,6 +16,9 @@ Key layout (``P`` = key prefix, default ``"ldp:"``; every value is plain Redis d
                                          partition; "{topic}:{partition}:last" -> the last
                                          offset range "first-last"; "t" -> wall time (ms) of
                                          the flush that recorded the last loss
+    P req:{digest}.{part}         string a gateway request's record counted (``ldp-request``
+                                         header; see gateway/idempotency.py); expires
+                                         with the gateway's idempotency window
     P janitor                     hash   the janitor's last round: "releasing" 1/0, "strategy"
                                          (how it proved the watermarks durable), "reason"
                                          (why it refused), "t" (ms); "snap" (ms) is the
@@ -24,10 +27,11 @@ Key layout (``P`` = key prefix, default ``"ldp:"``; every value is plain Redis d
 A flush is one Lua script (:data:`FLUSH_SCRIPT`): it checks that every touched
 partition's watermark still has the value the worker started from
 (compare-and-set: a worker that lost its partitions in a rebalance cannot add its
-stale delta), then HINCRBYs the delta cells and ``n`` of every (collection,
-window) hash, and advances the watermarks, and adds the records a partition lost
-(deleted from the log before they were counted) to ``P lost``.  Either all of it
-happens or none, so a loss is recorded exactly once, like a count.
+stale delta) and that none of the gateway requests it counts is counted already
+(``P req:…``), then HINCRBYs the delta cells and ``n`` of every (collection,
+window) hash, marks those requests, advances the watermarks, and adds the records a
+partition lost (deleted from the log before they were counted) to ``P lost``.  Either
+all of it happens or none, so a loss is recorded exactly once, like a count.
 
 Readers use :func:`load_state` (sync ``redis.Redis``; the query API's async store
 reads the same keys), which sums the windows overlapping ``[since, until)``.
@@ -65,10 +69,12 @@ __all__ = [
 DEFAULT_PREFIX = "ldp:"
 
 FLUSH_SCRIPT = """
--- KEYS[1] = watermark hash; KEYS[2w], KEYS[2w+1] = state hash and window zset of window w;
--- KEYS[#KEYS] = the lost-records hash
--- ARGV: now_ms, topic, np, then np x (partition, expected, new, lost, lost range); nw, then
---       per window: start, expire_at_ms, n, ncells, ncells x (cell, delta)
+-- KEYS[1] = watermark hash, KEYS[2] = lost-records hash, KEYS[2 + r] = marker of request
+-- record r, then KEYS[2 + nr + 2w - 1], KEYS[2 + nr + 2w] = state hash and window zset of
+-- window w
+-- ARGV: now_ms, topic, np, then np x (partition, expected, new, lost, lost range); nr, then
+--       nr x marker expiry (ms); nw, then per window: start, expire_at_ms, n, ncells,
+--       ncells x (cell, delta)
 local now = ARGV[1]
 local topic = ARGV[2]
 local np = tonumber(ARGV[3])
@@ -81,11 +87,19 @@ for p = 1, np do
   end
   i = i + 5
 end
+local nr = tonumber(ARGV[i])
+for r = 1, nr do
+  if redis.call('EXISTS', KEYS[2 + r]) == 1 then
+    return {0, 'request', KEYS[2 + r]}
+  end
+end
+local ri = i + 1
+i = i + 1 + nr
 local nw = tonumber(ARGV[i])
 i = i + 1
 for w = 1, nw do
-  local sk = KEYS[2 * w]
-  local zk = KEYS[2 * w + 1]
+  local sk = KEYS[2 + nr + 2 * w - 1]
+  local zk = KEYS[2 + nr + 2 * w]
   local start, expire_at, n, nc = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
   i = i + 4
   redis.call('HINCRBY', sk, 'n', n)
@@ -97,8 +111,11 @@ for w = 1, nw do
   redis.call('ZADD', zk, start, start)
   redis.call('PEXPIREAT', sk, expire_at)
 end
+for r = 1, nr do
+  redis.call('SET', KEYS[2 + r], '1', 'PXAT', ARGV[ri + r - 1])
+end
 i = 4
-local lk = KEYS[#KEYS]
+local lk = KEYS[2]
 for p = 1, np do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2], ARGV[i] .. ':t', now)
   local lost = tonumber(ARGV[i + 3])
@@ -144,6 +161,9 @@ class Keys:
     @property
     def janitor(self) -> str:
         return f"{self.prefix}janitor"
+
+    def request(self, name: str) -> str:
+        return f"{self.prefix}req:{name}"
 
 
 def check_same_spec(spec: CollectionSpec, existing: CollectionSpec | None) -> None:
@@ -279,21 +299,27 @@ def _b(k: Any) -> bytes:
 
 def flush_args(keys: Keys, topic: str, partitions: Mapping[int, tuple[int, int]],
                deltas: Mapping[tuple[str, int], tuple[int, np.ndarray, int]],
-               now_ms: int = 0, lost: Mapping[int, tuple[int, int, int]] | None = None
-               ) -> tuple[list[str], list[Any]]:
+               now_ms: int = 0, lost: Mapping[int, tuple[int, int, int]] | None = None,
+               requests: Mapping[str, int] | None = None) -> tuple[list[str], list[Any]]:
     """KEYS and ARGV of :data:`FLUSH_SCRIPT`.
 
     ``partitions``: partition -> (expected watermark, new watermark);
     ``deltas``: (collection, window start) -> (n, counts, expire_at_ms);
     ``lost``: partition -> (records, first, last offset of the last range) deleted from
-    the log before they were counted (only for partitions in ``partitions``).
+    the log before they were counted (only for partitions in ``partitions``);
+    ``requests``: ``ldp-request`` name -> expiry (ms) of the records of gateway requests
+    counted by this flush (the script refuses it if one is counted already).
     """
-    lost = lost or {}
-    k: list[str] = [keys.watermarks(topic)]
+    lost, requests = lost or {}, requests or {}
+    k: list[str] = [keys.watermarks(topic), keys.lost]
     a: list[Any] = [now_ms, topic, len(partitions)]
     for p, (expected, new) in sorted(partitions.items()):
         count, first, last = lost.get(p, (0, 0, 0))
         a += [p, expected, new, count, f"{first}-{last}"]
+    a.append(len(requests))
+    for name, expire_ms in requests.items():
+        k.append(keys.request(name))
+        a.append(expire_ms)
     a.append(len(deltas))
     for (cid, start), (n, counts, expire_at) in deltas.items():
         k += [keys.state(cid, start), keys.windows(cid)]
@@ -304,7 +330,6 @@ def flush_args(keys: Keys, topic: str, partitions: Mapping[int, tuple[int, int]]
         cells[0::2] = nz
         cells[1::2] = flat[nz]
         a += cells.tolist()
-    k.append(keys.lost)
     return k, a
 
 

@@ -12,6 +12,7 @@ Redis (hand-made records, positions without Kafka behind them):
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,3 +225,53 @@ def test_a_flush_before_a_suspect_partitions_first_record_leaves_its_watermark(
     assert acc.assigned() == {0: 12} and acc.pending_reports == 9
     assert asyncio.run(acc.flush())
     assert read_watermarks(redis_client, "t", ldp_names["prefix"]) == {0: 11}
+
+
+@dataclass
+class Tagged(Rec):
+    headers: list[tuple[str, bytes]] = field(default_factory=list)
+
+
+def _tag(name: str) -> list[tuple[str, bytes]]:
+    return [("ldp-request", f"{name}.{int(time.time() * 1000) + 60_000}".encode())]
+
+
+def test_records_of_a_request_counted_already_are_skipped_once_counted(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    # a gateway request with an Idempotency-Key, written to the log three times (the gateway
+    # died after the broker's ack; the device retried twice)
+    acc, log = _acc(redis_client, ldp_names)
+    asyncio.run(acc.on_partitions_assigned([0]))
+    value = _value(1)
+    acc.process(0, [Tagged(0, 0, value, headers=_tag("d1.0")),
+                    Tagged(0, 1, value, headers=_tag("d1.0")),
+                    Rec(0, 2, _value(2))])
+    assert acc.pending_reports == 6 and acc.stats.duplicate_requests == 1
+    assert asyncio.run(acc.flush())
+    assert redis_client.pttl(Keys(ldp_names["prefix"]).request("d1.0")) > 50_000
+    acc.process(0, [Tagged(0, 3, value, headers=_tag("d1.0"))])  # the last retry
+    assert acc.assigned() == {0: 4} and acc.pending_reports == 0
+    assert acc.stats.duplicate_requests == 2
+    assert _count(acc, "ldp_duplicate_requests_total", collection="lr") == 2
+    # another worker that reads the partition again skips the copies too
+    again, _ = _acc(redis_client, ldp_names)
+    redis_client.hset(Keys(ldp_names["prefix"]).watermarks("t"), "0", -1)
+    asyncio.run(again.on_partitions_assigned([0]))
+    again.process(0, [Tagged(0, 0, value, headers=_tag("d1.0")), Rec(0, 2, _value(2))])
+    assert again.pending_reports == 3 and again.assigned() == {0: 3}
+
+
+def test_a_flush_counting_a_request_another_worker_counted_is_refused_and_read_again(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    acc, log = _acc(redis_client, ldp_names)
+    asyncio.run(acc.on_partitions_assigned([0]))
+    acc.process(0, [Tagged(0, 0, _value(1), headers=_tag("d2.0"))])
+    redis_client.set(Keys(ldp_names["prefix"]).request("d2.0"), 1)  # a copy counted elsewhere
+    assert not asyncio.run(acc.flush())
+    assert acc.stats.conflicts == 1 and acc.assigned() == {0: 0} and log.seeks[-1] == {0: 0}
+    acc.process(0, [Tagged(0, 0, _value(1), headers=_tag("d2.0"))])
+    assert acc.pending_reports == 0 and acc.assigned() == {0: 1}
+
+
+def _count(acc: Any, name: str, **labels: str) -> float:
+    return acc.metrics.registry.get_sample_value(name, labels) or 0.0

@@ -30,8 +30,8 @@ from ldpcore.collection import CollectionSpec
 from ldpstream.dev.servers import LOOPBACK, ManagedServer, free_port, redis_binary
 from ldpstream.storage import load_state
 
-__all__ = ["AckedPublisher", "CrashableRedis", "delete_records", "fsync_shim", "scrape",
-           "metric", "counted", "valkey_binary"]
+__all__ = ["AckedPublisher", "CrashableRedis", "PausableProxy", "delete_records", "fsync_shim",
+           "scrape", "metric", "counted", "valkey_binary"]
 
 FSYNC_SHIM = r"""
 #define _GNU_SOURCE
@@ -162,6 +162,92 @@ class CrashableRedis(ManagedServer):
                 cut += size - keep
         self.crashes.append(cut)
         return cut
+
+
+class PausableProxy:
+    """A TCP proxy to ``upstream``; :meth:`pause` holds what clients send (it never arrives
+    if the client dies meanwhile: the held bytes are dropped with the connection)."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        import socket
+
+        self.upstream = upstream
+        self._listener = socket.create_server((LOOPBACK, 0))
+        self.port = int(self._listener.getsockname()[1])
+        self._open = threading.Event()
+        self._open.set()
+        self._closed = False
+        self._socks: list[Any] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://{LOOPBACK}:{self.port}/0"
+
+    def pause(self) -> None:
+        self._open.clear()
+
+    def resume(self) -> None:
+        self._open.set()
+
+    def _accept(self) -> None:
+        import socket
+
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+                server = socket.create_connection(self.upstream, timeout=10)
+            except OSError:
+                continue
+            server.settimeout(None)
+            self._socks += [client, server]
+            threading.Thread(target=self._pipe, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, False),
+                             daemon=True).start()
+
+    def _pipe(self, src: Any, dst: Any, held: bool) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if held:
+                    while not self._open.wait(0.05):
+                        if self._closed:
+                            return
+                    if self._peer_gone(src):
+                        break  # the client died while held: its bytes never arrive
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    @staticmethod
+    def _peer_gone(sock: Any) -> bool:
+        import select
+        import socket
+
+        ready, _, _ = select.select([sock], [], [], 0)
+        if not ready:
+            return False
+        try:
+            return sock.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def close(self) -> None:
+        self._closed = True
+        self._open.set()
+        self._listener.close()
+        for s in self._socks:
+            try:
+                s.close()
+            except OSError:
+                pass
 
 
 class AckedPublisher(threading.Thread):

@@ -12,10 +12,13 @@ Select them with ``-m faults``; they share the session's broker.
 from __future__ import annotations
 
 import re
+import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ldpcore.collection import CollectionSpec
@@ -25,6 +28,7 @@ from ldpstream.storage import CollectionCatalog, read_lost, read_watermarks
 from .faults import (
     AckedPublisher,
     CrashableRedis,
+    PausableProxy,
     counted,
     delete_records,
     fsync_shim,
@@ -418,3 +422,143 @@ def test_the_broker_killed_nine_mid_stream_keeps_counts_exact(
     finally:
         pub.stop()
         worker.stop()
+
+
+# ---- the gateway: kill -9 with devices retrying ------------------------------------------
+class RetryingDevice(threading.Thread):
+    """Posts report batches to the gateway, one request at a time, each with its own
+    ``Idempotency-Key``; a request that gets no answer (connection lost), 409, 429 or 503
+    is sent again, same key, same body, until it gets its 202.  ``accepted`` holds the
+    state of every request answered 202; ``retried`` counts requests sent more than once."""
+
+    def __init__(self, gateway: Any, seed: int) -> None:
+        super().__init__(daemon=True)
+        self.gateway, self.rng = gateway, np.random.default_rng(seed)
+        self.accepted: list[Any] = []
+        self.retried = 0
+        self.statuses: dict[int | str, int] = {}
+        self.error: BaseException | None = None
+        self.halt = threading.Event()
+
+    def _post(self, body: bytes, key: str) -> int | str:
+        import http.client
+
+        conn = http.client.HTTPConnection("127.0.0.1", self.gateway.port, timeout=10)
+        try:
+            conn.request("POST", "/v1/reports", body=body, headers={
+                "Content-Type": "application/octet-stream", "Idempotency-Key": f'"{key}"'})
+            resp = conn.getresponse()
+            resp.read()
+            return resp.status
+        except OSError as exc:
+            return type(exc).__name__
+        finally:
+            conn.close()
+
+    def run(self) -> None:
+        from ldpcore.collection import encode_message
+
+        oracle = SPEC.oracle()
+        try:
+            while not self.halt.is_set():
+                batch = oracle.perturb(self.rng.integers(0, 64, 20), rng=self.rng)
+                body, key = encode_message(SPEC, batch), uuid.uuid4().hex
+                for attempt in range(600):
+                    status = self._post(body, key)
+                    self.statuses[status] = self.statuses.get(status, 0) + 1
+                    if status == 202:
+                        self.accepted.append(oracle.aggregate(batch))
+                        self.retried += attempt > 0
+                        break
+                    assert status in (409, 429, 503) or isinstance(status, str), status
+                    time.sleep(0.1)
+                else:
+                    raise AssertionError(f"request {key} never accepted")
+        except BaseException as exc:  # surfaced by the test
+            self.error = exc
+
+
+def test_gateway_killed_nine_while_devices_retry_counts_each_request_once(
+        kafka: Any, local_backend: None, ldp_names: dict[str, str], tmp_path: Path) -> None:
+    import signal
+
+    from ldpstream.dev.servers import start_redis
+
+    from ..gateway.conftest import GatewayProcess, gateway_env
+
+    (tmp_path / "redis").mkdir()
+    r = start_redis(tmp_path / "redis")
+    rc = _client(r)
+    proxy = PausableProxy(("127.0.0.1", r.port))  # the gateway's way to Redis
+    prefix = ldp_names["prefix"]
+    CollectionCatalog(rc, prefix).register(SPEC)
+    port = free_port()
+    worker = WorkerProcess(worker_env(kafka, r, ldp_names, LDP_METRICS_PORT=str(port)),
+                           tmp_path / "w.log").start()
+    # a shorter ack timeout: a request's in-flight marker expires 9 s after it began
+    genv = gateway_env(kafka, r, ldp_names, LDP_GATEWAY_ACK_TIMEOUT_MS="4000",
+                       LDP_REDIS_URL=proxy.url)
+    gw = GatewayProcess(genv, tmp_path / "gw0.log").start()
+    where = type("Where", (), {"port": gw.port})()  # the devices read it on every attempt
+    devices = [RetryingDevice(where, seed) for seed in range(4)]
+    for d in devices:
+        d.start()
+    try:
+        progress(rc, prefix, 2000)
+        gw.kill9()                        # mid-load: answers lost, the devices retry
+        gw = GatewayProcess(genv, tmp_path / "gw1.log").start()
+        where.port = gw.port
+        progress(rc, prefix, 2000)
+        topic = ldp_names["topic"]
+
+        def caught(hold: Any, release: Any) -> None:
+            """Hold the gateway until a request reached the log after the hold began."""
+            for _ in range(20):
+                written = sum(log_offsets(kafka.bootstrap, topic)[1])
+                hold()
+                time.sleep(0.5)  # produce requests already sent land; nothing is answered
+                if sum(log_offsets(kafka.bootstrap, topic)[1]) > written:
+                    return
+                release()
+                time.sleep(0.3)
+            raise AssertionError("no request reached the log while the gateway was held")
+        # the broker acknowledged, the gateway is frozen before it answers, then killed
+        assert gw.proc is not None
+        caught(lambda: gw.proc.send_signal(signal.SIGSTOP),
+               lambda: gw.proc.send_signal(signal.SIGCONT))
+        gw.kill9()
+        gw = GatewayProcess(genv, tmp_path / "gw2.log").start()
+        where.port = gw.port
+        progress(rc, prefix, 2000, timeout=90)
+        # the window no marker can close: the broker acknowledged, the gateway dies before
+        # its note of the answer reaches Redis; the marker stays "in flight" until it expires
+        caught(proxy.pause, proxy.resume)
+        gw.kill9()
+        proxy.resume()
+        gw = GatewayProcess(genv, tmp_path / "gw3.log").start()
+        where.port = gw.port
+        progress(rc, prefix, 2000, timeout=90)
+        for d in devices:
+            d.halt.set()
+        for d in devices:
+            d.join(120)
+            assert d.error is None and not d.is_alive(), d.error
+        expected = SPEC.oracle().new_state()
+        for d in devices:
+            for st in d.accepted:
+                expected += st
+        took = assert_exact(rc, prefix, expected, worker)
+        samples = scrape(port)
+        copies = metric(samples, "ldp_duplicate_requests_total")
+        assert sum(d.retried for d in devices) > 0, [d.statuses for d in devices]  # premise
+        assert copies >= 1, [d.statuses for d in devices]   # records written twice, skipped
+        print(f"gateway kill -9: {sum(len(d.accepted) for d in devices)} requests, "
+              f"{sum(d.retried for d in devices)} retried, {copies:.0f} copies skipped; "
+              f"exact {took:.1f} s after the last answer")
+    finally:
+        for d in devices:
+            d.halt.set()
+        gw.stop()
+        worker.stop()
+        proxy.close()
+        r.stop()

@@ -203,7 +203,7 @@ def crash_redis(local_backend: None, shim: Path, tmp_path: Path) -> Any:
         r.stop()
 
 
-def test_redis_kill_9_and_host_crashes_mid_stream_keep_counts_exact(
+def test_redis_kill_9_and_host_crashes_mid_stream_and_while_idle_keep_counts_exact(
         kafka: Any, crash_redis: CrashableRedis, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
     r, topic, prefix = crash_redis, ldp_names["topic"], ldp_names["prefix"]
@@ -214,52 +214,31 @@ def test_redis_kill_9_and_host_crashes_mid_stream_keep_counts_exact(
                            tmp_path / "w.log").start()
     pub = AckedPublisher(kafka.bootstrap, topic, SPEC, rate=RATE, seed=13)
     pub.start()
-    recoveries = []
+    recoveries, cuts = [], []
     try:
         progress(rc, prefix, 2000)
         r.kill()                      # a process crash: the kernel keeps what Redis wrote
         time.sleep(0.3)
         r.start()
         rc = _client(r)
-        for _ in range(2):
+        older = r.durable_sizes()     # an older copy of the AOF: what a restore brings back
+        for _ in range(6):            # host crashes until two of them lost writes
             progress(rc, prefix, 2000)
             before = counted(rc, SPEC, prefix).n
-            r.host_crash()            # the machine: what the last fsync did not cover is gone
+            cut = r.host_crash()      # the machine: what the last fsync did not cover is gone
             r.start()
             rc = _client(r)
+            if not cut:
+                continue
+            cuts.append(cut)
             restored = counted(rc, SPEC, prefix).n
             t0 = time.monotonic()
             wait_for(lambda: counted(rc, SPEC, prefix).n > before, 60,
                      f"the {before - restored} reports Redis lost counted again")
             recoveries.append(time.monotonic() - t0)
-        pub.finish()
-        assert_exact(rc, prefix, pub.expected(), worker)
-        samples = scrape(port)
-        assert all(c > 0 for c in r.crashes), r.crashes   # premise: each crash lost writes
-        assert metric(samples, "ldp_watermark_regressions_total") >= 1
-        assert metric(samples, "ldp_records_lost_total") == 0
-        print(f"host crash mid-stream: back above the pre-crash n in "
-              f"{', '.join(f'{t:.1f}' for t in recoveries)} s; cut {r.crashes} bytes")
-    finally:
-        pub.stop()
-        worker.stop()
-
-
-def test_redis_going_back_while_idle_is_noticed_without_new_traffic(
-        kafka: Any, crash_redis: CrashableRedis, ldp_names: dict[str, str],
-        tmp_path: Path) -> None:
-    r, topic, prefix = crash_redis, ldp_names["topic"], ldp_names["prefix"]
-    rc = _client(r)
-    CollectionCatalog(rc, prefix).register(SPEC)
-    port = free_port()
-    worker = WorkerProcess(worker_env(kafka, r, ldp_names, LDP_METRICS_PORT=str(port)),
-                           tmp_path / "w.log").start()
-    pub = AckedPublisher(kafka.bootstrap, topic, SPEC, rate=RATE, seed=14)
-    pub.start()
-    try:
-        progress(rc, prefix, 4000)
-        older = r.durable_sizes()     # an older copy of the AOF: what a restore brings back
-        progress(rc, prefix, 4000)
+            if len(cuts) == 2:
+                break
+        assert len(cuts) == 2, r.crashes  # premise: the crashes lost flushes
         pub.finish()
         expected = pub.expected()
         assert_exact(rc, prefix, expected, worker)
@@ -268,20 +247,22 @@ def test_redis_going_back_while_idle_is_noticed_without_new_traffic(
         r.start()
         rc = _client(r)
         assert counted(rc, SPEC, prefix) == expected          # kill -9 loses nothing
-        times = []
+        idle = []
         for to in (None, older):      # a host crash just after the end; a restore
             r.host_crash(to)
             r.start()
             rc = _client(r)
             if to is older:           # premise: Redis really went back
                 assert counted(rc, SPEC, prefix).n < expected.n
-            times.append(assert_exact(rc, prefix, expected, worker))
+            idle.append(assert_exact(rc, prefix, expected, worker))
         samples = scrape(port)
-        assert metric(samples, "ldp_watermark_regressions_total") >= 1
+        assert metric(samples, "ldp_watermark_regressions_total") >= 2
         assert metric(samples, "ldp_records_lost_total") == 0
         assert sum(log_offsets(kafka.bootstrap, topic)[1]) == len(pub.sent)  # no new records
-        print(f"Redis back from an older state while idle: exact again in "
-              f"{', '.join(f'{t:.1f}' for t in times)} s (host crash, restore)")
+        print(f"Redis host crash mid-stream: back above the pre-crash n in "
+              f"{', '.join(f'{t:.1f}' for t in recoveries)} s (cut {cuts} bytes); while "
+              f"idle, exact again in {', '.join(f'{t:.1f}' for t in idle)} s (host crash, "
+              "restore from an older AOF)")
     finally:
         pub.stop()
         worker.stop()

@@ -74,6 +74,14 @@ def progress(redis_client: Any, prefix: str, more: int, timeout: float = 60.0) -
     return counted(redis_client, SPEC, prefix).n
 
 
+def resumed(redis_client: Any, prefix: str, since: float, timeout: float = 90.0) -> float:
+    """Seconds from ``since`` (``time.monotonic()``) until the count moves again."""
+    n0 = counted(redis_client, SPEC, prefix).n
+    wait_for(lambda: counted(redis_client, SPEC, prefix).n > n0, timeout,
+             "the count moving again")
+    return time.monotonic() - since
+
+
 def test_a_hole_in_the_log_under_live_traffic_loses_only_the_deleted_records_and_says_so(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
@@ -98,7 +106,9 @@ def test_a_hole_in_the_log_under_live_traffic_loses_only_the_deleted_records_and
         cut = {p: wms.get(p, -1) + 1 + (ends[p] - wms.get(p, -1) - 1) // 2 for p in range(4)}
         delete_records(kafka.bootstrap, topic, cut)
         holes = {p: (wms.get(p, -1) + 1, cut[p]) for p in range(4)}
+        t0 = time.monotonic()
         worker = WorkerProcess(env, tmp_path / "w.log").start()
+        back = resumed(redis_client, prefix, t0)
         progress(redis_client, prefix, 4000)
         pub.finish()
         expected = pub.expected(without=holes)
@@ -112,6 +122,8 @@ def test_a_hole_in_the_log_under_live_traffic_loses_only_the_deleted_records_and
             assert re.search(rf"partition {p} of \S+: records at offsets {lo}\.\.{hi - 1} "
                              "were deleted", worker.output()), worker.output()[-3000:]
         assert lost["records"] == sum(hi - lo for lo, hi in holes.values())
+        print(f"hole in the log: counting {back:.1f} s after the worker's restart; "
+              f"{lost['records']} records lost and said so")
     finally:
         pub.stop()
         worker.stop()
@@ -156,7 +168,7 @@ def test_janitor_rounds_each_followed_by_a_redis_host_crash_release_only_what_st
                            tmp_path / "w.log").start()
     pub = AckedPublisher(kafka.bootstrap, topic, SPEC, rate=RATE, seed=12)
     pub.start()
-    released_rounds = 0
+    released_rounds, recoveries = 0, []
     try:
         progress(rc, prefix, 2000)
         for _ in range(3):
@@ -168,16 +180,20 @@ def test_janitor_rounds_each_followed_by_a_redis_host_crash_release_only_what_st
             while not janitor.release_records():
                 assert time.monotonic() < deadline, janitor.stats
                 time.sleep(0.5)
+            before = counted(rc, SPEC, prefix).n
             r.host_crash()          # right after the release: the last second may be gone
             janitor.close()
             released_rounds += 1
             r.start()
             rc = _client(r)
+            t0 = time.monotonic()
             restored = read_watermarks(rc, topic, prefix)
             first = log_offsets(kafka.bootstrap, topic)[0]
             # nothing was released that Redis does not hold after the crash
             assert all(first[p] <= restored.get(p, -1) + 1 for p in range(4)), (
                 first, restored, r.crashes)
+            wait_for(lambda: counted(rc, SPEC, prefix).n > before, 60, "the lost counted again")
+            recoveries.append(time.monotonic() - t0)
         pub.finish()
         took = assert_exact(rc, prefix, pub.expected(), worker)
         samples = scrape(port)
@@ -185,8 +201,9 @@ def test_janitor_rounds_each_followed_by_a_redis_host_crash_release_only_what_st
         assert metric(samples, "ldp_watermark_regressions_total") >= 1
         assert metric(samples, "ldp_records_lost_total") == 0
         assert read_lost(rc, prefix)["records"] == 0
-        print(f"janitor + host crash: exact {took:.1f} s after the stream ended; "
-              f"cut {r.crashes} bytes")
+        print(f"janitor + host crash: back above the pre-crash n in "
+              f"{', '.join(f'{t:.1f}' for t in recoveries)} s; exact {took:.1f} s after the "
+              f"stream ended; cut {r.crashes} bytes")
     finally:
         pub.stop()
         worker.stop()
@@ -218,9 +235,10 @@ def test_redis_kill_9_and_host_crashes_mid_stream_and_while_idle_keep_counts_exa
     try:
         progress(rc, prefix, 2000)
         r.kill()                      # a process crash: the kernel keeps what Redis wrote
-        time.sleep(0.3)
+        t0 = time.monotonic()
         r.start()
         rc = _client(r)
+        killed = resumed(rc, prefix, t0)
         older = r.durable_sizes()     # an older copy of the AOF: what a restore brings back
         for _ in range(6):            # host crashes until two of them lost writes
             progress(rc, prefix, 2000)
@@ -259,7 +277,8 @@ def test_redis_kill_9_and_host_crashes_mid_stream_and_while_idle_keep_counts_exa
         assert metric(samples, "ldp_watermark_regressions_total") >= 2
         assert metric(samples, "ldp_records_lost_total") == 0
         assert sum(log_offsets(kafka.bootstrap, topic)[1]) == len(pub.sent)  # no new records
-        print(f"Redis host crash mid-stream: back above the pre-crash n in "
+        print(f"Redis kill -9 mid-stream: counting again {killed:.1f} s after the kill; "
+              f"host crash mid-stream: back above the pre-crash n in "
               f"{', '.join(f'{t:.1f}' for t in recoveries)} s (cut {cuts} bytes); while "
               f"idle, exact again in {', '.join(f'{t:.1f}' for t in idle)} s (host crash, "
               "restore from an older AOF)")
@@ -279,15 +298,19 @@ def test_a_worker_killed_nine_times_five_times_mid_stream_keeps_counts_exact(
     pub = AckedPublisher(kafka.bootstrap, topic, SPEC, rate=RATE, seed=15)
     pub.start()
     try:
+        backs = []
         for _ in range(5):
             progress(redis_client, prefix, 1500)  # this worker counts: the kill is mid-stream
             worker.kill9()
+            t0 = time.monotonic()
             worker = WorkerProcess(env, tmp_path / "w.log").start()
+            backs.append(resumed(redis_client, prefix, t0))
         progress(redis_client, prefix, 1500)
         pub.finish()
         took = assert_exact(redis_client, prefix, pub.expected(), worker)
         assert sum(log_offsets(kafka.bootstrap, topic)[1]) == len(pub.sent)
-        print(f"worker kill -9 x5: exact {took:.1f} s after the stream ended")
+        print(f"worker kill -9 x5: counting again {min(backs):.1f}-{max(backs):.1f} s after "
+              f"each kill (restart included); exact {took:.1f} s after the stream ended")
     finally:
         pub.stop()
         worker.stop()
@@ -316,8 +339,10 @@ def test_two_workers_with_a_kill_and_a_join_rebalance_and_keep_counts_exact(
         wait_for(split_in_two, 60, "a and b sharing the partitions")
         progress(redis_client, prefix, 2000)
         a.kill9()                                   # b takes a's partitions after 6 s
+        t0 = time.monotonic()
         wait_for(lambda: owners() == [every], 60, "b owning every partition")
         progress(redis_client, prefix, 2000)
+        takeover = time.monotonic() - t0
         c = WorkerProcess(env, tmp_path / "c.log").start()   # c joins: a rebalance
         wait_for(split_in_two, 60, "b and c sharing the partitions")
         progress(redis_client, prefix, 2000)
@@ -326,7 +351,8 @@ def test_two_workers_with_a_kill_and_a_join_rebalance_and_keep_counts_exact(
         progress(redis_client, prefix, 2000)
         pub.finish()
         took = assert_exact(redis_client, prefix, pub.expected(), b, c)
-        print(f"two workers, kill and join: exact {took:.1f} s after the stream ended")
+        print(f"two workers, kill and join: b counts a's partitions {takeover:.1f} s after "
+              f"the kill; exact {took:.1f} s after the stream ended")
     finally:
         pub.stop()
         for w in (a, b, c):
@@ -359,13 +385,16 @@ def test_a_zombie_worker_stopped_past_its_session_is_fenced_when_it_wakes(
                  60, "the other worker owning every partition")
         progress(redis_client, prefix, 3000)        # ... and flushing past the zombie
         zombie.proc.send_signal(signal.SIGCONT)
+        t0 = time.monotonic()
         wait_for(lambda: metric(scrape(port), "ldp_flush_conflicts_total") >= 1, 60,
                  "the zombie's stale flush refused")
+        fenced = time.monotonic() - t0
         progress(redis_client, prefix, 2000)
         pub.finish()
         took = assert_exact(redis_client, prefix, pub.expected(), zombie, other)
         assert metric(scrape(port), "ldp_watermark_regressions_total") == 0
-        print(f"zombie worker: fenced; exact {took:.1f} s after the stream ended")
+        print(f"zombie worker: fenced {fenced:.1f} s after it woke; exact {took:.1f} s after "
+              "the stream ended")
     finally:
         pub.stop()
         if zombie.proc is not None and zombie.alive():
@@ -388,18 +417,19 @@ def test_the_broker_killed_nine_mid_stream_keeps_counts_exact(
     try:
         progress(redis_client, prefix, 2000)
         kafka.kill()                                # the session's broker: same log dir
+        t_kill = time.monotonic()
         kafka.start()
-        t0 = time.monotonic()
+        restarted = time.monotonic() - t_kill
+        back = resumed(redis_client, prefix, t_kill, timeout=120)
         progress(redis_client, prefix, 2000, timeout=120)
-        back = time.monotonic() - t0
         pub.finish()
         took = assert_exact(redis_client, prefix, pub.expected(), worker)
         assert sum(log_offsets(kafka.bootstrap, topic)[1]) == len(pub.sent)  # each once
         samples = scrape(port)
         assert metric(samples, "ldp_offset_resets_total") == 0   # the log was kept
         assert metric(samples, "ldp_records_lost_total") == 0
-        print(f"broker kill -9: counting again {back:.1f} s after the restart; exact "
-              f"{took:.1f} s after the stream ended")
+        print(f"broker kill -9: broker back in {restarted:.1f} s, counting again {back:.1f} s "
+              f"after the kill; exact {took:.1f} s after the stream ended")
     finally:
         pub.stop()
         worker.stop()
@@ -487,8 +517,10 @@ def test_gateway_killed_nine_while_devices_retry_counts_each_request_once(
     try:
         progress(rc, prefix, 2000)
         gw.kill9()                        # mid-load: answers lost, the devices retry
+        t0 = time.monotonic()
         gw = GatewayProcess(genv, tmp_path / "gw1.log").start()
         where.port = gw.port
+        back = resumed(rc, prefix, t0)
         progress(rc, prefix, 2000)
         topic = ldp_names["topic"]
 
@@ -533,7 +565,8 @@ def test_gateway_killed_nine_while_devices_retry_counts_each_request_once(
         copies = metric(samples, "ldp_duplicate_requests_total")
         assert sum(d.retried for d in devices) > 0, [d.statuses for d in devices]  # premise
         assert copies >= 1, [d.statuses for d in devices]   # records written twice, skipped
-        print(f"gateway kill -9: {sum(len(d.accepted) for d in devices)} requests, "
+        print(f"gateway kill -9: counting again {back:.1f} s after the kill (restart "
+              f"included); {sum(len(d.accepted) for d in devices)} requests, "
               f"{sum(d.retried for d in devices)} retried, {copies:.0f} copies skipped; "
               f"exact {took:.1f} s after the last answer")
     finally:

@@ -328,12 +328,13 @@ class Accumulator:
             pos = self._pos[partition]
         if any(map(_HEADERS, msgs)):
             end = msgs[-1].offset + 1
-            kept = self._uncounted_requests(msgs, pos)
-            if len(kept) < len(msgs):
-                if kept:
-                    self._take(partition, kept, pos)
-                self._pos[partition] = max(self._pos[partition], end)  # past the skipped
-                return
+            kept, names = self._uncounted_requests(msgs, pos)
+            if kept:
+                self._take(partition, kept, pos)
+            # only now (a Redis outage in _take leaves nothing done: read again)
+            self._requests.update(names)
+            self._pos[partition] = max(self._pos[partition], end)  # past the skipped
+            return
         self._take(partition, msgs, pos)
 
     def _take(self, partition: int, msgs: list[Any], pos: int) -> None:
@@ -379,8 +380,10 @@ class Accumulator:
         for (cid, start), group in groups.items():
             self._group(self.codec(cid), cid, start, group)
 
-    def _uncounted_requests(self, msgs: list[Any], pos: int) -> list[Any]:
-        """``msgs`` without the records of gateway requests counted already.
+    def _uncounted_requests(self, msgs: list[Any], pos: int
+                            ) -> tuple[list[Any], dict[str, int]]:
+        """``msgs`` without the records of gateway requests counted already, and the
+        markers (name -> expiry ms) of the requests they count.
 
         A record tagged ``ldp-request: <digest>.<part>.<expiry ms>`` is counted once per
         ``<digest>.<part>``: skipped if Redis has its marker (a flush counted it) or this
@@ -394,15 +397,16 @@ class Accumulator:
                 if tag is not None:
                     tagged.append((i, tag))
         if not tagged:
-            return msgs
+            return msgs, {}
         fresh = [name for _, (name, _) in tagged if name not in self._requests]
         known: set[str] = set()
         if fresh:  # Redis I/O: an outage propagates and the batch is read again
             found = self.redis.mget([self.keys.request(n) for n in fresh])
             known = {n for n, v in zip(fresh, found, strict=True) if v is not None}
         drop = set()
+        names: dict[str, int] = {}
         for i, (name, expires) in tagged:
-            if name in known or name in self._requests:
+            if name in known or name in self._requests or name in names:
                 drop.add(i)
                 cid = message_key(msgs[i])
                 self.stats.duplicate_requests += 1
@@ -410,8 +414,8 @@ class Accumulator:
                 log.info("skipped %s:%d:%d: request %s counted already (a retry)",
                          msgs[i].topic, msgs[i].partition, msgs[i].offset, name)
             else:
-                self._requests[name] = expires
-        return [m for i, m in enumerate(msgs) if i not in drop] if drop else msgs
+                names[name] = expires
+        return ([m for i, m in enumerate(msgs) if i not in drop] if drop else msgs), names
 
     def _one_group(self, partition: int, msgs: list[Any],
                    ts: Callable[[Any], int] | None) -> bool:

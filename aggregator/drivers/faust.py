@@ -361,7 +361,7 @@ class FaustDriver:
                 keep += more
                 if tail2 < 0:
                     return keep
-                gap = None
+                tail, msgs, gap = 0, msgs[tail:][tail2:], None
         if gap is None or gap[0] != exp:
             log.warning("partition %d: record at offset %d beyond the next offset %d (a "
                         "committed offset of the group, or events buffered before a seek): "

@@ -275,3 +275,23 @@ def test_a_flush_counting_a_request_another_worker_counted_is_refused_and_read_a
 
 def _count(acc: Any, name: str, **labels: str) -> float:
     return acc.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def test_a_request_read_while_redis_fails_is_not_taken_for_counted_when_read_again(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    acc, log = _acc(redis_client, ldp_names)
+    asyncio.run(acc.on_partitions_assigned([0]))
+    recs = [Tagged(0, 0, _value(1), headers=_tag("d3.0"))]
+
+    def down(cid: str) -> None:
+        raise ConnectionError("Redis is away")
+    real, acc.codec = acc.codec, down  # type: ignore[method-assign]
+    try:
+        acc.process(0, recs)
+    except ConnectionError:
+        pass
+    else:  # pragma: no cover - the outage must propagate (the driver reads again)
+        raise AssertionError("no error")
+    acc.codec = real  # type: ignore[method-assign]
+    acc.process(0, recs)  # read again: counted, not skipped as a copy
+    assert acc.pending_reports == 3 and acc.stats.duplicate_requests == 0

@@ -338,17 +338,13 @@ class FaustDriver:
         now = time.monotonic()
         if gap is not None and gap[0] == exp and now - gap[2] < HOLE_WAIT_S:
             return keep  # sought back less than a second ago: wait for the re-read events
+        resume = None  # where the partition goes on, past offsets that hold no record
         start = await self.acc.log_start(p)
         if start is not None and start > exp:
             # A hole: [exp, start) left the log before it was counted.
             self.acc.records_lost(p, exp, start)
-            self._gap.pop(p, None)
-            more, exp, tail2 = _split(msgs[tail:], start)
-            keep += more
-            if tail2 < 0:
-                return keep
-            tail, msgs, gap = 0, msgs[tail:][tail2:], None
-        if gap is not None and gap[0] == exp and gap[1] >= HOLE_SEEKS \
+            resume = start
+        elif gap is not None and gap[0] == exp and gap[1] >= HOLE_SEEKS \
                 and gap[1] % HOLE_SEEKS == 0:
             nxt = await self._probe(p, exp)
             if nxt is not None and nxt > exp:
@@ -356,12 +352,14 @@ class FaustDriver:
                             "its log start: transaction markers); going on at %d",
                             p, exp, nxt - 1, nxt)
                 self.acc.skip_empty(p, exp, nxt)
-                self._gap.pop(p, None)
-                more, exp, tail2 = _split(msgs[tail:], nxt)
-                keep += more
-                if tail2 < 0:
-                    return keep
-                tail, msgs, gap = 0, msgs[tail:][tail2:], None
+                resume = nxt
+        if resume is not None:
+            self._gap.pop(p, None)
+            more, exp, tail2 = _split(msgs[tail:], resume)
+            keep += more
+            if tail2 < 0:
+                return keep
+            tail, msgs, gap = 0, msgs[tail:][tail2:], None
         if gap is None or gap[0] != exp:
             log.warning("partition %d: record at offset %d beyond the next offset %d (a "
                         "committed offset of the group, or events buffered before a seek): "

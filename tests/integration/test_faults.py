@@ -74,6 +74,25 @@ def progress(redis_client: Any, prefix: str, more: int, timeout: float = 60.0) -
     return counted(redis_client, SPEC, prefix).n
 
 
+def counting(kafka: Any, redis_server: Any, names: dict[str, str], log: Path, seed: int,
+             **env: str) -> tuple[WorkerProcess, int, AckedPublisher]:
+    """The collection registered, a worker (``/metrics`` on the port returned) counting a
+    steady stream that has started."""
+    import redis
+
+    rc = redis.Redis.from_url(redis_server.url, socket_timeout=10)
+    try:
+        CollectionCatalog(rc, names["prefix"]).register(SPEC)
+    finally:
+        rc.close()
+    port = free_port()
+    worker = WorkerProcess(worker_env(kafka, redis_server, names, LDP_METRICS_PORT=str(port),
+                                      **env), log).start()
+    pub = AckedPublisher(kafka.bootstrap, names["topic"], SPEC, rate=RATE, seed=seed)
+    pub.start()
+    return worker, port, pub
+
+
 def resumed(redis_client: Any, prefix: str, since: float, timeout: float = 90.0) -> float:
     """Seconds from ``since`` (``time.monotonic()``) until the count moves again."""
     n0 = counted(redis_client, SPEC, prefix).n
@@ -86,12 +105,8 @@ def test_a_hole_in_the_log_under_live_traffic_loses_only_the_deleted_records_and
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
     topic, prefix = ldp_names["topic"], ldp_names["prefix"]
-    CollectionCatalog(redis_client, prefix).register(SPEC)
-    port = free_port()
-    env = worker_env(kafka, redis_server, ldp_names, LDP_METRICS_PORT=str(port))
-    worker = WorkerProcess(env, tmp_path / "w.log").start()
-    pub = AckedPublisher(kafka.bootstrap, topic, SPEC, rate=RATE, seed=11)
-    pub.start()
+    worker, port, pub = counting(kafka, redis_server, ldp_names, tmp_path / "w.log", seed=11)
+    env = worker.env
     try:
         progress(redis_client, prefix, 2000)
         worker.kill9()
@@ -162,12 +177,7 @@ def test_janitor_rounds_each_followed_by_a_redis_host_crash_release_only_what_st
 
     r, topic, prefix = crashable, ldp_names["topic"], ldp_names["prefix"]
     rc = _client(r)
-    CollectionCatalog(rc, prefix).register(SPEC)
-    port = free_port()
-    worker = WorkerProcess(worker_env(kafka, r, ldp_names, LDP_METRICS_PORT=str(port)),
-                           tmp_path / "w.log").start()
-    pub = AckedPublisher(kafka.bootstrap, topic, SPEC, rate=RATE, seed=12)
-    pub.start()
+    worker, port, pub = counting(kafka, r, ldp_names, tmp_path / "w.log", seed=12)
     released_rounds, recoveries = 0, []
     try:
         progress(rc, prefix, 2000)
@@ -225,12 +235,7 @@ def test_redis_kill_9_and_host_crashes_mid_stream_and_while_idle_keep_counts_exa
         tmp_path: Path) -> None:
     r, topic, prefix = crash_redis, ldp_names["topic"], ldp_names["prefix"]
     rc = _client(r)
-    CollectionCatalog(rc, prefix).register(SPEC)
-    port = free_port()
-    worker = WorkerProcess(worker_env(kafka, r, ldp_names, LDP_METRICS_PORT=str(port)),
-                           tmp_path / "w.log").start()
-    pub = AckedPublisher(kafka.bootstrap, topic, SPEC, rate=RATE, seed=13)
-    pub.start()
+    worker, port, pub = counting(kafka, r, ldp_names, tmp_path / "w.log", seed=13)
     recoveries, cuts = [], []
     try:
         progress(rc, prefix, 2000)
@@ -292,11 +297,8 @@ def test_a_worker_killed_nine_times_five_times_mid_stream_keeps_counts_exact(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
     topic, prefix = ldp_names["topic"], ldp_names["prefix"]
-    CollectionCatalog(redis_client, prefix).register(SPEC)
-    env = worker_env(kafka, redis_server, ldp_names)
-    worker = WorkerProcess(env, tmp_path / "w.log").start()
-    pub = AckedPublisher(kafka.bootstrap, topic, SPEC, rate=RATE, seed=15)
-    pub.start()
+    worker, _, pub = counting(kafka, redis_server, ldp_names, tmp_path / "w.log", seed=15)
+    env = worker.env
     try:
         backs = []
         for _ in range(5):

@@ -63,7 +63,7 @@ from ldpstream.storage import (
 )
 
 from .config import WorkerSettings
-from .metrics import AggregatorMetrics
+from .metrics import FRESHNESS_SAMPLE, AggregatorMetrics
 
 __all__ = ["Accumulator", "DeadLetterError", "Positions", "WorkerStats", "MAX_MESSAGE_BYTES",
            "DLQ_REQUEST_BYTES", "message_key", "request_tag"]
@@ -203,6 +203,7 @@ class Accumulator:
         self._lost: dict[int, tuple[int, int, int]] = {}
         self._verify_failed = False
         self._requests: dict[str, int] = {}  # ldp-request name -> expiry ms, not yet flushed
+        self._stamps: list[int] = []  # record timestamps (ms) of the delta, sampled
 
     @property
     def producer(self) -> Any:
@@ -339,6 +340,8 @@ class Accumulator:
 
     def _take(self, partition: int, msgs: list[Any], pos: int) -> None:
         """:meth:`process` once the suspect and request checks are done."""
+        step = max(1, len(msgs) // FRESHNESS_SAMPLE)
+        self._stamps.extend(self.timestamp_ms(m) for m in msgs[::step] if m.offset >= pos)
         ts = None if self.timestamp_ms is _ms else self.timestamp_ms
         if msgs[0].offset >= pos and self._one_group(partition, msgs, ts):
             return
@@ -517,6 +520,10 @@ class Accumulator:
         self.stats.counted += total
         self.stats.flushes += 1
         self.stats.last_flush_at = time.time()
+        now_ms = time.time() * 1000
+        for t in self._stamps:
+            if t > 0:
+                self.metrics.freshness.observe(max(0.0, (now_ms - t) / 1000))
         self._clear()
         await self._commit_canary(parts)
         return True
@@ -577,6 +584,7 @@ class Accumulator:
 
     def _clear(self) -> None:
         self._requests.clear()
+        self._stamps.clear()
         self._delta.clear()
         self._ingested.clear()
         self._rejected.clear()

@@ -203,9 +203,9 @@ class IdempotentPosts:
         expires = int((time.time() * 1000) + self.store.ttl_ms)
         slot.dedup = f"{digest}.{{part}}.{expires}"
 
-        def answered(data: bytes, close: bool, head: bool) -> None:
+        def answered(data: bytes, close: bool) -> None:
             task = asyncio.get_running_loop().create_task(
-                self._remember(conn, slot, digest, fp, data, close, head))
+                self._remember(conn, slot, digest, fp, data, close))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         slot.hook = answered
@@ -215,7 +215,7 @@ class IdempotentPosts:
             await conn._post_unknown(slot, origin, keep, body, unknown)
 
     async def _remember(self, conn: Any, slot: Any, digest: str, fp: str, data: bytes,
-                        close: bool, head: bool) -> None:
+                        close: bool) -> None:
         status = int(data[9:12])
         try:
             if status == 202:
@@ -224,4 +224,4 @@ class IdempotentPosts:
                 await self.store.abandon(digest, fp)
         except Exception as exc:  # noqa: BLE001 - the marker expires by itself
             log.warning("idempotency marker not updated: %r", exc)
-        conn._fill(slot, data, close, head)
+        conn._fill(slot, data, close)

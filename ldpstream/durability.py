@@ -19,26 +19,31 @@ once per janitor round, with the strongest proof the Redis it talks to allows:
     succeeded, and Redis did not restart (``run_id``).  Everysec starts an fsync within
     a second of a write, and a write waits at most two seconds for one in progress
     before it counts as delayed: 5 s covers both.
-``WAITAOF`` (Redis ≥ 7.2, Valkey), where it is needed
+``WAITAOF`` (Redis ≥ 7.2, Valkey), where ``CONFIG GET`` is not allowed
     The snapshot script reads the watermarks *and writes* a marker (``P janitor`` field
     ``snap``): WAITAOF waits for the calling client's own writes, hence the marker.
-    ``WAITAOF 1 R`` confirms the ``R`` replicas of ``LDP_RELEASE_MIN_REPLICAS`` (then the
-    margin still applies), and, where ``CONFIG GET`` is not allowed, that the fsync
-    policy fsyncs at all.  WAITAOF alone is *not* taken as proof under ``everysec``:
-    Redis 7.2.2–7.4.2 and Valkey answer it as soon as the write is in the AOF if the last
+    ``WAITAOF 1 0`` confirms that the hidden fsync policy fsyncs at all (then the margin
+    still applies).  WAITAOF alone is *not* taken as proof under ``everysec``: Redis
+    7.2.2–7.4.2 and Valkey answer it as soon as the write is in the AOF if the last
     fsync started less than a second ago (redis/redis#13793); the fault suite's janitor
     test released records this way before the margin replaced it.
 ``none``
-    AOF off, ``appendfsync no`` (the OS decides when to write), no WAITAOF and no
-    ``CONFIG GET`` (a managed Redis), or replicas asked for without WAITAOF: nothing can
-    be proven and the janitor refuses to release (``/readyz``, ``ldp_janitor_releasing``).
+    AOF off, ``appendfsync no`` (the OS decides when to write), or no WAITAOF and no
+    ``CONFIG GET`` (a managed Redis): nothing can be proven and the janitor refuses to
+    release (``/readyz``, ``ldp_janitor_releasing``).
+
+**Replicas** (``LDP_RELEASE_REPLICAS`` = ``R`` > 0; 1 by default with Sentinel): on top
+of the strategy above, the snapshot must be acknowledged by ``R`` replicas.  The snapshot
+script and ``WAIT R timeout`` go in one pipeline, on one connection: the replication
+stream is ordered, so a replica that has the marker has every flush before it.  A
+snapshot the replicas do not acknowledge in time is not released (``last_error`` says
+how many did).  ``WAIT`` works on every Redis version; it proves the replica *received*
+the writes, so a failover to it keeps every released watermark, and a replica is as
+durable on its own disk as its own ``appendfsync`` (give replicas ``appendfsync always``
+where a replica's own crash must not lose them either).
 
 The check is one method, :meth:`DurableWatermarks.durable`; a strategy for another
-topology (Redis Cluster, replicas behind Sentinel) is one more branch there.  Replicas
-are as durable as their own ``appendfsync``: WAITAOF counts a replica once it reports
-the write fsynced, which replicas running ``everysec`` on the versions above may report
-early; give replicas ``appendfsync always`` where a failover must keep every released
-watermark.
+topology (Redis Cluster) is one more branch there.
 """
 
 from __future__ import annotations
@@ -70,13 +75,15 @@ class Verdict:
     ``watermarks``: partition -> watermark proven durable (None: nothing proven this
     round); ``strategy``: how (module docstring); ``releasing``: False when this Redis
     cannot prove durability at all (the janitor refuses and says so); ``reason``: why
-    nothing is proven (empty when ``watermarks`` is set).
+    nothing is proven (empty when ``watermarks`` is set); ``error``: the reason is a
+    failure (replicas short, WAITAOF timed out), not just a wait.
     """
 
     watermarks: dict[int, int] | None
     strategy: str
     releasing: bool
     reason: str = ""
+    error: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,8 +106,9 @@ class DurableWatermarks:
     ----------
     redis
         A sync ``redis.Redis`` client of the aggregator's Redis (its primary).
-    min_replicas
-        Replicas that must also have the watermark in their AOF (WAITAOF only).
+    replicas
+        Replicas that must acknowledge holding the snapshot (``WAIT``), waiting at most
+        ``replica_wait_ms``.
     margin
         Seconds after which an ``everysec`` snapshot may be proven (:data:`FSYNC_MARGIN_S`).
     wait_timeout_ms
@@ -110,26 +118,39 @@ class DurableWatermarks:
     """
 
     def __init__(self, redis: Any, topic: str, prefix: str = DEFAULT_PREFIX, *,
-                 min_replicas: int = 0, margin: float = FSYNC_MARGIN_S,
-                 wait_timeout_ms: int = 5000,
+                 replicas: int = 0, replica_wait_ms: int = 1000,
+                 margin: float = FSYNC_MARGIN_S, wait_timeout_ms: int = 5000,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        if min_replicas < 0:
-            raise ValueError(f"min_replicas must be >= 0, got {min_replicas}")
+        if replicas < 0:
+            raise ValueError(f"replicas must be >= 0, got {replicas}")
         self.redis, self.topic, self.keys = redis, topic, Keys(prefix)
-        self.min_replicas, self.margin = min_replicas, margin
+        self.replicas, self.replica_wait_ms = replicas, replica_wait_ms
+        self.margin = margin
         self.wait_timeout_ms, self.clock = wait_timeout_ms, clock
         self._script: Any = None
         self._waitaof: bool | None = None  # None until tried
         self._pending: _Snapshot | None = None
 
     # -- Redis -------------------------------------------------------------------------
-    def _snapshot(self) -> dict[int, int]:
+    def _snapshot(self) -> tuple[dict[int, int], str]:
+        """Read the watermarks (writing the marker); with replicas, ``WAIT`` for them on
+        the same connection.  Returns the watermarks and "" or, replicas short, ({}, why)."""
         if self._script is None:
             self._script = self.redis.register_script(SNAPSHOT_SCRIPT)
-        flat = self._script(keys=[self.keys.watermarks(self.topic), self.keys.janitor],
-                            args=[int(time.time() * 1000)])
+        keys = [self.keys.watermarks(self.topic), self.keys.janitor]
+        args = [int(time.time() * 1000)]
+        if self.replicas > 0:
+            pipe = self.redis.pipeline(transaction=False)
+            self._script(keys=keys, args=args, client=pipe)
+            pipe.execute_command("WAIT", self.replicas, self.replica_wait_ms)
+            flat, acked = pipe.execute()
+            if int(acked) < self.replicas:
+                return {}, (f"{acked} of {self.replicas} Redis replica(s) acknowledged "
+                            f"within {self.replica_wait_ms} ms")
+        else:
+            flat = self._script(keys=keys, args=args)
         pairs = zip(flat[0::2], flat[1::2], strict=True)
-        return {int(_text(k)): int(_text(v)) for k, v in pairs if ":" not in _text(k)}
+        return {int(_text(k)): int(_text(v)) for k, v in pairs if ":" not in _text(k)}, ""
 
     def _info(self) -> dict[str, str]:
         raw = self.redis.execute_command("INFO", "persistence")
@@ -177,17 +198,15 @@ class DurableWatermarks:
         if fsync is None and self._waitaof is False:
             return self._no_proof()
         if fsync == "always":
-            wms = self._snapshot()  # answered after the fsync of everything before it
-            if self.min_replicas:
-                waited = self._wait_aof()
-                if waited is not None:
-                    return waited
+            wms, short = self._snapshot()  # answered after the fsync of all before it
+            if short:
+                return Verdict(None, "fsync-always", True, short, error=True)
             if str(self._info().get("aof_last_write_status")) != "ok":
                 return Verdict(None, "fsync-always", True, "the last AOF write failed")
             return Verdict(wms, "fsync-always", True)
         if fsync not in (None, "everysec"):
             return Verdict(None, "none", False, f"unknown appendfsync {fsync!r}")
-        return self._margin(before, at, wait=fsync is None or self.min_replicas > 0)
+        return self._margin(before, at, wait=fsync is None)
 
     def _no_proof(self) -> Verdict:
         return Verdict(None, "none", False,
@@ -195,32 +214,28 @@ class DurableWatermarks:
                        "is unknown")
 
     def _wait_aof(self) -> Verdict | None:
-        """WAITAOF for the snapshot just written: None when confirmed, else why not."""
+        """WAITAOF (local fsync) for the snapshot just written: None when confirmed, else
+        why not."""
         from redis.exceptions import ResponseError
 
         try:
-            local, replicas = self.redis.execute_command(
-                "WAITAOF", 1, self.min_replicas, self.wait_timeout_ms)
+            local, _ = self.redis.execute_command("WAITAOF", 1, 0, self.wait_timeout_ms)
         except ResponseError as exc:
             if "unknown command" not in str(exc).lower():
                 raise
             self._waitaof = False
-            if self.min_replicas:
-                return Verdict(None, "none", False,
-                               f"LDP_RELEASE_MIN_REPLICAS={self.min_replicas} needs WAITAOF "
-                               "(Redis >= 7.2 or Valkey) to confirm the replicas")
             return self._no_proof()
         self._waitaof = True
-        if int(local) >= 1 and int(replicas) >= self.min_replicas:
+        if int(local) >= 1:
             return None
         return Verdict(None, "fsync-margin", True,
                        f"WAITAOF did not confirm the snapshot within {self.wait_timeout_ms} "
-                       f"ms (local {local}, replicas {replicas} of {self.min_replicas})")
+                       "ms", error=True)
 
     def _margin(self, before: dict[str, str], at: float, wait: bool) -> Verdict:
         """``before``: INFO read at ``at`` (the proof of the pending snapshot, and the
         baseline of the next one, which is taken after it).  ``wait``: a new snapshot
-        must first be confirmed by WAITAOF (replicas, or an fsync policy CONFIG hides)."""
+        must first be confirmed by WAITAOF (an fsync policy CONFIG hides)."""
         pend, released, reason = self._pending, None, ""
         if pend is not None:
             if (before.get("run_id") != pend.run_id
@@ -236,7 +251,11 @@ class DurableWatermarks:
             else:
                 released, self._pending = pend.watermarks, None
         if self._pending is None and self._quiet(before):
-            wms = self._snapshot()
+            wms, short = self._snapshot()
+            if short:  # not pending: the replicas must acknowledge a later snapshot
+                if released is not None:
+                    return Verdict(released, "fsync-margin", True)
+                return Verdict(None, "fsync-margin", True, short, error=True)
             waited = self._wait_aof() if wait else None
             if waited is not None:
                 return waited if released is None else Verdict(released, "fsync-margin", True)

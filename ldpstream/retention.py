@@ -9,17 +9,21 @@ offset ``<= w`` can go, and nothing above it may.  :class:`Janitor` does both ha
 
 * :meth:`Janitor.release_records`: one Kafka ``DeleteRecords`` request per round that moves
   each partition's log start offset to ``w + 1`` (the request deletes every offset
-  *smaller* than the one given), for watermarks Redis holds **durably** only
-  (:class:`ldpstream.durability.DurableWatermarks`: WAITAOF, ``appendfsync always``, or a
-  proven fsync margin under ``everysec``).  A watermark only in Redis's memory could come
-  back lower after a crash, below records already deleted: those reports would be lost.
-  Where the Redis cannot prove durability (AOF off, ``appendfsync no``…) the janitor
-  refuses to release and says so: a warning, ``ldp_janitor_releasing`` 0, and ``P janitor``
-  (read by the query API's ``/readyz``).  Durable watermarks only move forward, so an
-  offset released once is counted for good.  The broker then drops whole segments below
-  the log start offset (Apache Kafka: at its next retention check).  A broker that does
-  not implement the request (tansu 0.6's storage engines answer it by closing the
-  connection) is noted, logged once and not asked again.
+  *smaller* than the one given), for watermarks that are **durable** only
+  (:class:`ldpstream.durability.DurableWatermarks`), by one rule: on the primary's disk
+  per its persistence setting (``appendfsync always``, a proven fsync margin under
+  ``everysec``, WAITAOF where CONFIG is hidden) **and** acknowledged by ``replicas``
+  Redis replicas (``LDP_RELEASE_REPLICAS``, 1 with Sentinel; ``WAIT`` on the connection
+  that read them).  A watermark only in Redis's memory could come back lower after a
+  crash, and a replica that had not received the last flushes could be promoted: either
+  way below records already deleted, and those reports would be lost.  Where the Redis
+  cannot prove durability (AOF off, ``appendfsync no``…) the janitor refuses to release
+  and says so: a warning, ``ldp_janitor_releasing`` 0, and ``P janitor`` (read by the
+  query API's ``/readyz``).  Durable watermarks only move forward, so an offset released
+  once is counted for good.  The broker then drops whole segments below the log start
+  offset (Apache Kafka: at its next retention check).  A broker that does not implement
+  the request (tansu 0.6's storage engines answer it by closing the connection) is
+  noted, logged once and not asked again.
 * :meth:`Janitor.trim_windows`: a window hash expires by itself (``PEXPIREAT`` at window end
   + retention), but its entry in ``P windows:{id}`` stays; the janitor removes the entries
   of windows that have expired, ``ZREMRANGEBYSCORE … -inf (now - window - retention)``.
@@ -40,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .durability import DurableWatermarks, Verdict
-from .storage import DEFAULT_PREFIX, CollectionCatalog, Keys
+from .storage import DEFAULT_PREFIX, CollectionCatalog, Keys, read_watermarks
 
 __all__ = ["Janitor", "JanitorMetrics", "JanitorStats", "release_offsets"]
 
@@ -125,9 +129,9 @@ class Janitor:
         False: never send DeleteRecords (a broker known not to implement it).
     admin_config
         Extra ``kafka.KafkaAdminClient`` settings (security).
-    min_replicas
-        Replicas that must hold a watermark in their AOF before it is released
-        (``LDP_RELEASE_MIN_REPLICAS``; needs WAITAOF).
+    replicas
+        Release only what this many Redis replicas acknowledge holding (0: the primary's
+        disk is enough), waiting at most ``replica_wait_ms`` per round.
     metrics
         :class:`JanitorMetrics` (default: on a private registry).
     durability
@@ -137,8 +141,8 @@ class Janitor:
     def __init__(self, *, bootstrap: str, redis: Any, topic: str = "ldp-reports",
                  prefix: str = DEFAULT_PREFIX, interval: float = 30.0,
                  release_records: bool = True,
-                 admin_config: Mapping[str, Any] | None = None, min_replicas: int = 0,
-                 metrics: JanitorMetrics | None = None,
+                 admin_config: Mapping[str, Any] | None = None, replicas: int = 0,
+                 replica_wait_ms: int = 1000, metrics: JanitorMetrics | None = None,
                  durability: DurableWatermarks | None = None) -> None:
         if not interval > 0:
             raise ValueError(f"interval must be > 0 seconds, got {interval}")
@@ -150,10 +154,11 @@ class Janitor:
         self.prefix = prefix
         self.interval = float(interval)
         self.admin_config = dict(admin_config or {})
+        self.replicas, self.replica_wait_ms = replicas, replica_wait_ms
         self.stats = JanitorStats(releases_supported=None if release_records else False)
         self.metrics = metrics if metrics is not None else JanitorMetrics()
         self.durability = durability if durability is not None else DurableWatermarks(
-            redis, topic, prefix, min_replicas=min_replicas)
+            redis, topic, prefix, replicas=replicas, replica_wait_ms=replica_wait_ms)
         self._admin: Any = None
         self._refusing: str | None = None
 
@@ -188,7 +193,11 @@ class Janitor:
         if verdict.watermarks is None:
             self.metrics.rounds.labels("refused" if not verdict.releasing else "waiting").inc()
             return {}
-        wanted = release_offsets(verdict.watermarks, self.stats.released)
+        # Read again and keep the smaller of each: a failover or a restart in between may
+        # have put a Redis with older watermarks in place.
+        again = read_watermarks(self.redis, self.topic, self.prefix)
+        wanted = release_offsets({p: min(w, again.get(p, -1))
+                                  for p, w in verdict.watermarks.items()}, self.stats.released)
         if not wanted:
             self.metrics.rounds.labels("nothing").inc()
             return {}
@@ -219,9 +228,12 @@ class Janitor:
 
     def _record(self, verdict: Verdict) -> None:
         """Say what this round's durability check found: stats, metric, ``P janitor``,
-        and a warning when the janitor starts (or stops) refusing."""
+        and a warning when the janitor starts (or stops) refusing, or replicas fall short."""
         self.stats.verdict = verdict
         self.metrics.releasing.set(1 if verdict.releasing else 0)
+        if verdict.error:
+            self.stats.last_error = f"{verdict.reason}: nothing released"
+            log.warning("janitor: %s", self.stats.last_error)
         if not verdict.releasing and self._refusing != verdict.reason:
             log.warning("janitor: not releasing any record of %s: %s. Counted records stay "
                         "on the broker (its own retention applies); see docs/faults.md for "

@@ -3,6 +3,9 @@
 Key layout (``P`` = key prefix, default ``"ldp:"``; every value is plain Redis data)::
 
     P collections                 hash   collection id -> canonical spec JSON (with fingerprint)
+    P collections:version         string bumped (INCR) by every change of ``P collections``, in
+                                         the same atomic step: readers poll it
+                                         (:mod:`ldpstream.catalogue`)
     P state:{id}:{window_start}   hash   "n" -> reports counted; "t" -> wall time (ms) of
                                          the last flush into it; "{i}" -> count of cell i
                                          (i = flat C-order index into the oracle's state_shape;
@@ -23,6 +26,8 @@ Key layout (``P`` = key prefix, default ``"ldp:"``; every value is plain Redis d
                                          (how it proved the watermarks durable), "reason"
                                          (why it refused), "t" (ms); "snap" (ms) is the
                                          write its durability check waits for
+    P private                     set    ids of the private collections (ldpstream.access)
+    P fleet                       string fleet policy JSON {"budget": {...}} (ldpstream.fleet)
 
 A flush is one Lua script (:data:`FLUSH_SCRIPT`): it checks that every touched
 partition's watermark still has the value the worker started from
@@ -63,6 +68,7 @@ __all__ = [
     "read_lost",
     "flush_args",
     "VERSION_SCRIPT",
+    "REGISTER_SCRIPT",
     "since_until_args",
 ]
 
@@ -131,6 +137,17 @@ return {1}
 """
 
 
+REGISTER_SCRIPT = """
+-- KEYS[1] = collections hash, KEYS[2] = its version key; ARGV = id, spec JSON.
+-- Store the spec unless the id exists; a new entry bumps the version in the same step.
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then
+  redis.call('INCR', KEYS[2])
+  return 1
+end
+return 0
+"""
+
+
 class CollectionConflict(ValueError):
     """An id is already registered with a different spec (specs are immutable)."""
 
@@ -144,6 +161,11 @@ class Keys:
     @property
     def collections(self) -> str:
         return f"{self.prefix}collections"
+
+    @property
+    def catalogue_version(self) -> str:
+        """Bumped with every change of :attr:`collections` (see :mod:`ldpstream.catalogue`)."""
+        return f"{self.prefix}collections:version"
 
     def state(self, collection: str, start: int) -> str:
         return f"{self.prefix}state:{collection}:{start}"
@@ -164,6 +186,14 @@ class Keys:
 
     def request(self, name: str) -> str:
         return f"{self.prefix}req:{name}"
+
+    @property
+    def private(self) -> str:
+        return f"{self.prefix}private"
+
+    @property
+    def fleet(self) -> str:
+        return f"{self.prefix}fleet"
 
 
 def check_same_spec(spec: CollectionSpec, existing: CollectionSpec | None) -> None:
@@ -186,10 +216,14 @@ class CollectionCatalog:
     def __init__(self, redis: Any, prefix: str = DEFAULT_PREFIX) -> None:
         self.redis = redis
         self.keys = Keys(prefix)
+        self._register: Any = None
 
     def register(self, spec: CollectionSpec) -> bool:
         """Store ``spec``; True if newly created, False if already there (equal)."""
-        created = bool(self.redis.hsetnx(self.keys.collections, spec.id, spec.to_json()))
+        if self._register is None:
+            self._register = self.redis.register_script(REGISTER_SCRIPT)
+        created = bool(self._register(keys=[self.keys.collections, self.keys.catalogue_version],
+                                      args=[spec.id, spec.to_json()]))
         if created:
             return True
         check_same_spec(spec, self.get(spec.id))
@@ -198,6 +232,17 @@ class CollectionCatalog:
     def register_all(self, specs: Iterable[CollectionSpec]) -> None:
         for spec in specs:
             self.register(spec)
+
+    def mark_private(self, collection: str, private: bool) -> None:
+        """Mark a collection private (readable only with a token naming it) or public."""
+        if private:
+            self.redis.sadd(self.keys.private, collection)
+        else:
+            self.redis.srem(self.keys.private, collection)
+
+    def private_ids(self) -> set[str]:
+        return {k.decode() if isinstance(k, bytes) else str(k)
+                for k in self.redis.smembers(self.keys.private)}
 
     def get(self, collection: str) -> CollectionSpec | None:
         raw = self.redis.hget(self.keys.collections, collection)

@@ -15,6 +15,7 @@ from ldpstream.settings import (
     ConfigError,
     env_float,
     env_int,
+    env_origins,
     env_redis_prefix,
     env_redis_url,
 )
@@ -40,6 +41,13 @@ class ApiSettings:
     LDP_CACHE_ENTRIES           1024                        estimate cache size (per state version)
     LDP_MAX_STALE_MS            2000                        serve a previous version's answer this
                                                             long while the new one is computed
+    LDP_READ_TOKENS             (unset: reads are open)     file of SHA-256 hashes of read tokens,
+                                                            re-read on change (ldpstream.access)
+    LDP_API_METRICS_PORT        0 (on the API's port)       serve /metrics on this port instead
+    LDP_API_METRICS_HOST        LDP_API_HOST                bind address of that port
+    LDP_CORS_ORIGINS            (unset: CORS off)           browser origins (comma separated
+                                                            http(s)://host[:port]; ``*`` = any,
+                                                            for the read routes only)
     ==========================  ==========================  ========================================
 
     Redis credentials and TLS files: ``LDP_REDIS_PASSWORD`` etc., see
@@ -55,7 +63,11 @@ class ApiSettings:
     cache_entries: int = 1024
     version_ttl_s: float = 0.05
     max_stale_s: float = 2.0
+    cors_origins: tuple[str, ...] = ()
     redis_options: RedisOptions = RedisOptions()
+    read_tokens: str | None = None
+    metrics_port: int = 0
+    metrics_host: str = "127.0.0.1"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ApiSettings:
@@ -77,5 +89,20 @@ class ApiSettings:
             cache_entries=env_int(env, "LDP_CACHE_ENTRIES", cls.cache_entries, 1, 1_000_000),
             version_ttl_s=env_int(env, "LDP_VERSION_TTL_MS", 50, 0, 60_000) / 1000,
             max_stale_s=env_int(env, "LDP_MAX_STALE_MS", 2000, 0, 3_600_000) / 1000,
+            cors_origins=env_origins(env, "LDP_CORS_ORIGINS"),
             redis_options=RedisOptions.from_env(env, url=url),
+            read_tokens=_read_tokens(env),
+            metrics_port=env_int(env, "LDP_API_METRICS_PORT", 0, 0, 65535),
+            metrics_host=(env.get("LDP_API_METRICS_HOST") or env.get("LDP_API_HOST")
+                          or cls.metrics_host),
         )
+
+
+def _read_tokens(env: Mapping[str, str]) -> str | None:
+    """``LDP_READ_TOKENS``: the token file, read once now so a bad one fails at start-up."""
+    from ldpstream.access import TokenFile
+
+    path = env.get("LDP_READ_TOKENS") or None
+    if path is not None:
+        TokenFile(path)
+    return path

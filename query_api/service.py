@@ -22,7 +22,8 @@ import ldpcore
 from ldpcore.collection import CollectionSpec
 
 from .config import ApiSettings
-from .errors import NotEnoughReports, NotFound, Unavailable
+from .errors import NotEnoughReports, Unavailable, unknown_collection
+from .fleet import FleetView
 from .metrics import ApiMetrics
 from .store import StateVersion, Store
 
@@ -65,6 +66,7 @@ class Service:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-estimate")
         self._oracles: dict[str, Any] = {}
         self._versions: dict[Any, tuple[float, StateVersion]] = {}
+        self.fleet = FleetView(store)
 
     async def call(self, aw: Awaitable[Any]) -> Any:
         """Await a Redis call; an unreachable Redis becomes :class:`Unavailable` (503)."""
@@ -85,8 +87,7 @@ class Service:
         """The collection, or :class:`NotFound` naming how to list them."""
         spec: CollectionSpec | None = await self.call(self.store.get(cid))
         if spec is None:
-            raise NotFound(f"no collection {cid!r}; GET /v1/collections lists them",
-                           parameter="id")
+            raise unknown_collection(cid)
         return spec
 
     def oracle(self, spec: CollectionSpec) -> Any:
@@ -146,18 +147,23 @@ class Service:
         hit = self.cache.get(key)
         if hit is not None:
             self.metrics.cache_hits.inc()
-            return hit, "hit", version.tag
+            return await self.stated(spec, hit), "hit", version.tag
         qkey = (spec.id, spec.fingerprint, query, params, since, until)
         latest = self._latest.get(qkey)
         if (allow_stale and latest is not None
                 and time.monotonic() - latest[0] <= self.settings.max_stale_s):
             self.metrics.cache_hits.inc()
             self._start(key, qkey, spec, version, since, until, compute)
-            return latest[1], "stale", latest[2]
+            return await self.stated(spec, latest[1]), "stale", latest[2]
         self.metrics.cache_misses.inc()
         body: bytes = await asyncio.shield(
             self._start(key, qkey, spec, version, since, until, compute))
-        return body, "miss", version.tag
+        return await self.stated(spec, body), "miss", version.tag
+
+    async def stated(self, spec: CollectionSpec, body: bytes) -> bytes:
+        """An answer with the fleet's privacy budget stated (:mod:`query_api.fleet`)."""
+        out: bytes = await self.call(self.fleet.stated(spec, body))
+        return out
 
     def _start(self, key: Any, qkey: Any, spec: CollectionSpec, version: StateVersion,
                since: float | None, until: float | None, compute: Compute

@@ -282,5 +282,6 @@ async def series(
             "method": shown, "confidence": confidence, "window_seconds": w,
             "bucket_seconds": bucket, "since": since, "until": end,
             "min_reports": spec.min_reports, "series": series_names,
+            "budget": await svc.call(svc.fleet.fields(spec)),
             "as_of": (_iso(version.last_flush_ms / 1000) if version.last_flush_ms else None),
             "points": out}

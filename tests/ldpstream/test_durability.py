@@ -115,17 +115,19 @@ def test_without_config_nor_waitaof_nothing_is_proven(server: Any) -> None:
     assert not v.releasing and "CONFIG GET is not allowed" in v.reason
 
 
-@pytest.mark.parametrize("server", [("valkey", *AOF_EVERYSEC)], indirect=True)
-def test_waitaof_waits_for_missing_replicas_without_refusing(server: Any) -> None:
+@pytest.mark.parametrize("server", [("redis", *AOF_EVERYSEC)], indirect=True)
+def test_missing_replicas_make_the_round_wait_without_refusing(server: Any) -> None:
     _set(server, p0=3)
-    d = DurableWatermarks(server, "t", min_replicas=1, wait_timeout_ms=200)
+    d = DurableWatermarks(server, "t", replicas=1, replica_wait_ms=100)
     for _ in range(50):  # a round with an fsync in progress takes no snapshot
         v = d.durable()
         assert v.watermarks is None and v.releasing
-        if "replicas 0 of 1" in v.reason:
+        if v.error:
             break
         time.sleep(0.05)
-    assert "replicas 0 of 1" in v.reason, v
+    assert v.error and "0 of 1 Redis replica(s) acknowledged" in v.reason, v
+    d.clock = lambda: time.monotonic() + 3600  # no snapshot became pending meanwhile
+    assert d.durable().watermarks is None
 
 
 @pytest.mark.parametrize("server", [("redis", "--appendonly", "yes", "--appendfsync", "always")],
@@ -186,7 +188,12 @@ def test_a_redis_that_cannot_prove_durability_is_refused_and_the_janitor_says_so
     assert "not releasing any record of t" in caplog.text
 
 
-@pytest.mark.parametrize("server", [("redis", *AOF_EVERYSEC)], indirect=True)
-def test_replicas_without_waitaof_are_refused(server: Any) -> None:
-    v = DurableWatermarks(server, "t", min_replicas=1).durable()
-    assert not v.releasing and "WAITAOF" in v.reason
+@pytest.mark.parametrize("server", [("redis", "--appendonly", "yes", "--appendfsync", "always")],
+                         indirect=True)
+def test_replicas_are_asked_with_wait_on_every_redis_version(server: Any) -> None:
+    # Redis 7.0 has no WAITAOF: the replicas are confirmed with WAIT, on top of the fsync
+    _set(server, p0=4)
+    v = DurableWatermarks(server, "t", replicas=1, replica_wait_ms=100).durable()
+    assert v.watermarks is None and v.releasing and v.error
+    assert "0 of 1 Redis replica(s)" in v.reason
+    assert DurableWatermarks(server, "t").durable().watermarks == {0: 4}

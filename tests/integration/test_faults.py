@@ -6,7 +6,9 @@ scenario deletes some), and proves its premise: the stream made progress between
 faults, and the metrics the docs name for the fault are asserted.  docs/faults.md
 lists what each fault does, what a user sees, and the recovery times these tests print.
 
-Select them with ``-m faults``; they share the session's broker.
+Select them with ``-m faults``; they share the session's broker.  To keep CI short each
+scenario's run on its second engine is marked ``faults_full`` and left out unless
+``LDP_FAULTS_FULL=1`` (``LDP_FAULTS_FULL=1 pytest -m faults`` runs all of them).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ldpcore.collection import CollectionSpec
 from ldpstream.dev.servers import free_port
 from ldpstream.storage import CollectionCatalog, read_lost, read_watermarks
 
+from .conftest import ENGINES
 from .faults import (
     AckedPublisher,
     CrashableRedis,
@@ -39,6 +42,17 @@ from .faults import (
 from .helpers import WorkerProcess, group_assignment, log_offsets, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults, pytest.mark.brokers("kafka")]
+
+
+def engines(ci: str) -> pytest.MarkDecorator:
+    """Run a scenario on every engine of the session; the run on the engine other than
+    ``ci`` is marked ``faults_full``: left out unless ``LDP_FAULTS_FULL=1`` (CI time: each
+    fault kind runs once in CI, both engines among them; see docs/faults.md).  A session
+    narrowed to the other engine (``LDP_TEST_ENGINES``) runs it there."""
+    return pytest.mark.parametrize("engine", [
+        pytest.param(e, marks=() if e == ci or ci not in ENGINES else pytest.mark.faults_full)
+        for e in ENGINES], indirect=True)
+
 
 SPEC = CollectionSpec.from_dict({"id": "fault", "oracle": {"mechanism": "olh", "epsilon": 1.5},
                                  "domain": {"kind": "integers", "low": 0, "high": 63}})
@@ -101,6 +115,7 @@ def resumed(redis_client: Any, prefix: str, since: float, timeout: float = 90.0)
     return time.monotonic() - since
 
 
+@engines(ci='faust')  # fault 1 is the Faust driver's
 def test_a_hole_in_the_log_under_live_traffic_loses_only_the_deleted_records_and_says_so(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
@@ -170,6 +185,7 @@ def _client(r: Any) -> Any:
     return redis.Redis.from_url(r.url, socket_timeout=10, socket_connect_timeout=5)
 
 
+@engines(ci='faust')  # Debian's redis 7.0, as `ldpstream up` runs it
 def test_janitor_rounds_each_followed_by_a_redis_host_crash_release_only_what_stays_counted(
         kafka: Any, crashable: CrashableRedis, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
@@ -230,6 +246,7 @@ def crash_redis(local_backend: None, shim: Path, tmp_path: Path) -> Any:
         r.stop()
 
 
+@engines(ci='faust')  # the default engine
 def test_redis_kill_9_and_host_crashes_mid_stream_and_while_idle_keep_counts_exact(
         kafka: Any, crash_redis: CrashableRedis, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
@@ -293,6 +310,7 @@ def test_redis_kill_9_and_host_crashes_mid_stream_and_while_idle_keep_counts_exa
 
 
 # ---- workers: kill -9, rebalances, a zombie; the broker: kill -9 ---------------------------
+@engines(ci='faust')  # the suspect-partition flush was the Faust driver's
 def test_a_worker_killed_nine_times_five_times_mid_stream_keeps_counts_exact(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
@@ -318,6 +336,7 @@ def test_a_worker_killed_nine_times_five_times_mid_stream_keeps_counts_exact(
         worker.stop()
 
 
+@engines(ci='faust')  # Faust's own rebalance handling
 def test_two_workers_with_a_kill_and_a_join_rebalance_and_keep_counts_exact(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
@@ -362,6 +381,7 @@ def test_two_workers_with_a_kill_and_a_join_rebalance_and_keep_counts_exact(
                 w.stop()
 
 
+@engines(ci='aiokafka')  # the fencing is the accumulator's
 def test_a_zombie_worker_stopped_past_its_session_is_fenced_when_it_wakes(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
@@ -504,6 +524,7 @@ class RetryingDevice(threading.Thread):
             self.error = exc
 
 
+@engines(ci='aiokafka')  # the deduplication is the accumulator's
 def test_gateway_killed_nine_while_devices_retry_counts_each_request_once(
         kafka: Any, local_backend: None, ldp_names: dict[str, str], tmp_path: Path) -> None:
     import signal

@@ -11,13 +11,25 @@ time, in offset order.  Everything that decides what is counted lives here:
   being the record's timestamp (milliseconds, :func:`ldpcore.collection.window_start`);
 * replay skipping: per partition, the next offset to accept; a record below it
   was counted already;
+* gateway requests with an ``Idempotency-Key`` (header ``ldp-request``): a record
+  whose request and part is counted already (``P req:…``, written by the flush that
+  counted it) is skipped, however often a retry wrote it to the log;
 * dead letters (``ldp-reason``, ``ldp-error``, ``ldp-source`` headers), which the
   broker must acknowledge before a flush commits;
 * the flush, one :data:`ldpstream.storage.FLUSH_SCRIPT` call: the delta and the
   partition watermarks, atomically, if every watermark is still what this worker
   last saw (compare-and-set); otherwise the delta is dropped and every partition
   restarts from its Redis watermark;
-* the broker-lost-its-log check (a "suspect" partition, see :meth:`check_suspect`).
+* the broker-lost-its-log check (a "suspect" partition, see :meth:`check_suspect`);
+* holes in the log (:meth:`records_lost`, :meth:`check_jumps`): records deleted before
+  they were counted (retention or ``DeleteRecords`` ahead of the worker) are never
+  silent: the flush that moves the watermark past them records them in Redis
+  (``P lost``), ``ldp_records_lost_total`` counts them and a warning names the range.
+  Only offsets below the broker's log start are taken for lost; anything still in
+  the log is read;
+* Redis going back (a crash that lost its last writes): every flush interval without
+  anything to flush, the watermarks are read back; one below what this worker flushed
+  makes the partition restart from it (``ldp_watermark_regressions_total``).
 
 The driver owns the Kafka clients and tells the accumulator how to reach them
 through a :class:`Positions` object (seek, read and commit the group's offsets).
@@ -54,7 +66,7 @@ from .config import WorkerSettings
 from .metrics import FRESHNESS_SAMPLE, AggregatorMetrics
 
 __all__ = ["Accumulator", "DeadLetterError", "Positions", "WorkerStats", "MAX_MESSAGE_BYTES",
-           "DLQ_REQUEST_BYTES", "message_key"]
+           "DLQ_REQUEST_BYTES", "message_key", "request_tag"]
 
 log = logging.getLogger("ldpstream.aggregator")
 
@@ -82,6 +94,12 @@ class Positions(Protocol):
 
     async def commit(self, offsets: Mapping[int, int]) -> None:
         """Store offsets in the broker (a canary of a lost log, never read as positions)."""
+
+    async def log_start(self, partition: int) -> int:
+        """The partition's log start offset: the first offset the broker still holds."""
+
+    async def next_offset(self, partition: int, offset: int) -> int | None:
+        """The offset of the first record at or after ``offset`` (None: none came)."""
 
 
 @dataclass
@@ -119,9 +137,15 @@ class WorkerStats:
     last_flush_at: float | None = None
     messages: int = 0
     skipped_replays: int = 0
+    duplicate_requests: int = 0
+    """Records of gateway requests counted already (a retry written again), skipped."""
     stale_events: int = 0
     """Records of an earlier consumer generation, dropped (they are fetched again)."""
     offset_resets: list[tuple[int, int, int]] = field(default_factory=list)
+    records_lost: int = 0
+    """Records deleted from the log before they were counted (flushed to ``P lost``)."""
+    regressions: int = 0
+    """Watermarks found below what this worker had flushed (Redis went back)."""
     last_tick: float = field(default_factory=time.monotonic)
     """``time.monotonic()`` of the consume loop's last turn (liveness)."""
 
@@ -175,6 +199,10 @@ class Accumulator:
         self._producer: Any = None
         self._lock = asyncio.Lock()
         self._suspect: dict[int, tuple[int, int]] = {}
+        # partition -> (records, first, last offset of the last range): lost, not yet flushed
+        self._lost: dict[int, tuple[int, int, int]] = {}
+        self._verify_failed = False
+        self._requests: dict[str, int] = {}  # ldp-request name -> expiry ms, not yet flushed
         self._stamps: list[int] = []  # record timestamps (ms) of the delta, sampled
 
     @property
@@ -299,6 +327,19 @@ class Accumulator:
         if partition in self._suspect:
             self.check_suspect(partition, msgs[0])
             pos = self._pos[partition]
+        if any(map(_HEADERS, msgs)):
+            end = msgs[-1].offset + 1
+            kept, names = self._uncounted_requests(msgs, pos)
+            if kept:
+                self._take(partition, kept, pos)
+            # only now (a Redis outage in _take leaves nothing done: read again)
+            self._requests.update(names)
+            self._pos[partition] = max(self._pos[partition], end)  # past the skipped
+            return
+        self._take(partition, msgs, pos)
+
+    def _take(self, partition: int, msgs: list[Any], pos: int) -> None:
+        """:meth:`process` once the suspect and request checks are done."""
         step = max(1, len(msgs) // FRESHNESS_SAMPLE)
         self._stamps.extend(self.timestamp_ms(m) for m in msgs[::step] if m.offset >= pos)
         ts = None if self.timestamp_ms is _ms else self.timestamp_ms
@@ -342,6 +383,43 @@ class Accumulator:
         for (cid, start), group in groups.items():
             self._group(self.codec(cid), cid, start, group)
 
+    def _uncounted_requests(self, msgs: list[Any], pos: int
+                            ) -> tuple[list[Any], dict[str, int]]:
+        """``msgs`` without the records of gateway requests counted already, and the
+        markers (name -> expiry ms) of the requests they count.
+
+        A record tagged ``ldp-request: <digest>.<part>.<expiry ms>`` is counted once per
+        ``<digest>.<part>``: skipped if Redis has its marker (a flush counted it) or this
+        delta holds it; otherwise its marker goes with the next flush, which refuses to
+        commit if another worker counted the same request meanwhile.
+        """
+        tagged = []
+        for i, m in enumerate(msgs):
+            if m.offset >= pos:
+                tag = request_tag(m)
+                if tag is not None:
+                    tagged.append((i, tag))
+        if not tagged:
+            return msgs, {}
+        fresh = [name for _, (name, _) in tagged if name not in self._requests]
+        known: set[str] = set()
+        if fresh:  # Redis I/O: an outage propagates and the batch is read again
+            found = self.redis.mget([self.keys.request(n) for n in fresh])
+            known = {n for n, v in zip(fresh, found, strict=True) if v is not None}
+        drop = set()
+        names: dict[str, int] = {}
+        for i, (name, expires) in tagged:
+            if name in known or name in self._requests or name in names:
+                drop.add(i)
+                cid = message_key(msgs[i])
+                self.stats.duplicate_requests += 1
+                self.metrics.duplicates.labels(cid).inc()
+                log.info("skipped %s:%d:%d: request %s counted already (a retry)",
+                         msgs[i].topic, msgs[i].partition, msgs[i].offset, name)
+            else:
+                names[name] = expires
+        return ([m for i, m in enumerate(msgs) if i not in drop] if drop else msgs), names
+
     def _one_group(self, partition: int, msgs: list[Any],
                    ts: Callable[[Any], int] | None) -> bool:
         """The common case in C-speed passes: no replay, one key, one window.
@@ -384,9 +462,13 @@ class Accumulator:
             return await self._flush_locked()
 
     async def _flush_locked(self) -> bool:
+        # A suspect partition's position is provisional (0, until its first record says
+        # whether the log is new): flushing it would write watermark -1 over w, and the next
+        # worker would count the partition again from its start.
         parts = {p: (self._flushed.get(p, -1), pos - 1) for p, pos in self._pos.items()
-                 if pos - 1 != self._flushed.get(p, -1)}
+                 if pos - 1 != self._flushed.get(p, -1) and p not in self._suspect}
         if not parts and not self._delta:
+            await self._verify_watermarks()
             return False
         if self._dead:
             await self._send_dead_letters()
@@ -395,18 +477,37 @@ class Accumulator:
             codec = self._codecs[cid]
             expire_ms = (start + codec.spec.window_seconds + codec.spec.retention_seconds) * 1000
             deltas[(cid, start)] = (n, counts, expire_ms)
+        lost = {p: self._lost[p] for p in parts if p in self._lost}
         keys, args = flush_args(self.keys, self.s.reports_topic, parts, deltas,
-                                int(self.clock() * 1000))
+                                int(self.clock() * 1000), lost=lost, requests=self._requests)
         t0 = time.perf_counter()
         res = await asyncio.to_thread(self.flush_script, keys=keys, args=args)
         self.metrics.flush_seconds.observe(time.perf_counter() - t0)
-        if int(res[0]) != 1:
+        if int(res[0]) != 1 and _text(res[1]) == "request":
+            # another worker counted a copy of one of these requests (written to another
+            # partition): read again; the marker now says to skip it
             self.stats.conflicts += 1
             self.metrics.conflicts.inc()
-            log.warning("flush refused: watermark of partition %s is %s, not what this worker "
-                        "saw; dropping the delta and re-seeking", res[1], res[2])
+            log.warning("flush refused: %s is counted already; dropping the delta and "
+                        "re-seeking", _text(res[2]))
             await self.reset_to_redis()
             return False
+        if int(res[0]) != 1:
+            p, cur = int(res[1]), int(res[2])
+            if cur < parts[p][0]:  # Redis lost writes (crash, restore): not another worker
+                self._regressed(p, parts[p][0], cur)
+            else:
+                self.stats.conflicts += 1
+                self.metrics.conflicts.inc()
+                log.warning("flush refused: watermark of partition %s is %s, not what this "
+                            "worker saw; dropping the delta and re-seeking", p, cur)
+            await self.reset_to_redis()
+            return False
+        topic = self.s.reports_topic
+        for p, (count, _, _) in lost.items():
+            self.metrics.records_lost.labels(topic, str(p)).inc(count)
+            self.stats.records_lost += count
+            self._lost.pop(p, None)
         total = self._pending_reports
         for cid, n in self._ingested.items():
             self.metrics.ingested.labels(cid).inc(n)
@@ -482,6 +583,7 @@ class Accumulator:
             log.debug("offset commit skipped: %s", exc)
 
     def _clear(self) -> None:
+        self._requests.clear()
         self._stamps.clear()
         self._delta.clear()
         self._ingested.clear()
@@ -492,6 +594,113 @@ class Accumulator:
         """Forget the un-flushed delta and dead letters (their records are read again)."""
         self._clear()
         self._dead.clear()
+        self._lost.clear()  # found again when the partitions are read again
+
+    # ---- Redis going back -----------------------------------------------------------------
+    async def _verify_watermarks(self) -> None:
+        """Nothing to flush: check that Redis still holds the watermarks this worker flushed.
+
+        Redis that lost its last writes (a host crash under ``appendfsync everysec``, a
+        restore from an older file) comes back with lower watermarks and the counts of
+        those flushes gone; the records are still in Kafka.  Without new traffic no flush
+        would notice (its compare-and-set would), so this read does, once per flush
+        interval: the partitions concerned restart from the restored watermarks.
+        """
+        if not self._flushed:
+            return
+        try:
+            wms = await asyncio.to_thread(read_watermarks, self.redis, self.s.reports_topic,
+                                          self.s.redis_prefix)
+        except Exception as exc:  # Redis away: said once, tried again next interval
+            self.metrics.redis_up.set(0)
+            if not self._verify_failed:
+                log.warning("reading the watermarks back failed: %r", exc)
+            self._verify_failed = True
+            return
+        self._verify_failed = False
+        self.metrics.redis_up.set(1)
+        behind = [p for p, w in self._flushed.items() if wms.get(p, -1) < w]
+        if not behind:
+            return
+        for p in behind:
+            self._regressed(p, self._flushed[p], wms.get(p, -1))
+        await self.reset_to_redis(behind)
+
+    def _regressed(self, partition: int, flushed: int, found: int) -> None:
+        self.stats.regressions += 1
+        self.metrics.regressions.labels(self.s.reports_topic, str(partition)).inc()
+        log.error("partition %d: Redis holds watermark %d, below the %d this worker flushed "
+                  "(Redis lost its last writes: a crash or a restore); reading the partition "
+                  "again from offset %d", partition, found, flushed, found + 1)
+
+    # ---- holes in the log ----------------------------------------------------------------
+    async def log_start(self, partition: int) -> int | None:
+        """The broker's log start offset of ``partition`` (None if it cannot say now)."""
+        if self.positions is None:
+            return None
+        try:
+            return await self.positions.log_start(partition)
+        except Exception as exc:
+            log.warning("partition %d: asking the broker for its log start failed: %r",
+                        partition, exc)
+            return None
+
+    def records_lost(self, partition: int, first: int, end: int) -> None:
+        """Records ``[first, end)`` of ``partition`` left the log before they were counted.
+
+        The position moves to ``end``.  The next flush records the loss in Redis with the
+        watermark that passes it (``P lost``, read by the query API), and then
+        ``ldp_records_lost_total`` moves: a loss found again after a crash or a conflict
+        is recorded once, like a count.
+        """
+        pos = self._pos.get(partition)
+        if pos is None:
+            return
+        self._pos[partition] = max(pos, end)
+        if partition in self._suspect:
+            # read from the start to see whether the log is a new one (check_suspect): if it
+            # is the same log, what the watermark covers was counted, not lost
+            first = max(first, self._suspect[partition][0] + 1)
+        if end <= first:
+            return
+        count = self._lost.get(partition, (0, 0, 0))[0]
+        self._lost[partition] = (count + end - first, first, end - 1)
+        log.warning("partition %d of %s: records at offsets %d..%d were deleted from the log "
+                    "before they were counted (retention or DeleteRecords ran ahead of the "
+                    "workers): %d record(s) lost; the collections of this topic miss their "
+                    "reports (ldp_records_lost_total, the answers' lost_records)",
+                    partition, self.s.reports_topic, first, end - 1, end - first)
+
+    def skip_empty(self, partition: int, first: int, end: int) -> None:
+        """Offsets ``[first, end)`` hold no record (the log was probed there): go on at ``end``."""
+        if self._pos.get(partition) == first and end > first:
+            self._pos[partition] = end
+
+    async def check_jumps(self, partition: int, msgs: list[Any]) -> None:
+        """Before :meth:`process`: account for the offsets ``msgs`` jump over.
+
+        A driver reading the log as it is (aiokafka) gets, after its position left the
+        log (``auto_offset_reset=earliest``), the records from the new log start on: the
+        offsets below that start are :meth:`records_lost`; a jump above it (transaction
+        markers) loses nothing.  Raises when the broker cannot say where its log starts:
+        the driver then reads the partition again from its position.
+        """
+        pos = self._pos.get(partition)
+        if pos is None or not msgs:
+            return
+        if msgs[0].offset == pos and msgs[-1].offset - pos + 1 == len(msgs):
+            return  # contiguous from the position: the common case
+        exp = pos
+        for m in msgs:
+            off = m.offset
+            if off > exp:
+                start = await self.log_start(partition)
+                if start is None:
+                    raise RuntimeError(f"partition {partition}: records jump from offset "
+                                       f"{exp} to {off} and the log start is unknown")
+                if start > exp:
+                    self.records_lost(partition, exp, min(start, off))
+            exp = max(exp, off + 1)
 
     async def reset_to_redis(self, partitions: list[int] | None = None) -> None:
         """Drop the delta and restart every (given) partition from its Redis watermark."""
@@ -506,10 +715,13 @@ class Accumulator:
         # old position must not meet a new _pos (they would be taken for a jump and the
         # re-fetched ones for replays: reports lost in a rebalance, seen on Apache Kafka).
         committed_of: dict[int, Any] = {}
+        starts: dict[int, int | None] = {}
         if self.positions is not None:
             for p in parts:
                 if wms.get(p, -1) >= 0:
                     committed_of[p] = await self.positions.committed(p)
+                # records deleted while nobody read the partition: known before any arrives
+                starts[p] = await self.log_start(p)
         for p in parts:
             w = wms.get(p, -1)
             self._flushed[p] = w
@@ -526,7 +738,10 @@ class Accumulator:
                 seeks[p] = 0
             else:
                 self._suspect.pop(p, None)
-                seeks[p] = w + 1
+                start = starts.get(p)
+                if start is not None and start > w + 1:
+                    self.records_lost(p, w + 1, start)
+                seeks[p] = self._pos[p]
         if seeks and self.positions is not None:
             await self.positions.seek(seeks)
 
@@ -542,6 +757,7 @@ class Accumulator:
             self._pos.pop(p, None)
             self._flushed.pop(p, None)
             self._suspect.pop(p, None)
+            self._lost.pop(p, None)
             with contextlib.suppress(KeyError):  # another worker reports its lag now
                 self.metrics.lag.remove(self.s.reports_topic, str(p))
 
@@ -568,8 +784,8 @@ class Accumulator:
         if first.offset <= w and self.timestamp_ms(first) > flushed_at_ms:
             self._pos[partition] = first.offset
             self._log_reset(partition, w, first.offset)
-        else:
-            self._pos[partition] = w + 1  # same log: skip what is counted
+        else:  # same log: skip what is counted (a hole found meanwhile may be beyond it)
+            self._pos[partition] = max(self._pos[partition], w + 1)
 
     def _log_reset(self, partition: int, w: int, first_offset: int) -> None:
         log.error("partition %d restarted at offset %d below watermark %d: the broker lost its "
@@ -599,6 +815,35 @@ class Accumulator:
 
 
 _KEY = attrgetter("key")
+
+
+def _HEADERS(m: Any) -> Any:  # noqa: N802 - a getter like the others
+    return getattr(m, "headers", None)
+
+
+def _text(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def request_tag(msg: Any) -> tuple[str, int] | None:
+    """``(name, expiry ms)`` of a record's ``ldp-request`` header (None: none, or garbled).
+
+    >>> class R: headers = [("ldp-request", b"ab12.0.1700000000000")]
+    >>> request_tag(R())
+    ('ab12.0', 1700000000000)
+    """
+    headers = getattr(msg, "headers", None)
+    if not headers:
+        return None
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    for k, v in items:
+        if k == "ldp-request" or k == b"ldp-request":
+            raw = v.decode("ascii", "replace") if isinstance(v, bytes) else str(v)
+            name, _, expires = raw.rpartition(".")
+            if name and expires.isdigit() and len(name) <= 80:
+                return name, int(expires)
+            return None
+    return None
 _OFFSET = attrgetter("offset")
 _TIMESTAMP = attrgetter("timestamp")
 

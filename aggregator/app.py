@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 
 from ldpcore import ParameterError
 from ldpstream.collections_file import register_catalogue_file
-from ldpstream.retention import Janitor
+from ldpstream.retention import Janitor, JanitorMetrics
 from ldpstream.storage import CollectionConflict
 
 from .accumulator import Accumulator
@@ -60,7 +60,8 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
                               topic=settings.reports_topic, prefix=settings.redis_prefix,
                               interval=settings.release_interval_ms / 1000,
                               admin_config=settings.kafka_security.kafka_python(),
-                              replicas=settings.release_replicas).start(janitor_stop)
+                              replicas=settings.release_replicas,
+                              metrics=JanitorMetrics(registry)).start(janitor_stop)
             log.info("janitor: releasing counted records of %s every %.1f s",
                      settings.reports_topic, settings.release_interval_ms / 1000)
         yield agg

@@ -30,10 +30,12 @@ LDP_ENGINE                faust                       ``faust`` (faust-streaming
                                                       ``aiokafka`` (direct consumer loop)
 LDP_RELEASE_INTERVAL_MS   0 (off)                     run the janitor in this worker: delete the
                                                       records below the Redis watermarks (already
-                                                      counted) and trim expired windows this often
-LDP_RELEASE_REPLICAS      1 with Sentinels, else 0    release only what this many Redis replicas
-                                                      acknowledge holding (WAIT); 1 by default
-                                                      when LDP_REDIS_SENTINELS is set
+                                                      counted, durably: docs/faults.md) and trim
+                                                      expired windows this often
+LDP_RELEASE_REPLICAS      1 with Sentinels, else 0    release only what is durable on the primary
+                                                      and this many Redis replicas acknowledge
+                                                      holding (WAIT); 1 by default when
+                                                      LDP_REDIS_SENTINELS is set
 ========================  ==========================  ==============================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.

@@ -24,6 +24,14 @@ class AggregatorMetrics:
     * ``ldp_flush_conflicts_total``: flushes refused by the watermark check (rebalance);
     * ``ldp_partition_watermark{topic,partition}``: highest counted offset;
     * ``ldp_offset_resets_total{topic,partition}``: broker log went backwards (lost topic);
+    * ``ldp_records_lost_total{topic,partition}``: records deleted from the log (retention,
+      DeleteRecords) before this worker counted them; recorded in Redis (``P lost``) by
+      the same flush that moves the watermark past them, so each is counted once;
+    * ``ldp_watermark_regressions_total{topic,partition}``: Redis came back with a watermark
+      below what this worker had flushed (Redis lost writes); the partition is read again
+      from the restored watermark;
+    * ``ldp_duplicate_requests_total{collection}``: records of gateway requests counted
+      already (an ``Idempotency-Key`` retry the gateway wrote again), skipped;
     * ``ldp_consumer_lag{topic,partition}``: broker high watermark minus the next offset to
       process, per assigned partition (what HPA-on-lag and the "stalled" alert read);
     * ``ldp_last_flush_timestamp_seconds``: Unix time of the last committed flush;
@@ -55,6 +63,18 @@ class AggregatorMetrics:
         self.offset_resets = Counter("ldp_offset_resets_total",
                                      "Partitions whose log restarted below the watermark",
                                      ["topic", "partition"], registry=registry)
+        self.records_lost = Counter(
+            "ldp_records_lost_total",
+            "Records deleted from the log before they were counted (n misses them)",
+            ["topic", "partition"], registry=registry)
+        self.regressions = Counter(
+            "ldp_watermark_regressions_total",
+            "Watermarks found below what this worker flushed (Redis lost writes)",
+            ["topic", "partition"], registry=registry)
+        self.duplicates = Counter(
+            "ldp_duplicate_requests_total",
+            "Records of gateway requests counted already (retries), skipped",
+            ["collection"], registry=registry)
         self.lag = Gauge("ldp_consumer_lag", "Messages behind the broker's high watermark",
                          ["topic", "partition"], registry=registry)
         self.last_flush = Gauge("ldp_last_flush_timestamp_seconds",

@@ -1,13 +1,15 @@
-"""Topics of the worker: create the reports and dead-letter topics if they are missing."""
+"""Topics of the worker: create the reports and dead-letter topics if they are missing;
+probe a partition's log for the first record at or after an offset."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from .accumulator import DLQ_REQUEST_BYTES
 
-__all__ = ["ensure_topics"]
+__all__ = ["ensure_topics", "first_offset_at"]
 
 
 async def ensure_topics(bootstrap: str, topics: list[str], partitions: int, *,
@@ -46,3 +48,31 @@ async def ensure_topics(bootstrap: str, topics: list[str], partitions: int, *,
         finally:
             await admin.close()
     raise RuntimeError(f"could not create topics {topics} on {bootstrap}: {last}")
+
+
+async def first_offset_at(bootstrap: str, topic: str, partition: int, offset: int, *,
+                          timeout: float = 5.0, **client_config: Any) -> int | None:
+    """The offset of the first record of ``topic[partition]`` at or after ``offset``.
+
+    A throw-away consumer (no group) fetches one record from ``offset``.  None when no
+    record came within ``timeout`` seconds; raises when ``offset`` is outside the log
+    (``OffsetOutOfRangeError``: nothing is ever reset past it).
+    """
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    tp = TopicPartition(topic, partition)
+    probe = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                             enable_auto_commit=False, auto_offset_reset="none",
+                             max_partition_fetch_bytes=1 << 20, **client_config)
+    await probe.start()
+    try:
+        probe.assign([tp])
+        probe.seek(tp, offset)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            batch = await probe.getmany(tp, timeout_ms=500, max_records=1)
+            for m in batch.get(tp, []):
+                return int(m.offset)
+        return None
+    finally:
+        await probe.stop()

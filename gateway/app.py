@@ -25,6 +25,7 @@ from ldpstream.catalogue import Catalogue as CatalogueClient
 from .auth import DeviceKeys, FailureThrottle
 from .batcher import Batcher, KafkaSink
 from .config import GatewaySettings
+from .idempotency import IdempotencyStore, IdempotentPosts
 from .metrics import GatewayMetrics
 from .parse import Catalogue
 from .server import GatewayServer
@@ -185,7 +186,11 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
         throttle=FailureThrottle(burst=s.auth_fail_burst, rate=s.auth_fail_rate),
         trusted_proxies=tuple(ipaddress.ip_network(p, strict=False)
                               for p in s.trusted_proxies),
-        limits=s.limits())
+        limits=s.limits(),
+        idempotency=IdempotentPosts(IdempotencyStore(
+            rds, s.redis_prefix, ttl_s=s.idempotency_ttl_s,
+            # the longest a request stays unanswered
+            inflight_s=(s.linger_ms + s.ack_timeout_ms) / 1000 + 5)))
     metrics.stats, metrics.batcher, metrics.server = server.stats, batcher, server
     metrics.catalogue = cache.client
     metrics.connections = lambda: len(server.connections)

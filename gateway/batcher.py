@@ -19,8 +19,10 @@ when it fires, or as soon as the batch holds ``batch_bytes`` bytes, the batch is
 A report the gateway answered 202 is in the broker's log, so a ``kill -9`` of the
 gateway loses none; the aggregator counts each Kafka message exactly once (its
 watermarks).  A request answered 503 (or never answered) may still have reached the
-log: a device that retries it may be counted twice (at-least-once for unanswered
-requests, exactly-once for answered ones).
+log: a device that retries it without an ``Idempotency-Key`` may be counted twice.
+A request with one (``dedup``, :mod:`gateway.idempotency`) is never merged with other
+requests: its reports become Kafka records of their own, tagged with the header
+``ldp-request``, which the aggregator counts once however often they were written.
 
 Overload: the bytes of requests accepted but not yet answered are bounded by
 ``queue_bytes``; a request that would exceed it is refused at once with 429.  After a
@@ -61,13 +63,20 @@ Answer = Callable[[tuple[int, int] | BaseException], None]
 
 
 class Request:
-    """One request waiting for its answer: its messages, its size and its callback."""
+    """One request waiting for its answer: its messages, its size and its callback.
 
-    __slots__ = ("answer", "messages", "nbytes", "error")
+    ``dedup``: the ``ldp-request`` header of its Kafka records (``{part}`` is replaced by
+    the record's number), for a request with an ``Idempotency-Key``; its validated reports
+    then go to ``keyed`` instead of the merged batch."""
 
-    def __init__(self, answer: Answer, messages: list[Message], nbytes: int) -> None:
+    __slots__ = ("answer", "messages", "nbytes", "error", "dedup", "keyed")
+
+    def __init__(self, answer: Answer, messages: list[Message], nbytes: int,
+                 dedup: str | None = None) -> None:
         self.answer, self.messages, self.nbytes = answer, messages, nbytes
         self.error: BodyError | None = None
+        self.dedup = dedup
+        self.keyed: list[tuple[CollectionEntry, Reports]] = []
 
 
 class KafkaSink:
@@ -140,17 +149,19 @@ class KafkaSink:
                 raise RuntimeError(f"topic {self.topic!r} has no partitions after {timeout} s")
             time.sleep(0.2)
 
-    def _send(self, records: Sequence[tuple[bytes, bytes]],
+    def _send(self, records: Sequence[tuple[Any, ...]],
               timestamp_ms: int | None = None) -> list[Any]:
         if self.producer is None:  # the last replacement could not start: try again
             self.producer = self._new_producer()
-        return [self.producer.send(self.topic, key=k, value=v, timestamp_ms=timestamp_ms)
-                for k, v in records]
+        return [self.producer.send(self.topic, key=r[0], value=r[1],
+                                   headers=r[2] if len(r) > 2 else None,
+                                   timestamp_ms=timestamp_ms) for r in records]
 
-    async def send_all(self, records: Sequence[tuple[bytes, bytes]],
+    async def send_all(self, records: Sequence[tuple[Any, ...]],
                        timestamp_ms: int | None = None) -> None:
-        """Produce ``records`` (key, value) and return once the broker acknowledged all;
-        ``timestamp_ms``: the records' timestamp (default: now, set by the producer)."""
+        """Produce ``records`` (key, value[, headers]) and return once the broker
+        acknowledged all; ``timestamp_ms``: the records' timestamp (default: now, set by
+        the producer)."""
         loop = asyncio.get_running_loop()
         kfuts = await loop.run_in_executor(self._pool, self._send, records, timestamp_ms)
         waits: list[asyncio.Future[None]] = []
@@ -228,7 +239,8 @@ class Batcher:
     def broker_up(self) -> bool:
         return self.down_since is None
 
-    def submit(self, messages: list[Message], nbytes: int, answer: Answer) -> None:
+    def submit(self, messages: list[Message], nbytes: int, answer: Answer,
+               dedup: str | None = None) -> None:
         """Queue a parsed request; ``answer`` is called once when it is answered (never from
         within this call).  Raises :class:`Overloaded` or :class:`Unavailable` at once when
         it cannot be taken."""
@@ -243,7 +255,7 @@ class Batcher:
             if self.queued_requests or now - self._last_probe < self.retry_after:
                 raise Unavailable("the broker does not acknowledge")
             self._last_probe = now  # half open: this request probes the broker
-        req = Request(answer, messages, nbytes)
+        req = Request(answer, messages, nbytes, dedup)
         self.pending.append(req)
         self.pending_bytes += nbytes
         self.queued_bytes += nbytes
@@ -298,6 +310,11 @@ class Batcher:
                 if any(r.error is not None for r in standing):  # a token refused a request
                     batches = self._validate([r for r in standing if r.error is None])
             records, sizes = self._records(batches)
+            for req in reqs:
+                if req.keyed and req.error is None:
+                    more, more_sizes = keyed_records(req, self.batch_bytes)
+                    records += more
+                    sizes += more_sizes
         except Exception as exc:  # a bug: answer 500 rather than hang the requests
             log.exception("validating a batch of %d requests failed", len(reqs))
             for req in reqs:
@@ -379,8 +396,16 @@ def validate_requests(reqs: list[Request]) -> list[tuple[CollectionEntry, Report
             if req.error is None or req.error.index is None or i < req.error.index:
                 req.error = BodyError(400, exc.reason, str(exc), i)
         checked[entry] = None if bad else reports
+    for req in reqs:  # a request with an Idempotency-Key keeps its reports to itself
+        if req.dedup is not None and req.error is None:
+            req.keyed = _own_reports(req)
     out: list[tuple[CollectionEntry, Reports]] = []
     for entry, items in groups.items():
+        if any(req.dedup is not None for req, _, _ in items):
+            items = [it for it in items if it[0].dedup is None]
+            if not items:
+                continue
+            checked[entry] = None  # merged again below, without the keyed requests
         clean = checked[entry] is not None and all(req.error is None for req, _, _ in items)
         parts: list[Reports] = []
         done = checked[entry]
@@ -399,6 +424,35 @@ def validate_requests(reqs: list[Request]) -> list[tuple[CollectionEntry, Report
         if parts:
             out.append((entry, parts[0] if len(parts) == 1 else Reports.concat(parts)))
     return out
+
+
+def _own_reports(req: Request) -> list[tuple[CollectionEntry, Reports]]:
+    """The validated reports of one request, per collection (in message order)."""
+    per: dict[CollectionEntry, list[Reports]] = {}
+    for m in req.messages:
+        if m.raw is not None:
+            reports, bad = m.entry.validate_many([m.raw])
+            if bad:  # cannot happen: the request passed validate_requests
+                raise RuntimeError("a message validated in a batch failed alone")
+        else:
+            assert m.reports is not None
+            reports = m.reports
+        per.setdefault(m.entry, []).append(reports)
+    return [(e, parts[0] if len(parts) == 1 else Reports.concat(parts))
+            for e, parts in per.items() if sum(len(p) for p in parts)]
+
+
+def keyed_records(req: Request, batch_bytes: int
+                  ) -> tuple[list[tuple[Any, ...]], list[tuple[int, int]]]:
+    """The Kafka records of a request with an Idempotency-Key: its own, each with the
+    header ``ldp-request`` naming the request and the record's number (the same numbers
+    on every retry of the same body)."""
+    assert req.dedup is not None
+    records, sizes = kafka_records(req.keyed, batch_bytes)
+    tagged: list[tuple[Any, ...]] = [
+        (k, v, [("ldp-request", req.dedup.replace("{part}", str(i)).encode())])
+        for i, (k, v) in enumerate(records)]
+    return tagged, sizes
 
 
 def kafka_records(batches: list[tuple[CollectionEntry, Reports]], batch_bytes: int

@@ -53,6 +53,9 @@ LDP_GATEWAY_ACK_TIMEOUT_MS   10000                     no broker acknowledgement
 LDP_GATEWAY_RETRY_AFTER      1                         seconds in ``Retry-After`` of 429/503
 LDP_GATEWAY_CATALOG_REFRESH  5                         seconds between re-reads of the catalogue
 LDP_GATEWAY_MAX_CONNECTIONS  10000                     open connections beyond this are closed
+LDP_GATEWAY_IDEMPOTENCY_TTL_S  86400                   seconds an ``Idempotency-Key`` and its
+                                                       answer are remembered (the window in
+                                                       which a retried request counts once)
 LDP_GATEWAY_TOKENS           off                       Privacy Pass tokens: ``required`` (one per
                                                        report), ``optional`` (checked when sent)
                                                        or ``off`` (docs/privacy-pass.md)
@@ -214,6 +217,7 @@ class GatewaySettings:
     token_verifier: str = "auto"
     token_issuer_name: str = DEFAULT_ISSUER_NAME
     token_skew: int = DEFAULT_SKEW
+    idempotency_ttl_s: int = 86_400
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
     access: str = "open"
@@ -316,6 +320,8 @@ class GatewaySettings:
             token_verifier=_token_verifier(env),
             token_issuer_name=env_issuer_name(env),
             token_skew=env_int(env, "LDP_TOKEN_SKEW_SECONDS", DEFAULT_SKEW, 0, 3600),
+            idempotency_ttl_s=env_int(env, "LDP_GATEWAY_IDEMPOTENCY_TTL_S",
+                                      cls.idempotency_ttl_s, 60, 30 * 86_400),
             kafka_security=KafkaSecurity.from_env(env),
             redis_options=RedisOptions.from_env(env, url=url),
             access=access,

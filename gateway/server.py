@@ -62,9 +62,10 @@ log = logging.getLogger("ldpstream.gateway")
 
 REPORTS_PATH = b"/v1/reports"
 _CORS_ALLOW_HEADERS = b"Authorization, Content-Type, X-LDP-Key, Idempotency-Key"
+# Authorization also carries Privacy Pass tokens
 _WANTED = frozenset({b"content-type", b"content-length", b"origin", b"transfer-encoding",
                      b"expect", b"access-control-request-method", b"host", b"authorization",
-                     b"x-ldp-key"})  # Authorization also carries Privacy Pass tokens
+                     b"x-ldp-key", b"idempotency-key"})
 
 LINGER = 2.0
 """Seconds a connection answered with ``Connection: close`` keeps reading (and dropping)
@@ -122,14 +123,20 @@ class _Refusal(Exception):
 
 
 class Slot:
-    """The answer of one request, in the order requests came on the connection."""
+    """The answer of one request, in the order requests came on the connection.
 
-    __slots__ = ("data", "close", "head_only")
+    ``head_only``: the answer to HEAD (no body).  ``dedup`` tags the Kafka records of a
+    request with an ``Idempotency-Key`` and ``hook`` sees its answer first
+    (:mod:`gateway.idempotency`)."""
+
+    __slots__ = ("data", "close", "head_only", "dedup", "hook")
 
     def __init__(self, head_only: bool = False) -> None:
         self.data: bytes | None = None
         self.close = False
         self.head_only = head_only
+        self.dedup: str | None = None
+        self.hook: Callable[[bytes, bool], None] | None = None
 
 
 class GatewayServer:
@@ -173,7 +180,7 @@ class GatewayServer:
                  authenticator: Authenticator | None = None,
                  throttle: FailureThrottle | None = None,
                  trusted_proxies: tuple[IPNetwork, ...] = (),
-                 limits: Limits) -> None:
+                 limits: Limits, idempotency: Any = None) -> None:
         self.catalogue, self.lookup, self.batcher = catalogue, lookup, batcher
         self.known_absent = known_absent or (lambda cid: False)
         self.authenticator = authenticator
@@ -199,6 +206,8 @@ class GatewayServer:
         self.clock = time.monotonic()
         """Monotonic time of the last read or sweep (read by the hot path instead of a
         clock call per request)."""
+        self.idempotency = idempotency
+        """:class:`gateway.idempotency.IdempotentPosts` (None: the header is ignored)."""
         self.stats = Stats()
         self.connections: set[HttpProtocol] = set()
         self._retry_header = f"Retry-After: {retry_after}\r\n".encode()
@@ -236,7 +245,7 @@ class GatewayServer:
         self.stats.rejected[exc.reason] = self.stats.rejected.get(exc.reason, 0) + 1
         if retry_after is not None:
             extra += b"Retry-After: %d\r\n" % retry_after
-        elif exc.status in (429, 503):
+        elif exc.status in (409, 429, 503):
             extra += self._retry_header
         if exc.www_authenticate:
             extra += b"WWW-Authenticate: " + exc.www_authenticate.encode() + b"\r\n"
@@ -753,6 +762,12 @@ class HttpProtocol(asyncio.Protocol):
             return
         body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
         try:
+            key = self.headers.get(b"idempotency-key")
+            if key is not None and srv.idempotency is not None:
+                # keys are scoped by the device key's fleet (a token's claims: no scope)
+                fleet = self.principal if isinstance(self.principal, str) else ""
+                srv.idempotency.start(self, slot, origin, keep, body, key, fleet)
+                return
             self._submit(slot, origin, keep, body)
         except UnknownCollection as unknown:
             if srv.known_absent(unknown.collection):  # looked for a moment ago
@@ -771,7 +786,8 @@ class HttpProtocol(asyncio.Protocol):
             msgs = parse_body(_media_type(self.headers.get(b"content-type")), body,
                               srv.catalogue(), self.headers.get(b"authorization"))
             srv.batcher.submit(msgs, len(body),
-                               lambda result: self._answered(slot, origin, keep, result))
+                               lambda result: self._answered(slot, origin, keep, result),
+                               dedup=slot.dedup)
         except BodyError as exc:
             self._reject(slot, origin, keep, exc)
         except Overloaded as exc:
@@ -824,6 +840,10 @@ class HttpProtocol(asyncio.Protocol):
 
     # ---- ordered writing --------------------------------------------------------------------
     def _fill(self, slot: Slot, data: bytes, close: bool) -> None:
+        if slot.hook is not None:  # an Idempotency-Key: remembered before it is sent
+            hook, slot.hook = slot.hook, None
+            hook(data, close)
+            return
         if slot.head_only:  # the answer to HEAD: the head of the GET's, no body
             data = data[:data.index(b"\r\n\r\n") + 4]
         slot.data, slot.close = data, close

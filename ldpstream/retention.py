@@ -9,15 +9,21 @@ offset ``<= w`` can go, and nothing above it may.  :class:`Janitor` does both ha
 
 * :meth:`Janitor.release_records`: one Kafka ``DeleteRecords`` request per round that moves
   each partition's log start offset to ``w + 1`` (the request deletes every offset
-  *smaller* than the one given).  Watermarks only move forward (the flush script's
-  compare-and-set), so an offset released once is counted for good.  With ``replicas``
-  > 0 (Redis with Sentinel, ``LDP_RELEASE_REPLICAS``) only watermarks that many replicas
-  hold are released (:meth:`Janitor.replicated_watermarks`): a failover to a replica
-  that had not received the last flushes recounts those records from Kafka, so they
-  must still be there.  The broker then drops
-  whole segments below the log start offset (Apache Kafka: at its next retention check).
-  A broker that does not implement the request (tansu 0.6's storage engines answer it by
-  closing the connection) is noted, logged once and not asked again.
+  *smaller* than the one given), for watermarks that are **durable** only
+  (:class:`ldpstream.durability.DurableWatermarks`), by one rule: on the primary's disk
+  per its persistence setting (``appendfsync always``, a proven fsync margin under
+  ``everysec``, WAITAOF where CONFIG is hidden) **and** acknowledged by ``replicas``
+  Redis replicas (``LDP_RELEASE_REPLICAS``, 1 with Sentinel; ``WAIT`` on the connection
+  that read them).  A watermark only in Redis's memory could come back lower after a
+  crash, and a replica that had not received the last flushes could be promoted: either
+  way below records already deleted, and those reports would be lost.  Where the Redis
+  cannot prove durability (AOF off, ``appendfsync no``…) the janitor refuses to release
+  and says so: a warning, ``ldp_janitor_releasing`` 0, and ``P janitor`` (read by the
+  query API's ``/readyz``).  Durable watermarks only move forward, so an offset released
+  once is counted for good.  The broker then drops whole segments below the log start
+  offset (Apache Kafka: at its next retention check).  A broker that does not implement
+  the request (tansu 0.6's storage engines answer it by closing the connection) is
+  noted, logged once and not asked again.
 * :meth:`Janitor.trim_windows`: a window hash expires by itself (``PEXPIREAT`` at window end
   + retention), but its entry in ``P windows:{id}`` stays; the janitor removes the entries
   of windows that have expired, ``ZREMRANGEBYSCORE … -inf (now - window - retention)``.
@@ -37,9 +43,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .durability import DurableWatermarks, Verdict
 from .storage import DEFAULT_PREFIX, CollectionCatalog, Keys, read_watermarks
 
-__all__ = ["Janitor", "JanitorStats", "release_offsets"]
+__all__ = ["Janitor", "JanitorMetrics", "JanitorStats", "release_offsets"]
 
 log = logging.getLogger("ldpstream.retention")
 
@@ -74,6 +81,33 @@ class JanitorStats:
     #: None until known; False once the broker refused DeleteRecords
     releases_supported: bool | None = None
     last_error: str | None = None
+    #: the last durability verdict (None before the first round that asked)
+    verdict: Verdict | None = None
+
+
+class JanitorMetrics:
+    """The janitor's Prometheus metrics (on the worker's registry when it runs there).
+
+    * ``ldp_janitor_releasing``: 1 while the Redis setting lets the janitor prove the
+      watermarks durable, 0 while it refuses to release (see ``P janitor`` / ``/readyz``);
+    * ``ldp_janitor_rounds_total{outcome}``: rounds that ``released``, found ``nothing``
+      new, were ``waiting`` for a proof, ``refused`` or met an ``error``;
+    * ``ldp_janitor_log_start_offset{topic,partition}``: the log start the broker confirmed.
+    """
+
+    def __init__(self, registry: Any = None) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge
+
+        registry = registry if registry is not None else CollectorRegistry()
+        self.registry = registry
+        self.releasing = Gauge("ldp_janitor_releasing",
+                               "1 if the janitor can prove watermarks durable and releases",
+                               registry=registry)
+        self.rounds = Counter("ldp_janitor_rounds_total", "Janitor rounds by outcome",
+                              ["outcome"], registry=registry)
+        self.log_start = Gauge("ldp_janitor_log_start_offset",
+                               "Log start offset confirmed by the broker after a release",
+                               ["topic", "partition"], registry=registry)
 
 
 class Janitor:
@@ -97,14 +131,19 @@ class Janitor:
         Extra ``kafka.KafkaAdminClient`` settings (security).
     replicas
         Release only what this many Redis replicas acknowledge holding (0: the primary's
-        word is enough), waiting at most ``replica_wait_ms`` per round.
+        disk is enough), waiting at most ``replica_wait_ms`` per round.
+    metrics
+        :class:`JanitorMetrics` (default: on a private registry).
+    durability
+        The durability check (default :class:`~ldpstream.durability.DurableWatermarks`).
     """
 
     def __init__(self, *, bootstrap: str, redis: Any, topic: str = "ldp-reports",
                  prefix: str = DEFAULT_PREFIX, interval: float = 30.0,
                  release_records: bool = True,
                  admin_config: Mapping[str, Any] | None = None, replicas: int = 0,
-                 replica_wait_ms: int = 1000) -> None:
+                 replica_wait_ms: int = 1000, metrics: JanitorMetrics | None = None,
+                 durability: DurableWatermarks | None = None) -> None:
         if not interval > 0:
             raise ValueError(f"interval must be > 0 seconds, got {interval}")
         if not topic:
@@ -117,7 +156,11 @@ class Janitor:
         self.admin_config = dict(admin_config or {})
         self.replicas, self.replica_wait_ms = replicas, replica_wait_ms
         self.stats = JanitorStats(releases_supported=None if release_records else False)
+        self.metrics = metrics if metrics is not None else JanitorMetrics()
+        self.durability = durability if durability is not None else DurableWatermarks(
+            redis, topic, prefix, replicas=replicas, replica_wait_ms=replica_wait_ms)
         self._admin: Any = None
+        self._refusing: str | None = None
 
     # -- broker side -------------------------------------------------------------------
     def _client(self) -> Any:
@@ -145,8 +188,18 @@ class Janitor:
         """
         if self.stats.releases_supported is False:
             return {}
-        wanted = release_offsets(self.replicated_watermarks(), self.stats.released)
+        verdict = self.durability.durable()
+        self._record(verdict)
+        if verdict.watermarks is None:
+            self.metrics.rounds.labels("refused" if not verdict.releasing else "waiting").inc()
+            return {}
+        # Read again and keep the smaller of each: a failover or a restart in between may
+        # have put a Redis with older watermarks in place.
+        again = read_watermarks(self.redis, self.topic, self.prefix)
+        wanted = release_offsets({p: min(w, again.get(p, -1))
+                                  for p, w in verdict.watermarks.items()}, self.stats.released)
         if not wanted:
+            self.metrics.rounds.labels("nothing").inc()
             return {}
         from kafka import TopicPartition
         from kafka.errors import KafkaConnectionError, UnsupportedVersionError
@@ -168,31 +221,30 @@ class Janitor:
             done[tp.partition] = low
             self.stats.released[tp.partition] = max(low, self.stats.released.get(
                 tp.partition, 0))
+            self.metrics.log_start.labels(self.topic, str(tp.partition)).set(low)
         self.stats.releases_supported = True
+        self.metrics.rounds.labels("released").inc()
         return done
 
-    def replicated_watermarks(self) -> dict[int, int]:
-        """The watermarks, as far as ``replicas`` Redis replicas hold them ({} if they don't).
-
-        Read them, then write a marker and ``WAIT`` for the replicas on the same connection:
-        the replication stream is ordered, so a replica that has the marker has every flush
-        before it.  Read again and keep the smaller of each (a failover in between may have
-        put a primary with older watermarks in place).
-        """
-        first = read_watermarks(self.redis, self.topic, self.prefix)
-        if self.replicas <= 0:
-            return first
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.set(f"{self.prefix}janitor:mark", str(time.time()))
-        pipe.execute_command("WAIT", self.replicas, self.replica_wait_ms)
-        acked = int(pipe.execute()[-1])
-        if acked < self.replicas:
-            self.stats.last_error = (f"{acked} of {self.replicas} Redis replica(s) acknowledged "
-                                     f"within {self.replica_wait_ms} ms: nothing released")
+    def _record(self, verdict: Verdict) -> None:
+        """Say what this round's durability check found: stats, metric, ``P janitor``,
+        and a warning when the janitor starts (or stops) refusing, or replicas fall short."""
+        self.stats.verdict = verdict
+        self.metrics.releasing.set(1 if verdict.releasing else 0)
+        if verdict.error:
+            self.stats.last_error = f"{verdict.reason}: nothing released"
             log.warning("janitor: %s", self.stats.last_error)
-            return {}
-        again = read_watermarks(self.redis, self.topic, self.prefix)
-        return {p: min(w, again.get(p, -1)) for p, w in first.items()}
+        if not verdict.releasing and self._refusing != verdict.reason:
+            log.warning("janitor: not releasing any record of %s: %s. Counted records stay "
+                        "on the broker (its own retention applies); see docs/faults.md for "
+                        "the Redis settings the janitor can prove durable", self.topic,
+                        verdict.reason)
+        elif verdict.releasing and self._refusing is not None:
+            log.info("janitor: releasing again (%s)", verdict.strategy)
+        self._refusing = None if verdict.releasing else verdict.reason
+        self.redis.hset(Keys(self.prefix).janitor, mapping={
+            "releasing": int(verdict.releasing), "strategy": verdict.strategy,
+            "reason": verdict.reason, "t": int(time.time() * 1000)})
 
     # -- Redis side --------------------------------------------------------------------
     def trim_windows(self, now: float | None = None) -> int:
@@ -218,6 +270,7 @@ class Janitor:
                 self.stats.last_error = f"{type(exc).__name__}: {exc}"
                 log.warning("janitor: %s failed: %s", step.__name__, exc)
                 if step == self.release_records:
+                    self.metrics.rounds.labels("error").inc()
                     self.close()
 
     def run(self, stop: threading.Event) -> None:

@@ -14,14 +14,29 @@ Key layout (``P`` = key prefix, default ``"ldp:"``; every value is plain Redis d
     P windows:{id}                zset   member = score = window start (epoch s) with data
     P wm:{topic}                  hash   "{partition}" -> highest Kafka offset already counted;
                                          "{partition}:t" -> wall time (ms) of that flush
+    P lost                        hash   records deleted from the log before they were counted:
+                                         "records" -> total; "{topic}:{partition}" -> per
+                                         partition; "{topic}:{partition}:last" -> the last
+                                         offset range "first-last"; "t" -> wall time (ms) of
+                                         the flush that recorded the last loss
+    P req:{digest}.{part}         string a gateway request's record counted (``ldp-request``
+                                         header; see gateway/idempotency.py); expires
+                                         with the gateway's idempotency window
+    P janitor                     hash   the janitor's last round: "releasing" 1/0, "strategy"
+                                         (how it proved the watermarks durable), "reason"
+                                         (why it refused), "t" (ms); "snap" (ms) is the
+                                         write its durability check waits for
     P private                     set    ids of the private collections (ldpstream.access)
     P fleet                       string fleet policy JSON {"budget": {...}} (ldpstream.fleet)
 
 A flush is one Lua script (:data:`FLUSH_SCRIPT`): it checks that every touched
 partition's watermark still has the value the worker started from
 (compare-and-set: a worker that lost its partitions in a rebalance cannot add its
-stale delta), then HINCRBYs the delta cells and ``n`` of every (collection,
-window) hash, and advances the watermarks.  Either all of it happens or none.
+stale delta) and that none of the gateway requests it counts is counted already
+(``P req:…``), then HINCRBYs the delta cells and ``n`` of every (collection,
+window) hash, marks those requests, advances the watermarks, and adds the records a
+partition lost (deleted from the log before they were counted) to ``P lost``.  Either
+all of it happens or none, so a loss is recorded exactly once, like a count.
 
 Readers use :func:`load_state` (sync ``redis.Redis``; the query API's async store
 reads the same keys), which sums the windows overlapping ``[since, until)``.
@@ -50,6 +65,7 @@ __all__ = [
     "state_from_hashes",
     "read_watermarks",
     "read_flush_times",
+    "read_lost",
     "flush_args",
     "VERSION_SCRIPT",
     "REGISTER_SCRIPT",
@@ -59,25 +75,37 @@ __all__ = [
 DEFAULT_PREFIX = "ldp:"
 
 FLUSH_SCRIPT = """
--- KEYS[1] = watermark hash; KEYS[2w], KEYS[2w+1] = state hash and window zset of window w
--- ARGV: now_ms, np, then np x (partition, expected, new); nw, then per window:
---       start, expire_at_ms, n, ncells, ncells x (cell, delta)
+-- KEYS[1] = watermark hash, KEYS[2] = lost-records hash, KEYS[2 + r] = marker of request
+-- record r, then KEYS[2 + nr + 2w - 1], KEYS[2 + nr + 2w] = state hash and window zset of
+-- window w
+-- ARGV: now_ms, topic, np, then np x (partition, expected, new, lost, lost range); nr, then
+--       nr x marker expiry (ms); nw, then per window: start, expire_at_ms, n, ncells,
+--       ncells x (cell, delta)
 local now = ARGV[1]
-local np = tonumber(ARGV[2])
-local i = 3
+local topic = ARGV[2]
+local np = tonumber(ARGV[3])
+local i = 4
 for p = 1, np do
   local cur = redis.call('HGET', KEYS[1], ARGV[i])
   if not cur then cur = '-1' end
   if tonumber(cur) ~= tonumber(ARGV[i + 1]) then
     return {0, ARGV[i], cur}
   end
-  i = i + 3
+  i = i + 5
 end
+local nr = tonumber(ARGV[i])
+for r = 1, nr do
+  if redis.call('EXISTS', KEYS[2 + r]) == 1 then
+    return {0, 'request', KEYS[2 + r]}
+  end
+end
+local ri = i + 1
+i = i + 1 + nr
 local nw = tonumber(ARGV[i])
 i = i + 1
 for w = 1, nw do
-  local sk = KEYS[2 * w]
-  local zk = KEYS[2 * w + 1]
+  local sk = KEYS[2 + nr + 2 * w - 1]
+  local zk = KEYS[2 + nr + 2 * w]
   local start, expire_at, n, nc = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
   i = i + 4
   redis.call('HINCRBY', sk, 'n', n)
@@ -89,10 +117,21 @@ for w = 1, nw do
   redis.call('ZADD', zk, start, start)
   redis.call('PEXPIREAT', sk, expire_at)
 end
-i = 3
+for r = 1, nr do
+  redis.call('SET', KEYS[2 + r], '1', 'PXAT', ARGV[ri + r - 1])
+end
+i = 4
+local lk = KEYS[2]
 for p = 1, np do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2], ARGV[i] .. ':t', now)
-  i = i + 3
+  local lost = tonumber(ARGV[i + 3])
+  if lost > 0 then
+    local f = topic .. ':' .. ARGV[i]
+    redis.call('HINCRBY', lk, f, lost)
+    redis.call('HINCRBY', lk, 'records', lost)
+    redis.call('HSET', lk, f .. ':last', ARGV[i + 4], 't', now)
+  end
+  i = i + 5
 end
 return {1}
 """
@@ -136,6 +175,17 @@ class Keys:
 
     def watermarks(self, topic: str) -> str:
         return f"{self.prefix}wm:{topic}"
+
+    @property
+    def lost(self) -> str:
+        return f"{self.prefix}lost"
+
+    @property
+    def janitor(self) -> str:
+        return f"{self.prefix}janitor"
+
+    def request(self, name: str) -> str:
+        return f"{self.prefix}req:{name}"
 
     @property
     def private(self) -> str:
@@ -294,16 +344,27 @@ def _b(k: Any) -> bytes:
 
 def flush_args(keys: Keys, topic: str, partitions: Mapping[int, tuple[int, int]],
                deltas: Mapping[tuple[str, int], tuple[int, np.ndarray, int]],
-               now_ms: int = 0) -> tuple[list[str], list[Any]]:
+               now_ms: int = 0, lost: Mapping[int, tuple[int, int, int]] | None = None,
+               requests: Mapping[str, int] | None = None) -> tuple[list[str], list[Any]]:
     """KEYS and ARGV of :data:`FLUSH_SCRIPT`.
 
     ``partitions``: partition -> (expected watermark, new watermark);
-    ``deltas``: (collection, window start) -> (n, counts, expire_at_ms).
+    ``deltas``: (collection, window start) -> (n, counts, expire_at_ms);
+    ``lost``: partition -> (records, first, last offset of the last range) deleted from
+    the log before they were counted (only for partitions in ``partitions``);
+    ``requests``: ``ldp-request`` name -> expiry (ms) of the records of gateway requests
+    counted by this flush (the script refuses it if one is counted already).
     """
-    k: list[str] = [keys.watermarks(topic)]
-    a: list[Any] = [now_ms, len(partitions)]
+    lost, requests = lost or {}, requests or {}
+    k: list[str] = [keys.watermarks(topic), keys.lost]
+    a: list[Any] = [now_ms, topic, len(partitions)]
     for p, (expected, new) in sorted(partitions.items()):
-        a += [p, expected, new]
+        count, first, last = lost.get(p, (0, 0, 0))
+        a += [p, expected, new, count, f"{first}-{last}"]
+    a.append(len(requests))
+    for name, expire_ms in requests.items():
+        k.append(keys.request(name))
+        a.append(expire_ms)
     a.append(len(deltas))
     for (cid, start), (n, counts, expire_at) in deltas.items():
         k += [keys.state(cid, start), keys.windows(cid)]
@@ -315,3 +376,13 @@ def flush_args(keys: Keys, topic: str, partitions: Mapping[int, tuple[int, int]]
         cells[1::2] = flat[nz]
         a += cells.tolist()
     return k, a
+
+
+def read_lost(redis: Any, prefix: str = DEFAULT_PREFIX) -> dict[str, Any]:
+    """What ``P lost`` says: ``records`` (total), ``t`` (ms of the last loss) and, per
+    ``"{topic}:{partition}"``, ``(records, "first-last")`` of that partition."""
+    raw = {_b(k).decode(): _b(v).decode() for k, v in redis.hgetall(Keys(prefix).lost).items()}
+    parts = {f: (int(v), raw.get(f + ":last", "")) for f, v in raw.items()
+             if f not in ("records", "t") and not f.endswith(":last")}
+    return {"records": int(raw.get("records", 0)), "t": int(raw.get("t", 0)),
+            "partitions": parts}

@@ -199,6 +199,8 @@ class Service:
                       if version.last_flush_ms else None),
             "state_version": version.tag,
         }
+        if version.lost_records:  # records deleted from Kafka before they were counted
+            head["lost_records"] = version.lost_records
 
         def work() -> tuple[bytes, float]:
             t0 = time.perf_counter()

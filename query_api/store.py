@@ -37,6 +37,9 @@ class StateVersion:
 
     windows: tuple[tuple[int, int], ...]  # (start, n)
     last_flush_ms: int
+    lost_records: int = 0
+    """Records of the reports topic deleted before they were counted (``P lost``): n
+    misses their reports."""
 
     @property
     def n(self) -> int:
@@ -46,7 +49,8 @@ class StateVersion:
     def tag(self) -> str:
         """Short opaque id of this version (changes whenever the state changes)."""
         raw = (",".join(f"{s}:{n}" for s, n in self.windows)
-               + f"@{self.last_flush_ms}").encode()
+               + f"@{self.last_flush_ms}"
+               + (f"-{self.lost_records}" if self.lost_records else "")).encode()
         return hashlib.sha256(raw).hexdigest()[:16]
 
 
@@ -111,14 +115,38 @@ class Store:
                       until: float | None) -> StateVersion:
         lo, hi = since_until_args(since, until, spec.window_seconds)
         prefix = self.keys.state(spec.id, 0)[:-1]
-        flat = await self._version_script(keys=[self.keys.windows(spec.id)],
-                                          args=[lo, hi, prefix])
+        pipe = self.redis.pipeline(transaction=False)
+        await self._version_script(keys=[self.keys.windows(spec.id)], args=[lo, hi, prefix],
+                                   client=pipe)
+        pipe.hget(self.keys.lost, "records")
+        flat, lost = await pipe.execute()
         rows = [(int(flat[i]), int(flat[i + 1]), int(flat[i + 2]))
                 for i in range(0, len(flat), 3)]
         keep = set(windows_in(spec, [r[0] for r in rows], since, until))
         rows = [r for r in rows if r[0] in keep]
         return StateVersion(tuple((s, n) for s, n, _ in rows),
-                            max((t for _, _, t in rows), default=0))
+                            max((t for _, _, t in rows), default=0), int(lost or 0))
+
+    async def health(self) -> dict[str, Any]:
+        """What the workers and the janitor left for ``/readyz``: records lost before they
+        were counted (``P lost``) and whether the janitor may release records
+        (``P janitor``)."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hgetall(self.keys.lost)
+        pipe.hgetall(self.keys.janitor)
+        lost, janitor = await pipe.execute()
+        out: dict[str, Any] = {}
+        lost = {_s(k): _s(v) for k, v in lost.items()}
+        if int(lost.get("records", 0)):
+            out["lost_records"] = int(lost["records"])
+            out["lost_partitions"] = {k: int(v) for k, v in lost.items()
+                                      if k not in ("records", "t") and not k.endswith(":last")}
+        janitor = {_s(k): _s(v) for k, v in janitor.items()}
+        if "releasing" in janitor:
+            out["janitor"] = {"releasing": janitor["releasing"] == "1",
+                              "strategy": janitor.get("strategy", ""),
+                              "reason": janitor.get("reason", "")}
+        return out
 
     async def state(self, spec: CollectionSpec, version: StateVersion) -> State:
         """The summed state of the windows of ``version`` (read now; may be a little newer)."""
@@ -127,3 +155,7 @@ class Store:
             pipe.hgetall(self.keys.state(spec.id, start))
         hashes = await pipe.execute() if version.windows else []
         return state_from_hashes(spec, hashes)
+
+
+def _s(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)

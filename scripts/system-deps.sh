@@ -15,6 +15,8 @@ command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 # javac for the Java SDK (sdks/java); the JDK also carries the JRE the Kafka broker needs
 command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+# a C compiler for the fault suite's fsync logger (tests/integration/faults.py)
+command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -6,6 +6,10 @@ partition's records to :meth:`Accumulator.process`, flush when the delta is idle
 large (``LDP_FLUSH_MAX_REPORTS``) or old (``LDP_FLUSH_INTERVAL_MS``).  A
 rebalance listener flushes on revoke and restarts assigned partitions from their
 Redis watermarks (aiokafka rebalances eagerly: revoke always precedes assign).
+A position outside the log resets to the log start (``auto_offset_reset=earliest``);
+the offsets a batch jumps over are checked against the broker's log start first
+(:meth:`Accumulator.check_jumps`), so records deleted before they were counted are
+recorded as lost, never skipped in silence.
 ``/metrics`` and ``/healthz`` come from :class:`aggregator.health.HealthServer`.
 """
 
@@ -18,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..accumulator import DLQ_REQUEST_BYTES, MAX_MESSAGE_BYTES, Accumulator
-from ..topics import ensure_topics
+from ..topics import ensure_topics, first_offset_at
 
 __all__ = ["AiokafkaDriver"]
 
@@ -28,8 +32,10 @@ log = logging.getLogger("ldpstream.aggregator")
 class _ConsumerPositions:
     """:class:`~aggregator.accumulator.Positions` of an ``AIOKafkaConsumer``."""
 
-    def __init__(self, consumer: Any, topic: str) -> None:
+    def __init__(self, consumer: Any, topic: str, bootstrap: str = "",
+                 security: dict[str, Any] | None = None) -> None:
         self.consumer, self.topic = consumer, topic
+        self.bootstrap, self.security = bootstrap, security or {}
 
     async def committed(self, partition: int) -> int | None:
         from aiokafka import TopicPartition
@@ -48,6 +54,16 @@ class _ConsumerPositions:
 
         await self.consumer.commit({TopicPartition(self.topic, p): off
                                     for p, off in offsets.items()})
+
+    async def log_start(self, partition: int) -> int:
+        from aiokafka import TopicPartition
+
+        tp = TopicPartition(self.topic, partition)
+        return int((await self.consumer.beginning_offsets([tp]))[tp])
+
+    async def next_offset(self, partition: int, offset: int) -> int | None:
+        return await first_offset_at(self.bootstrap, self.topic, partition, offset,
+                                     **self.security)
 
 
 class AiokafkaDriver:
@@ -87,7 +103,7 @@ class AiokafkaDriver:
             rebalance_timeout_ms=min(60_000, s.max_poll_interval_ms),
             fetch_max_bytes=64 << 20, max_partition_fetch_bytes=MAX_MESSAGE_BYTES)
         acc.producer = producer
-        acc.positions = _ConsumerPositions(consumer, topic)
+        acc.positions = _ConsumerPositions(consumer, topic, s.kafka_bootstrap, security)
         await producer.start()
         try:
             await consumer.start()
@@ -103,6 +119,7 @@ class AiokafkaDriver:
                 async with acc._lock:
                     for tp, msgs in batch.items():
                         try:
+                            await acc.check_jumps(tp.partition, msgs)
                             acc.process(tp.partition, msgs)
                         except Exception:  # Redis unreachable for a collection lookup
                             log.exception("partition %d: processing failed; reading it again",

@@ -26,7 +26,14 @@ Rebalances:
   behind the watermark only replays records, which are skipped; anything *ahead*
   would skip records.  So the driver takes a partition's events only while they
   are contiguous from its position (:meth:`FaustDriver.contiguous`): at the first
-  event beyond the next expected offset it drops the rest and seeks back there.
+  event beyond the next expected offset it drops the rest and seeks back there;
+* a gap is a hole in the log only as far as the broker says so: the offsets below
+  its log start (``ListOffsets``, earliest) were deleted before they were counted
+  (:meth:`Accumulator.records_lost`: counted, logged, recorded in Redis) and the
+  partition continues at the log start; a gap above the log start that persists
+  over :data:`HOLE_SEEKS` seeks is probed by fetching from the expected offset: only
+  offsets that hold no record there (transaction markers) are passed over.  Nothing
+  still in the log is ever skipped, whatever Faust buffered or sought.
 
 The lost-log canary (see :meth:`Accumulator.reset_to_redis`) lives in a separate
 consumer group, ``<group>.canary``, committed by a small aiokafka client with a
@@ -57,7 +64,7 @@ from prometheus_client import CollectorRegistry
 
 from ..accumulator import DLQ_REQUEST_BYTES, MAX_MESSAGE_BYTES, Accumulator
 from ..health import health_status, metrics_page
-from ..topics import ensure_topics
+from ..topics import ensure_topics, first_offset_at
 
 __all__ = ["FaustDriver", "build_app", "faust_timestamp_ms", "TAKE_MAX", "TAKE_WITHIN_S",
            "HOLE_SEEKS", "HOLE_WAIT_S"]
@@ -69,9 +76,11 @@ TAKE_MAX = 20_000
 TAKE_WITHIN_S = 0.05
 """How long the agent waits to fill a batch before it processes what it has."""
 HOLE_SEEKS = 3
-"""Seeks back over one gap before it is taken for a hole in the log."""
+"""Seeks back over one gap above the log start before the log is probed there."""
 HOLE_WAIT_S = 1.0
 """Least time between two seeks back over the same gap."""
+PROBE_TIMEOUT_S = 5.0
+"""How long a probe of the log (the first record at or after an offset) waits."""
 
 
 def faust_timestamp_ms(message: Any) -> int:
@@ -169,6 +178,25 @@ def build_app(acc: Accumulator, datadir: str) -> Any:
     )
 
 
+def _split(msgs: list[Any], pos: int) -> tuple[list[Any], int, int]:
+    """(events continuing from ``pos``, the next expected offset, index of the first event
+    of the trailing run beyond it or -1)."""
+    exp = pos
+    keep: list[Any] = []
+    tail = -1
+    for j, m in enumerate(msgs):
+        off = m.offset
+        if off > exp:
+            if tail < 0:
+                tail = j
+            continue
+        if off == exp:
+            exp = off + 1
+        keep.append(m)
+        tail = -1
+    return keep, exp, tail
+
+
 def _log_seek_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("seek after an assignment failed (the gap check seeks again): %s",
@@ -216,6 +244,17 @@ class _FaustPositions:
         if missing:
             self.canary.assign(list(self.canary.assignment() | missing))
         await self.canary.commit(tps)
+
+    async def log_start(self, partition: int) -> int:
+        from aiokafka import TopicPartition
+
+        tp = TopicPartition(self.topic, partition)
+        return int((await self.canary.beginning_offsets([tp]))[tp])
+
+    async def next_offset(self, partition: int, offset: int) -> int | None:
+        s = self.driver.acc.s
+        return await first_offset_at(s.kafka_bootstrap, self.topic, partition, offset,
+                                     timeout=PROBE_TIMEOUT_S, **s.kafka_security.aiokafka())
 
 
 class FaustDriver:
@@ -282,46 +321,62 @@ class FaustDriver:
         still deliver events it buffered from the old position, and ``perform_seek``
         may have moved the fetch to a committed offset ahead: such events come before
         the ones fetched from the new position, so dropping them is enough.  If the
-        batch *ends* with dropped events, the partition is sought back to the expected
-        offset (again every :data:`HOLE_WAIT_S` while the gap lasts).  A gap that
-        persists over :data:`HOLE_SEEKS` seeks is a real hole in the log (records
-        deleted by retention, transaction markers): then the events are taken as
-        they come.
+        batch *ends* with dropped events, the broker's log start is asked (once per
+        :data:`HOLE_WAIT_S`): offsets below it are gone (records deleted before they
+        were counted: :meth:`Accumulator.records_lost`) and the partition continues at
+        the log start; otherwise it is sought back to the expected offset, and a gap
+        that persists over :data:`HOLE_SEEKS` seeks is probed (:meth:`_probe`).
         """
         pos = self.acc.assigned().get(p)
         if pos is None:
             return msgs  # not ours (any more): the accumulator ignores them
-        exp = pos
-        keep: list[Any] = []
-        tail = -1  # index of the first event of a trailing run of dropped events
-        for j, m in enumerate(msgs):
-            off = m.offset
-            if off > exp:
-                if tail < 0:
-                    tail = j
-                continue
-            if off == exp:
-                exp = off + 1
-            keep.append(m)
-            tail = -1
+        keep, exp, tail = _split(msgs, pos)
         if tail < 0:
             self._gap.pop(p, None)
             return keep
         gap = self._gap.get(p)
-        if gap is not None and gap[0] == exp:
-            if gap[1] >= HOLE_SEEKS:
-                log.warning("partition %d: no record between offsets %d and %d after %d seeks: "
-                            "taking the log as it is", p, exp, msgs[tail].offset, gap[1])
-                self._gap.pop(p, None)
-                return keep + msgs[tail:]
-            await self._seek_gaps()  # again, if the last seek back is a second old
-            return keep
-        log.warning("partition %d: record at offset %d beyond the next offset %d (a committed "
-                    "offset of the group, or events buffered before a seek): seeking back",
-                    p, msgs[tail].offset, exp)
-        self._gap[p] = (exp, 0, 0.0)
+        now = time.monotonic()
+        if gap is not None and gap[0] == exp and now - gap[2] < HOLE_WAIT_S:
+            return keep  # sought back less than a second ago: wait for the re-read events
+        resume = None  # where the partition goes on, past offsets that hold no record
+        start = await self.acc.log_start(p)
+        if start is not None and start > exp:
+            # A hole: [exp, start) left the log before it was counted.
+            self.acc.records_lost(p, exp, start)
+            resume = start
+        elif gap is not None and gap[0] == exp and gap[1] >= HOLE_SEEKS \
+                and gap[1] % HOLE_SEEKS == 0:
+            nxt = await self._probe(p, exp)
+            if nxt is not None and nxt > exp:
+                log.warning("partition %d: the log holds no record at offsets %d..%d (above "
+                            "its log start: transaction markers); going on at %d",
+                            p, exp, nxt - 1, nxt)
+                self.acc.skip_empty(p, exp, nxt)
+                resume = nxt
+        if resume is not None:
+            self._gap.pop(p, None)
+            more, exp, tail2 = _split(msgs[tail:], resume)
+            keep += more
+            if tail2 < 0:
+                return keep
+            tail, msgs, gap = 0, msgs[tail:][tail2:], None
+        if gap is None or gap[0] != exp:
+            log.warning("partition %d: record at offset %d beyond the next offset %d (a "
+                        "committed offset of the group, or events buffered before a seek): "
+                        "seeking back", p, msgs[tail].offset, exp)
+            self._gap[p] = (exp, 0, 0.0)
         await self._seek_gaps()
         return keep
+
+    async def _probe(self, p: int, offset: int) -> int | None:
+        """The first offset at or after ``offset`` that holds a record (None: unknown)."""
+        try:
+            assert self.acc.positions is not None
+            return await self.acc.positions.next_offset(p, offset)
+        except Exception as exc:
+            log.warning("partition %d: probing the log at offset %d failed: %r", p, offset,
+                        exc)
+            return None
 
     async def _seek_gaps(self) -> None:
         """Seek every partition with a gap back to its expected offset, once a second.

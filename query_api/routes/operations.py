@@ -31,13 +31,16 @@ async def healthz() -> dict[str, str]:
 @router.get("/readyz", response_model=None,
             responses={200: {"model": Status}, **errors(503)})
 async def readyz(svc: ServiceDep) -> Any:
-    """Readiness: Redis answers a PING."""
+    """Readiness: Redis answers a PING.  Also says (without failing) whether n misses
+    records deleted before they were counted (``lost_records``) and whether the janitor
+    refuses to release records (``janitor``), see docs/faults.md."""
     try:
         await svc.call(svc.store.ping())
+        health = await svc.call(svc.store.health())
     except Unavailable as exc:
         return JSONResponse({"error": {"status": 503, "message": str(exc)}}, status_code=503,
                             headers={"Retry-After": str(exc.retry_after)})
-    return {"status": "ready"}
+    return {"status": "ready", **health}
 
 
 async def _collection_samples(svc: Any) -> list[CollectionSample]:

@@ -2,8 +2,11 @@
 
 * events of an earlier consumer generation are dropped (they are fetched again);
 * a partition's events are taken only while contiguous from its position: an event
-  beyond the next offset is dropped with the rest and the partition sought back,
-  unless the gap persists (a hole in the log);
+  beyond the next offset is dropped with the rest and the partition sought back;
+* a gap is a hole only below the broker's log start: those records are lost (counted
+  by the next flush in Redis and ``ldp_records_lost_total``), the rest is read; a gap
+  above the log start that persists is probed, and only offsets without a record
+  there are passed over;
 * Faust's timestamps (float seconds) become integer milliseconds.
 
 The end-to-end behaviour against a real broker is in tests/integration (both engines).
@@ -56,10 +59,26 @@ class App:
 
 
 class Seeks:
-    """Positions that record seeks (the driver's interface, no Kafka behind it)."""
+    """Positions that record seeks (the driver's interface, no Kafka behind it).
+
+    ``start``: the log start offset the "broker" answers; ``records``: the offsets of the
+    records the "log" holds, for probes (None: every offset from ``start`` on).
+    """
 
     def __init__(self) -> None:
         self.seeks: list[dict[int, int]] = []
+        self.start = 0
+        self.records: list[int] | None = None
+        self.probes: list[tuple[int, int]] = []
+
+    async def log_start(self, partition: int) -> int:
+        return self.start
+
+    async def next_offset(self, partition: int, offset: int) -> int | None:
+        self.probes.append((partition, offset))
+        if self.records is None:
+            return max(offset, self.start)
+        return min((o for o in self.records if o >= offset), default=None)
 
     async def committed(self, partition: int) -> int | None:
         return 0
@@ -126,18 +145,61 @@ def test_a_gap_inside_a_batch_cuts_it_there(
     assert d.acc.assigned()[1] == 5 and d.acc.pending_reports == 25 and d.reseeks == 1
 
 
-def test_a_gap_that_persists_is_a_hole_in_the_log_and_is_taken(
+def test_a_gap_below_the_log_start_is_a_hole_whose_records_are_lost_and_said_so(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    from ldpstream.storage import read_lost
+
+    d, seeks = _driver(redis_client, ldp_names)
+    seeks.start = 10  # offsets 0..9 were deleted before they were counted
+    asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in (10, 11)]))
+    assert d.acc.assigned()[0] == 12 and d.acc.pending_reports == 10
+    assert d.reseeks == 0
+    assert asyncio.run(d.acc.flush())
+    lost = read_lost(redis_client, ldp_names["prefix"])
+    assert lost["records"] == 10 and lost["partitions"] == {"t:0": (10, "0-9")}
+    sample = d.acc.metrics.registry.get_sample_value
+    assert sample("ldp_records_lost_total", {"topic": "t", "partition": "0"}) == 10
+
+
+def test_records_beyond_the_log_start_after_a_hole_are_sought_not_skipped(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    d, seeks = _driver(redis_client, ldp_names)
+    seeks.start = 10
+    # the log now starts at 10, but the first events Faust hands over are 40, 41 (its
+    # fetch had moved on): 10..39 are still in the log and must be read
+    asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in (40, 41)]))
+    assert d.acc.assigned()[0] == 10 and seeks.seeks[-1] == {0: 10}
+    asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in range(10, 42)]))
+    assert d.acc.assigned()[0] == 42 and d.acc.pending_reports == 32 * 5
+    assert d.acc._lost[0] == (10, 0, 9)
+
+
+def test_a_gap_above_the_log_start_is_never_taken_while_the_log_holds_its_records(
         redis_client: Any, ldp_names: dict[str, str], monkeypatch: Any) -> None:
     from aggregator.drivers import faust as fd
 
     monkeypatch.setattr(fd, "HOLE_WAIT_S", 0.0)
     d, seeks = _driver(redis_client, ldp_names)
-    for _ in range(fd.HOLE_SEEKS):  # offsets 0..9 are gone (retention): 10 comes each time
+    for _ in range(4 * fd.HOLE_SEEKS):  # offset 0 exists, yet 10 comes every time
         asyncio.run(d.handle([Event(Msg(0, 10, _value(10)))]))
         assert d.acc.assigned()[0] == 0
-    assert seeks.seeks[1:] == [{0: 0}] * fd.HOLE_SEEKS
-    asyncio.run(d.handle([Event(Msg(0, 10, _value(10)))]))
-    assert d.acc.assigned()[0] == 11 and d.acc.pending_reports == 5
+    assert seeks.probes and all(p == (0, 0) for p in seeks.probes)
+    assert seeks.seeks[-1] == {0: 0} and not d.acc._lost
+
+
+def test_offsets_without_records_above_the_log_start_are_passed_over_without_loss(
+        redis_client: Any, ldp_names: dict[str, str], monkeypatch: Any) -> None:
+    from aggregator.drivers import faust as fd
+
+    monkeypatch.setattr(fd, "HOLE_WAIT_S", 0.0)
+    d, seeks = _driver(redis_client, ldp_names)
+    seeks.records = [3, 4]  # 0..2 hold transaction markers, no records
+    for _ in range(fd.HOLE_SEEKS):
+        asyncio.run(d.handle([Event(Msg(0, 3, _value(3)))]))
+        assert d.acc.assigned()[0] == 0
+    asyncio.run(d.handle([Event(Msg(0, 3, _value(3))), Event(Msg(0, 4, _value(4)))]))
+    assert seeks.probes == [(0, 0)]
+    assert d.acc.assigned()[0] == 5 and d.acc.pending_reports == 10 and not d.acc._lost
 
 
 def test_an_event_at_or_below_the_position_is_taken(

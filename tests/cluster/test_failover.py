@@ -226,5 +226,5 @@ def test_janitor_releases_nothing_a_frozen_replica_has_not_received(
         assert _starts(cluster, topic) == {0: 8, 1: 9}
     finally:
         janitor.close()
-        client.delete(wm, f"{prefix}janitor:mark")
+        client.delete(wm, Keys(prefix).janitor)
         client.close()

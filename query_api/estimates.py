@@ -7,15 +7,23 @@ fitted synthetic dataset; the answer names the method used), the unbiased
 ``base`` method has the analytic normal interval, and every post-processed
 method a parametric-bootstrap interval that includes its bias (``interval``
 says which; ``null`` intervals come with ``interval_reason``).  The bootstrap is
-seeded from the state, so a state always gets the same answer.
+seeded from the state, so a state always gets the same answer.  The ``auto`` choice
+may be kept across nearby states (a :class:`~query_api.choices.ChoiceSlot`; the answer
+then says so in ``method_choice``).
+
+Square Wave collections (numeric, EMS-reconstructed) answer frequencies, subsets and
+heavy hitters from the EMS distribution (Li et al., SIGMOD 2020): the unbiased inverse
+of their blurring channel is so noisy that every post-processing of it is flat.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 from collections.abc import Sequence
 from statistics import NormalDist
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,6 +40,7 @@ from ldpcore.capabilities import (
 from ldpcore.numeric.base import NumericOracle
 
 from .capabilities import require
+from .choices import Choice, ChoiceSlot
 from .errors import QueryError
 
 __all__ = [
@@ -90,20 +99,27 @@ def _opt(values: np.ndarray | None, i: int) -> float | None:
     return None if values is None else float(values[i])
 
 
-def _meta(ans: ldp_intervals.Answer, requested: str) -> dict[str, Any]:
+def _meta(ans: ldp_intervals.Answer, requested: str,
+          choice: dict[str, Any] | None = None) -> dict[str, Any]:
+    # No "n" here: the service states n (reports summed) and n_effective (behind the
+    # interval) in every answer's head (docs/longitudinal.md).
     out: dict[str, Any] = {"method": ans.method, "method_requested": requested,
-                           "confidence": ans.confidence, "n": ans.n, "interval": ans.interval,
+                           "confidence": ans.confidence, "interval": ans.interval,
                            "replicates": ans.replicates}
     if ans.reason:
         out["interval_reason" if ans.low is None else "note"] = ans.reason
     if ans.mse:
         out["simulated_mse"] = {k: float(v) for k, v in ans.mse.items()}
+    if choice is not None:
+        out["method_choice"] = choice
     return out
 
 
 def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
             confidence: float, indices: Sequence[int] | None,
-            n_effective: float | None = None) -> ldp_intervals.Answer:
+            n_effective: float | None = None, choice: ChoiceSlot | None = None
+            ) -> tuple[ldp_intervals.Answer, dict[str, Any] | None]:
+    """The answer, and what it says of a kept ``auto`` choice (see :mod:`.choices`)."""
     z_value(confidence)  # the API's message for a bad level
     if isinstance(oracle, SetItemFrequencies):
         # Set-valued items: the fractions sum to the mean set size, not to 1.
@@ -112,24 +128,48 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
                              f"auto (= base), base or base-pos, got {method!r}",
                              parameter="method")
         method = "base" if method == AUTO else method
-    try:
-        return ldp_intervals.answer(oracle, state, method=method, confidence=confidence,
-                                    indices=None if indices is None else list(indices),
-                                    n_effective=n_effective)
-    except ldpcore.ParameterError as exc:
-        raise QueryError(str(exc), parameter="labels" if indices is not None else "method"
-                         ) from exc
+    idx = None if indices is None else list(indices)
+
+    def run(m: str) -> ldp_intervals.Answer:
+        try:
+            return ldp_intervals.answer(oracle, state, method=m, confidence=confidence,
+                                        indices=idx, n_effective=n_effective)
+        except ldpcore.ParameterError as exc:
+            raise QueryError(str(exc), parameter="labels" if indices is not None
+                             else "method") from exc
+
+    if method != AUTO or choice is None:
+        return run(method), None
+    store, key = choice.choices, choice.key
+    n = _n(state, n_effective)
+    kept, stale = store.lookup(key, n)
+    if kept is None:
+        ans = run(AUTO)
+        kept = Choice(ans.method, n, time.time(), ans.reason, dict(ans.mse))
+        store.put(key, kept)
+        return ans, store.describe(kept)
+    if stale:
+        def again() -> Choice:
+            fresh = run(AUTO)
+            return Choice(fresh.method, n, time.time(), fresh.reason, dict(fresh.mse))
+        store.refresh(key, again)
+    ans = run(kept.method)
+    return (dataclasses.replace(ans, reason=ans.reason or kept.note, mse=kept.mse),
+            store.describe(kept))
 
 
 def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
                 labels: Sequence[str] | None, method: str, confidence: float,
-                top: int | None = None, n_effective: float | None = None) -> dict[str, Any]:
+                top: int | None = None, n_effective: float | None = None,
+                choice: ChoiceSlot | None = None) -> dict[str, Any]:
     """Per-label estimate, standard error and confidence interval (see the module notes)."""
     _need_frequencies(oracle, "frequency")
     method = _check_method(method)
     if top is not None and top < 1:
         raise QueryError(f"top must be an integer >= 1, got {top}", parameter="top")
-    ans = _answer(oracle, state, method, confidence, None, n_effective)
+    if _reconstructs(oracle) and method == AUTO:
+        return _ems_frequencies(oracle, state, labels=labels, top=top)
+    ans, kept = _answer(oracle, state, method, confidence, None, n_effective, choice)
     est = ans.estimate
     order = np.argsort(-est, kind="stable") if top is not None else np.arange(est.size)
     if top is not None:
@@ -138,12 +178,13 @@ def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
     rows = [{"label": names[i], "index": int(i), "estimate": float(est[i]),
              "std_error": _opt(ans.std_error, i), "ci_low": _opt(ans.low, i),
              "ci_high": _opt(ans.high, i)} for i in order]
-    return {**_meta(ans, method), "estimates": rows, "sum": float(est.sum())}
+    return {**_meta(ans, method, kept), "estimates": rows, "sum": float(est.sum()),
+            **_set_estimand(oracle)}
 
 
 def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Sequence[int], *,
-           method: str, confidence: float, n_effective: float | None = None
-           ) -> dict[str, Any]:
+           method: str, confidence: float, n_effective: float | None = None,
+           choice: ChoiceSlot | None = None) -> dict[str, Any]:
     """Frequency of a set of values (set-value query), any post-processing method.
 
     ``post-pos`` clips the unbiased sum at 0; the other methods sum the
@@ -154,8 +195,20 @@ def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Seque
     """
     _need_frequencies(oracle, "subset")
     method = _check_method(method)
-    ans = _answer(oracle, state, method, confidence, indices, n_effective)
-    return {**_meta(ans, method), "estimate": float(ans.estimate[0]),
+    if _reconstructs(oracle) and method == AUTO:
+        dist = np.asarray(cast(Any, oracle).distribution(state), dtype=np.float64)
+        return {"method": _reconstruction(oracle), "method_requested": method,
+                "estimate": float(dist[list(indices)].sum()), "std_error": None,
+                "ci_low": None, "ci_high": None, "interval": None,
+                "interval_reason": _NUMERIC_REASON}
+    if isinstance(oracle, SetItemFrequencies) and method in (AUTO, "base", "base-pos"):
+        from .setvalued import subset_answer
+
+        return {**subset_answer(oracle, state, indices, confidence=confidence,
+                                method="base" if method == AUTO else method,
+                                n_effective=n_effective), "method_requested": method}
+    ans, kept = _answer(oracle, state, method, confidence, indices, n_effective, choice)
+    return {**_meta(ans, method, kept), "estimate": float(ans.estimate[0]),
             "std_error": _opt(ans.std_error, 0), "ci_low": _opt(ans.low, 0),
             "ci_high": _opt(ans.high, 0)}
 
@@ -219,7 +272,7 @@ def range_answer(oracle: Any, state: ldpcore.State, low: int, high: int, *,
         kind = _HULL
     return {"low": low, "high": high, "method": method, "estimate": value, "std_error": se,
             "ci_low": float(lo_), "ci_high": float(hi_), "confidence": confidence,
-            "interval": kind, "n_effective": n}
+            "interval": kind}
 
 
 def _range_bands(oracle: Any, state: ldpcore.State, method: str, z: float,
@@ -275,6 +328,39 @@ _NUMERIC_REASON = ("the EMS reconstruction is smoothed and biased; no interval t
 def _reconstruction(oracle: Any) -> str:
     """How a numeric distribution was rebuilt: EM, or EM with smoothing (Square Wave)."""
     return "ems" if getattr(oracle, "smoothing", True) else "em"
+
+
+def _set_estimand(oracle: Any) -> dict[str, Any]:
+    """What a set-valued (``ps``) collection's item frequencies estimate (else nothing)."""
+    if not isinstance(oracle, SetItemFrequencies):
+        return {}
+    from .setvalued import estimand
+
+    return estimand("holders-truncated", length=int(oracle.length))
+
+
+def _reconstructs(oracle: Any) -> bool:
+    """A numeric oracle whose distribution is rebuilt by EM/EMS (Square Wave): its
+    frequencies are that distribution, not the unbiased inverse of its blurred channel
+    (whose post-processing is flat: Li et al., SIGMOD 2020, §5)."""
+    return isinstance(oracle, DistributionEstimates) and isinstance(oracle, NumericOracle)
+
+
+def _ems_frequencies(oracle: Any, state: ldpcore.State, *, labels: Sequence[str] | None,
+                     top: int | None) -> dict[str, Any]:
+    """Frequencies of a Square Wave collection: the EMS (or EM) reconstruction per bin
+    (the default ``auto``; a named post-processing method still post-processes the
+    unbiased inverse)."""
+    if state.n <= 0:
+        raise QueryError("no reports to reconstruct from", parameter="since")
+    est = np.asarray(oracle.distribution(state), dtype=np.float64)
+    order = np.argsort(-est, kind="stable")[:top] if top is not None else np.arange(est.size)
+    names = list(labels) if labels is not None else [str(i) for i in range(est.size)]
+    rows = [{"label": names[i], "index": int(i), "estimate": float(est[i]),
+             "std_error": None, "ci_low": None, "ci_high": None} for i in order]
+    return {"method": _reconstruction(oracle), "method_requested": "auto",
+            "confidence": None, "interval": None, "interval_reason": _NUMERIC_REASON,
+            "replicates": 0, "estimates": rows, "sum": float(est.sum())}
 
 
 def _num(x: Any) -> float | int:
@@ -351,7 +437,8 @@ def histogram(oracle: Any, state: ldpcore.State, *, method: str | None = None,
 
 def heavy_hitters(oracle: Any, state: ldpcore.State, k: int, *,
                   labels: Sequence[str] | None, offset: int = 0, confidence: float = 0.95,
-                  n_effective: float | None = None) -> dict[str, Any]:
+                  n_effective: float | None = None, choice: ChoiceSlot | None = None
+                  ) -> dict[str, Any]:
     """Top-k values: PEM's candidate search, else the top of the default (``auto``)
     frequency answer — post-processed, so a numeric collection's bins sum to 1."""
     if k < 1:
@@ -367,15 +454,21 @@ def heavy_hitters(oracle: Any, state: ldpcore.State, k: int, *,
                 for r in oracle.heavy_hitters(state, k)]
         return {"k": k, "heavy_hitters": rows, "method": "pem", "interval": "analytic"}
     _need_frequencies(oracle, "heavy-hitters")
-    ans = _answer(oracle, state, AUTO, confidence, None, n_effective)
+    if _reconstructs(oracle):
+        full = _ems_frequencies(oracle, state, labels=labels, top=k)
+        rows = [{"value": r["label"], **{x: r[x] for x in ("index", "estimate", "std_error",
+                                                          "ci_low", "ci_high")}}
+                for r in full.pop("estimates")]
+        return {**full, "k": k, "heavy_hitters": rows, "of": int(oracle.domain_size)}
+    ans, kept = _answer(oracle, state, AUTO, confidence, None, n_effective, choice)
     est = ans.estimate
     order = np.argsort(-est, kind="stable")[:k]
     names = list(labels) if labels is not None else [str(i) for i in range(est.size)]
     rows = [{"value": names[i], "index": int(i), "estimate": float(est[i]),
              "std_error": _opt(ans.std_error, i), "ci_low": _opt(ans.low, i),
              "ci_high": _opt(ans.high, i)} for i in order]
-    return {**_meta(ans, AUTO), "k": k, "heavy_hitters": rows,
-            "of": int(est.size)}
+    return {**_meta(ans, AUTO, kept), "k": k, "heavy_hitters": rows,
+            "of": int(est.size), **_set_estimand(oracle)}
 
 
 def numeric_summary(oracle: Any, state: ldpcore.State, *, confidence: float,

@@ -56,12 +56,18 @@ class Answer(_Open):
     fingerprint: str
     mechanism: str
     epsilon: float
-    n: int = Field(description="reports behind the answer")
+    n: int = Field(ge=0, description="reports summed: every report in the range's windows")
+    n_effective: float = Field(ge=0, description="the effective sample size behind the "
+                               "intervals: n for independent reports, fewer for memoized "
+                               "reports of one device in several windows "
+                               "(docs/longitudinal.md)")
     windows: int = Field(description="time windows summed")
     since: float | None
     until: float | None
     as_of: str | None = Field(description="time of the last aggregator flush (ISO 8601)")
     state_version: str = Field(description="changes whenever the stored state changes")
+    reason: str | None = Field(None, description="why there is no estimate: the range holds "
+                               "no report (n = 0; every estimate field is then null or empty)")
 
 
 class Row(_Open):
@@ -75,15 +81,17 @@ class Row(_Open):
 
 class FrequenciesAnswer(Answer):
     method: str
-    confidence: float
+    confidence: float | None = Field(description="null for an EMS reconstruction (no "
+                                     "interval)")
     estimates: list[Row]
+    sum: float | None = None
 
 
 class SubsetAnswer(Answer):
     labels: list[str]
     method: str
     confidence: float
-    estimate: float
+    estimate: float | None
     std_error: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
@@ -103,7 +111,7 @@ class HeavyHittersAnswer(Answer):
 class RangeAnswer(Answer):
     low: Any
     high: Any
-    estimate: float
+    estimate: float | None
     std_error: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
@@ -112,7 +120,7 @@ class RangeAnswer(Answer):
 
 class Quantile(_Open):
     q: float
-    value: Any
+    value: Any = Field(description="null when the range holds no report")
 
 
 class QuantilesAnswer(Answer):
@@ -125,7 +133,7 @@ class CdfAnswer(Answer):
 
 
 class MeanAnswer(Answer):
-    estimate: float
+    estimate: float | None
     confidence: float
     std_error: float | None = None
     ci_low: float | None = None
@@ -178,7 +186,8 @@ class SeriesPoint(_Open):
     start: int
     end: int
     time: str
-    n: int
+    n: int = Field(ge=0, description="reports summed in the bucket")
+    n_effective: float = Field(ge=0, description="the bucket's effective sample size")
     windows: int
     series: str
     estimate: Any = None
@@ -197,5 +206,7 @@ class SeriesAnswer(_Open):
     bucket_seconds: int
     since: float | None
     until: float | None
+    n: int = Field(ge=0, description="reports summed over the whole range")
+    n_effective: float = Field(ge=0, description="the whole range's effective sample size")
     series: list[str]
     points: list[SeriesPoint]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from statistics import NormalDist
 from typing import Any, cast
@@ -245,8 +246,44 @@ def _hull(point: Any, unbiased: Any, se: Any, z: float) -> tuple[np.ndarray, np.
             np.clip(np.maximum(p, u + z * e), 0.0, 1.0))
 
 
+_UNIT_RANGE_VARIANCES: OrderedDict[str, np.ndarray | None] = OrderedDict()
+"""Per range oracle (fingerprint): n · range_variance(n, 0, r − 1) for every length r, or
+None when the variance is not of the form c(r)/n."""
+
+
+def _unit_range_variances(oracle: Any) -> np.ndarray | None:
+    """Every range oracle's variance bound is c(length)/n (hh, haar, flat): tabulated once
+    per oracle, so a CDF's or histogram's d bands cost O(d), not d validated calls."""
+    key = oracle.fingerprint
+    if key in _UNIT_RANGE_VARIANCES:
+        _UNIT_RANGE_VARIANCES.move_to_end(key)
+        return _UNIT_RANGE_VARIANCES[key]
+    d = oracle.domain_size
+    table: np.ndarray | None = None
+    # Only where the bound depends on (n, length) alone as c/n (checked at a few points).
+    probes = [(1, 0, d - 1), (7, d // 3, d - 1), (1000, 0, 0), (13, d - 1, d - 1)]
+    if d <= 1 << 16 and all(math.isclose(oracle.range_variance(n, lo, hi) * n,
+                                         oracle.range_variance(1, 0, hi - lo), rel_tol=1e-9)
+                            for n, lo, hi in probes):
+        table = np.array([float(oracle.range_variance(1, 0, r - 1)) for r in range(1, d + 1)])
+    _UNIT_RANGE_VARIANCES[key] = table
+    while len(_UNIT_RANGE_VARIANCES) > 64:
+        _UNIT_RANGE_VARIANCES.popitem(last=False)
+    return table
+
+
+def _range_se(oracle: Any, n: int, lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
+    """Standard errors of the ranges [lows[i], highs[i]] from n reports."""
+    table = _unit_range_variances(oracle)
+    if table is None:
+        return np.sqrt([float(oracle.range_variance(n, int(a), int(b)))
+                        for a, b in zip(lows, highs, strict=True)])
+    out: np.ndarray = np.sqrt(table[np.asarray(highs) - np.asarray(lows)] / n)
+    return out
+
+
 def _prefix_se(oracle: Any, n: int, points: np.ndarray) -> np.ndarray:
-    return np.sqrt([float(oracle.range_variance(n, 0, int(i))) for i in points])
+    return _range_se(oracle, n, np.zeros_like(points), points)
 
 
 def range_answer(oracle: Any, state: ldpcore.State, low: int, high: int, *,
@@ -424,8 +461,7 @@ def histogram(oracle: Any, state: ldpcore.State, *, method: str | None = None,
     if width > 1:
         point = np.add.reduceat(point, starts)
         unbiased = np.add.reduceat(unbiased, starts)
-    se = np.sqrt([float(oracle.range_variance(n, int(a), int(b)))
-                  for a, b in zip(starts, ends, strict=True)])
+    se = _range_se(oracle, n, starts, ends)
     lo, hi = _hull(point, unbiased, se, z)
     out = {"bins": point.tolist(), "method": method, "confidence": confidence,
            "interval": _HULL if method != "unbiased" else "analytic",

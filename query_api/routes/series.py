@@ -115,6 +115,8 @@ class Plan:
     """Given the bucket's choice slot (kept ``auto`` choices), the computation."""
     names: list[str]
     method: str
+    shape: tuple[Any, ...] = ()
+    """What the bucket's kept ``auto`` choice is keyed by (not the confidence level)."""
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ def _frequencies_plan(svc: Service, spec: CollectionSpec, items: list[str], top:
         return run
 
     return Plan((m, confidence, tuple(idx)), compute,
-                [names[i] if names else str(i) for i in idx], m)
+                [names[i] if names else str(i) for i in idx], m, ("full",))
 
 
 def _subset_plan(spec: CollectionSpec, items: list[str], m: str, confidence: float) -> Plan:
@@ -193,7 +195,7 @@ def _subset_plan(spec: CollectionSpec, items: list[str], m: str, confidence: flo
         return lambda o, s, ne: {"rows": [_row(name, E.subset(
             o, s, idx, method=m, confidence=confidence, n_effective=ne, choice=slot))]}
 
-    return Plan((m, confidence, tuple(idx)), compute, [name], m)
+    return Plan((m, confidence, tuple(idx)), compute, [name], m, ("subset", tuple(idx)))
 
 
 def _range_plan(spec: CollectionSpec, low: str | None, high: str | None,
@@ -265,8 +267,7 @@ async def _points(svc: Service, spec: CollectionSpec, kind: str, plan: Plan,
             reason = (f"not enough reports: {bv.n} of the {spec.min_reports} needed"
                       if bv.n else "no reports")
         else:
-            slot = svc.choices.slot((spec.fingerprint, ("bucket", start, end), kind,
-                                     plan.params))
+            slot = svc.choices.slot((spec.fingerprint, ("bucket", start, end), *plan.shape))
             try:
                 body, _, _ = await svc.answer(spec, f"series:{kind}", plan.params, start, end,
                                               plan.compute(slot), version=bv,

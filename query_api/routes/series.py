@@ -21,6 +21,7 @@ the whole range.  An empty range (since not before until) is answered with no po
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -252,32 +253,36 @@ async def _whole(svc: Service, spec: CollectionSpec, version: StateVersion,
     return whole
 
 
+async def _bucket_rows(svc: Service, spec: CollectionSpec, kind: str, plan: Plan, start: int,
+                       end: int, bv: StateVersion) -> tuple[dict[str, Any],
+                                                            list[dict[str, Any]] | None, str]:
+    """One bucket's (n, n_effective) update, its rows (None: no estimate) and why not."""
+    if bv.n < max(1, spec.min_reports):
+        return {}, None, (f"not enough reports: {bv.n} of the {spec.min_reports} needed"
+                          if bv.n else "no reports")
+    slot = svc.choices.slot((spec.fingerprint, ("bucket", start, end), *plan.shape))
+    try:
+        body, _, _ = await svc.answer(spec, f"series:{kind}", plan.params, start, end,
+                                      plan.compute(slot), version=bv, allow_stale=False)
+    except NotEnoughReports as exc:
+        return {}, None, str(exc)
+    decoded = json.loads(body)
+    return {"n": decoded["n"], "n_effective": decoded["n_effective"]}, decoded["rows"], ""
+
+
 async def _points(svc: Service, spec: CollectionSpec, kind: str, plan: Plan,
                   version: StateVersion, span: Span) -> list[dict[str, Any]]:
-    """Every bucket's points: one per series, the estimate or why there is none."""
+    """Every bucket's points: one per series, the estimate or why there is none.  The
+    buckets are answered concurrently (on the series pool), each cached by its version."""
+    buckets = _buckets(version, span.since, span.end, span.bucket)
+    answers = await asyncio.gather(*(
+        _bucket_rows(svc, spec, kind, plan, start, start + span.bucket, bv)
+        for start, bv in buckets))
     out: list[dict[str, Any]] = []
-    for start, bv in _buckets(version, span.since, span.end, span.bucket):
-        end = start + span.bucket
-        base = {"start": start, "end": end, "time": _iso(start), "n": bv.n,
+    for (start, bv), (counts, rows, reason) in zip(buckets, answers, strict=True):
+        base = {"start": start, "end": start + span.bucket, "time": _iso(start), "n": bv.n,
                 "n_effective": round(svc.effective_n(spec, bv, bv.n), 1),
-                "windows": len(bv.windows)}
-        rows: list[dict[str, Any]] | None = None
-        reason = None
-        if bv.n < max(1, spec.min_reports):
-            reason = (f"not enough reports: {bv.n} of the {spec.min_reports} needed"
-                      if bv.n else "no reports")
-        else:
-            slot = svc.choices.slot((spec.fingerprint, ("bucket", start, end), *plan.shape))
-            try:
-                body, _, _ = await svc.answer(spec, f"series:{kind}", plan.params, start, end,
-                                              plan.compute(slot), version=bv,
-                                              allow_stale=False)
-            except NotEnoughReports as exc:
-                reason = str(exc)
-            else:
-                decoded = json.loads(body)
-                base |= {"n": decoded["n"], "n_effective": decoded["n_effective"]}
-                rows = decoded["rows"]
+                "windows": len(bv.windows)} | counts
         if rows is None:
             rows = [{"series": s, "estimate": None, "std_error": None, "ci_low": None,
                      "ci_high": None, "reason": reason} for s in plan.names]

@@ -79,7 +79,7 @@ def served(redis_server: Any, tmp_path_factory: pytest.TempPathFactory
                                             "min_reports": 100})
              for cid, (raw, _) in SPECS.items()}
     register(client, prefix, *specs.values())
-    first = (int(time.time()) // W - 4) * W
+    first = (int(time.time()) // (3 * W) - 2) * 3 * W  # the three windows: one 3W bucket
     for k, (cid, spec) in enumerate(specs.items()):
         for i, n in enumerate(COUNTS):
             write_window(client, prefix, spec, first + i * W,

@@ -284,7 +284,8 @@ def _analytic_se(oracle: FrequencyOracle, n: int, freqs: FloatArray,
 
 
 def _z(confidence: float) -> float:
-    return NormalDist().inv_cdf((1.0 + confidence) / 2.0)
+    # From the tail: (1 + c) / 2 rounds to 1.0 for c within 2^-53 of 1 (inv_cdf refuses 1).
+    return -NormalDist().inv_cdf((1.0 - confidence) / 2.0)
 
 
 def _candidates(d: int, replicates: int) -> tuple[list[str], str | None]:

@@ -63,7 +63,8 @@ def z_value(confidence: float) -> float:
     if not 0.0 < confidence < 1.0 or math.isnan(confidence):
         raise QueryError("confidence must be a number strictly between 0 and 1, "
                          f"got {confidence}", parameter="confidence")
-    return NormalDist().inv_cdf((1.0 + confidence) / 2.0)
+    # From the tail: (1 + c) / 2 rounds to 1.0 for c within 2^-53 of 1 (inv_cdf refuses 1).
+    return -NormalDist().inv_cdf((1.0 - confidence) / 2.0)
 
 
 AUTO = "auto"
@@ -199,7 +200,8 @@ def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Seque
     if _reconstructs(oracle) and method == AUTO:
         dist = np.asarray(cast(Any, oracle).distribution(state), dtype=np.float64)
         return {"method": _reconstruction(oracle), "method_requested": method,
-                "estimate": float(dist[list(indices)].sum()), "std_error": None,
+                "confidence": None, "estimate": float(dist[list(indices)].sum()),
+                "std_error": None,
                 "ci_low": None, "ci_high": None, "interval": None,
                 "interval_reason": _NUMERIC_REASON}
     if isinstance(oracle, SetItemFrequencies) and method in (AUTO, "base", "base-pos"):
@@ -480,15 +482,18 @@ def heavy_hitters(oracle: Any, state: ldpcore.State, k: int, *,
     if k < 1:
         raise QueryError(f"k must be an integer >= 1, got {k}", parameter="k")
     if isinstance(oracle, HeavyHitterSearch):
-        if k > oracle.keep:
-            raise QueryError(f"k must be at most {oracle.keep} (the candidates this "
-                             f"collection keeps), got {k}", parameter="k")
+        # PEM keeps `keep` candidates: a larger k is answered with all of them, and said.
+        asked, k = k, min(k, int(oracle.keep))
         z = z_value(confidence)
         rows: list[dict[str, Any]] = [{"value": _num(r[0]) + offset, "estimate": float(r[1]),
                  "std_error": float(r[2]), "ci_low": max(0.0, float(r[1]) - z * float(r[2])),
                  "ci_high": min(1.0, float(r[1]) + z * float(r[2]))}
                 for r in oracle.heavy_hitters(state, k)]
-        return {"k": k, "heavy_hitters": rows, "method": "pem", "interval": "analytic"}
+        out = {"k": k, "heavy_hitters": rows, "method": "pem", "interval": "analytic"}
+        if asked > k:
+            out |= {"k_requested": asked, "note": f"the collection keeps {k} candidates "
+                                                  "(its 'keep'): all of them are answered"}
+        return out
     _need_frequencies(oracle, "heavy-hitters")
     if _reconstructs(oracle):
         full = _ems_frequencies(oracle, state, labels=labels, top=k)

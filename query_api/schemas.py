@@ -90,7 +90,8 @@ class FrequenciesAnswer(Answer):
 class SubsetAnswer(Answer):
     labels: list[str]
     method: str
-    confidence: float
+    confidence: float | None = Field(description="null for an EMS reconstruction (no "
+                                     "interval)")
     estimate: float | None
     std_error: float | None = None
     ci_low: float | None = None

@@ -38,7 +38,7 @@ class TopItemsetsAnswer(Answer):
 
 class SetSizesAnswer(Answer):
     sizes: list[dict[str, Any]]
-    quantile_size: int
+    quantile_size: int | None = Field(description="null when the range holds no report")
 
 
 class NextPhaseAnswer(Answer):

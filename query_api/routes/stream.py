@@ -23,7 +23,7 @@ from ldpcore.capabilities import (
 from .. import estimates as E
 from ..deps import Confidence, ServiceDep, SpecDep
 from ..domain import index_offset, labels_of
-from ..errors import NotEnoughReports, Unavailable
+from ..errors import NotEnoughReports, QueryError, Unavailable
 from ..schemas import errors
 from .estimates import Method, _method
 
@@ -118,6 +118,9 @@ async def stream(request: Request, svc: ServiceDep, spec: SpecDep,
                     idle = 0.0
             except Unavailable as exc:
                 yield f"event: error\ndata: {json.dumps({'message': str(exc)})}\n\n".encode()
+            except QueryError as exc:  # cannot answer at all: say why, end the stream
+                yield f"event: error\ndata: {json.dumps({'message': str(exc)})}\n\n".encode()
+                return
             idle += svc.settings.stream_interval_s
             if idle >= 15:
                 idle = 0.0

@@ -78,12 +78,16 @@ def served(redis_server: Any, tmp_path_factory: pytest.TempPathFactory
     specs = {cid: CollectionSpec.from_dict({"id": cid, **raw, "window_seconds": W,
                                             "min_reports": 100})
              for cid, (raw, _) in SPECS.items()}
+    # Below its minimum: its stream says it is waiting.
+    specs["few"] = CollectionSpec.from_dict({"id": "few", **SPECS["os"][0],
+                                             "window_seconds": W, "min_reports": 10**9})
     register(client, prefix, *specs.values())
     first = (int(time.time()) // (3 * W) - 2) * 3 * W  # the three windows: one 3W bucket
     for k, (cid, spec) in enumerate(specs.items()):
         for i, n in enumerate(COUNTS):
             write_window(client, prefix, spec, first + i * W,
-                         simulated_state(spec, SPECS[cid][1], n, seed=100 * k + i))
+                         simulated_state(spec, SPECS.get(cid, SPECS["os"])[1], n,
+                                         seed=100 * k + i))
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
     env.update({"LDP_REDIS_URL": redis_server.url, "LDP_REDIS_PREFIX": prefix,
@@ -147,11 +151,28 @@ def test_every_series_point_states_its_own_n_and_n_effective(
     assert {(p["n"], p["n_effective"]) for p in merged} == {_expected(spec, COUNTS)}
 
 
-def test_sse_events_state_n_and_n_effective(served: dict[str, Any]) -> None:
-    spec = served["specs"]["os"]
-    with served["http"].stream("GET", "/v1/collections/os/stream") as resp:
+@pytest.mark.parametrize(("cid", "kind"), [("os", "estimates"), ("lat", "estimates"),
+                                         ("sess", "estimates"), ("prof", "estimates"),
+                                         ("few", "waiting")])
+def test_sse_events_state_n_and_n_effective_and_match_their_schema(
+        served: dict[str, Any], cid: str, kind: str) -> None:
+    import jsonschema
+
+    from query_api.openapi import EVENT_DATA, event_schema
+
+    spec = served["specs"][cid]
+    with served["http"].stream("GET", f"/v1/collections/{cid}/stream") as resp:
         assert resp.status_code == 200
+        assert resp.headers["content-type"].startswith("text/event-stream")
         event, data = next(sse_events(resp))
-    assert event == "estimates"
+    assert event == kind
     assert (data["n"], data["n_effective"]) == _expected(spec, COUNTS)
-    assert data["estimates"] and json.dumps(data)
+    # The event as a client parses it, and its data, fit the documented schemas.
+    jsonschema.validate({"event": event, "data": json.dumps(data)}, event_schema())
+    jsonschema.validate(data, EVENT_DATA[kind])
+
+
+def test_the_stream_of_an_unknown_collection_is_a_json_404(served: dict[str, Any]) -> None:
+    resp = served["http"].get("/v1/collections/nope/stream")
+    assert resp.status_code == 404 and resp.headers["content-type"] == "application/json"
+    assert resp.json()["error"]["parameter"] == "id"

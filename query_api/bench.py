@@ -21,20 +21,22 @@ Every request asks the route's default (``auto``, ``consistent``, EMS) with its 
 3. **Cached, closed loop**: ``--clients`` keep-alive clients as fast as they can on one
    cached answer (the maximum throughput of one process).
 
-The load generator shares the machine with the server.
+The load generator shares the machine with the server.  ``--baseline CHECKOUT`` runs a
+second API from another checkout (its code, this environment) against the same Redis and
+prints both side by side.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +95,13 @@ async def _client_paced(host: str, port: int, paths: list[str], start: float, ra
                 await asyncio.sleep(delay)
             path = paths[k]
             k += 1
-            status = await _exchange(reader, writer, host, path)
+            try:  # a server that never answers: give up a minute after the case's end
+                status = await asyncio.wait_for(_exchange(reader, writer, host, path),
+                                                max(1.0, until + 60 - time.perf_counter()))
+            except TimeoutError:
+                lat.append(time.perf_counter() - scheduled)
+                errors.append(0)
+                break
             lat.append(time.perf_counter() - scheduled)
             if status != 200:
                 errors.append(status)
@@ -114,13 +122,20 @@ async def _paced(port: int, paths: list[str], clients: int, total_rate: float,
     return np.array(lat), len(errors), seconds
 
 
+ONCE_TIMEOUT_S = 60.0
+"""A single timed request gives up after this long (shown as ``>60000``)."""
+
+
 async def _once(port: int, path: str) -> tuple[float, int]:
-    """One request on a fresh connection: (seconds, status)."""
+    """One request on a fresh connection: (seconds, status); (inf, 0) after the timeout."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         t0 = time.perf_counter()
-        status = await _exchange(reader, writer, "127.0.0.1", path)
+        status = await asyncio.wait_for(_exchange(reader, writer, "127.0.0.1", path),
+                                        ONCE_TIMEOUT_S)
         return time.perf_counter() - t0, status
+    except TimeoutError:
+        return float("inf"), 0
     finally:
         writer.close()
 
@@ -233,28 +248,45 @@ def _ms(x: float) -> str:
     return f"{1e3 * x:10.1f}"
 
 
-def _cold_and_warm(port: int, writer: Writer, rng: np.random.Generator) -> None:
+def _cold_and_warm(ports: dict[str, int], writer: Writer, rng: np.random.Generator) -> None:
+    names = list(ports)
     print(f"Cold and warm latency per answer kind at d = {D:,}, n = {N:,} (ms; one request "
           "at a time on a fresh connection)\n")
-    print(f"{'answer kind':<34}{'first':>10}{'cold':>10}{'warm':>10}")
+    head = "".join(f"{f'{c} ({n})' if len(names) > 1 else c:>{12 if len(names) > 1 else 10}}"
+                   for n in names for c in ("first", "cold", "warm"))
+    print(f"{'answer kind':<34}{head}")
     hour = int(time.time()) // 3600 * 3600
     for kind, routes in KIND_PATHS.items():
         spec = _fill(writer, f"kind-{kind}", kind, rng)
         for name, route in routes:
             base = f"/v1/collections/{spec.id}/{route}"
             sep = "&" if "?" in base else "?"
-            first, status = asyncio.run(_once(port, base))
-            cold = []
+            first = {n: asyncio.run(_once(p, base)) for n, p in ports.items()}
+            cold: dict[str, list[float]] = {n: [] for n in names}
             for k in range(5):
                 writer.put(spec, hour, _state(spec, kind, 1000, rng))  # a flush: new version
                 time.sleep(0.12)  # past LDP_VERSION_TTL_MS
-                secs, status2 = asyncio.run(_once(port, f"{base}{sep}confidence=0.9{k}7"))
-                cold.append(secs if status2 == 200 else float("nan"))
-            warm = [asyncio.run(_once(port, f"{base}{sep}confidence=0.947"))[0]
-                    for _ in range(20)]
-            bad = "" if status == 200 else f"  (status {status})"
-            print(f"{name:<34}{_ms(first)}{_ms(float(np.median(cold)))}"
-                  f"{_ms(float(np.median(warm)))}{bad}", flush=True)
+                for n, p in ports.items():
+                    if k and math.isinf(cold[n][-1]):  # timed out once: do not wait again
+                        cold[n].append(float("inf"))
+                        continue
+                    secs, status = asyncio.run(_once(p, f"{base}{sep}confidence=0.9{k}7"))
+                    cold[n].append(secs if status in (200, 0) else float("nan"))
+            cells = []
+            for n, p in ports.items():
+                warm = [asyncio.run(_once(p, f"{base}{sep}confidence=0.947"))[0]
+                        for _ in range(1 if math.isinf(cold[n][-1]) else 20)]
+                width = 12 if len(names) > 1 else 10
+                cells += [_cell(first[n][0], width), _cell(float(np.median(cold[n])), width),
+                          _cell(float(np.median(warm)), width)]
+            bad = {n: f[1] for n, f in first.items() if f[1] != 200}
+            print(f"{name:<34}{''.join(cells)}{f'  (status {bad})' if bad else ''}",
+                  flush=True)
+
+
+def _cell(seconds: float, width: int) -> str:
+    text = f">{1e3 * ONCE_TIMEOUT_S:.0f}" if math.isinf(seconds) else f"{1e3 * seconds:.1f}"
+    return f"{text:>{width}}"
 
 
 def _miss_paths(specs: list[tuple[Any, str]], count: int) -> list[str]:
@@ -270,68 +302,96 @@ def _miss_paths(specs: list[tuple[Any, str]], count: int) -> list[str]:
     return out
 
 
-def _every_miss(port: int, writer: Writer, rng: np.random.Generator, rate: float,
-                seconds: float, clients: int) -> None:
+def _every_miss(ports: dict[str, int], writer: Writer, rng: np.random.Generator,
+                rate: float, seconds: float, clients: int) -> None:
     kinds = list(KIND_PATHS)
     specs = []
     for i in range(20):
         kind = kinds[i % len(kinds)]
         specs.append((_fill(writer, f"load-{i}", kind, rng), kind))
-    for spec, kind in specs:  # each collection answered once: its auto choice is made
-        for _, route in KIND_PATHS[kind]:
-            asyncio.run(_once(port, f"/v1/collections/{spec.id}/{route}"))
     paths = _miss_paths(specs, int(rate * seconds))
     print(f"\nEvery request a miss, open loop: {rate:,.0f} requests/s at fixed times over "
           f"{len(specs)} collections ({clients} connections, {seconds:.0f} s; each request "
           "a query never asked before)\n")
-    lat, errors, secs = asyncio.run(_paced(port, paths, clients, rate, seconds))
-    print(f"{'offered req/s':>14}{'served':>10}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}"
-          f"{'max ms':>10}{'errors':>8}")
-    print(f"{rate:>14,.0f}{lat.size / secs:>10,.0f}"
-          + "".join(f"{1e3 * np.percentile(lat, q):>10.1f}" for q in (50, 90, 99))
-          + f"{1e3 * lat.max():>10.1f}{errors:>8}", flush=True)
+    print(f"{'server':<12}{'offered req/s':>14}{'served':>10}{'p50 ms':>10}{'p90 ms':>10}"
+          f"{'p99 ms':>10}{'max ms':>10}{'errors':>8}")
+    for name, port in ports.items():
+        for spec, kind in specs:  # each collection answered once: its auto choice is made
+            for _, route in KIND_PATHS[kind]:
+                asyncio.run(_once(port, f"/v1/collections/{spec.id}/{route}"))
+        lat, errors, secs = asyncio.run(_paced(port, paths, clients, rate, seconds))
+        print(f"{name:<12}{rate:>14,.0f}{lat.size / secs:>10,.0f}"
+              + "".join(f"{1e3 * np.percentile(lat, q):>10.1f}" for q in (50, 90, 99))
+              + f"{1e3 * lat.max():>10.1f}{errors:>8}", flush=True)
 
 
-def _cached(port: int, clients: int, seconds: float) -> None:
+def _cached(ports: dict[str, int], clients: int, seconds: float) -> None:
     print(f"\nCached, closed loop: {clients} keep-alive clients on one cached answer, "
           f"{seconds:.0f} s\n")
-    print(f"{'case':<34}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}")
-    for name, path in (("frequencies (olh, auto)", "/v1/collections/kind-olh/frequencies"),
-                       ("cdf (hh)", "/v1/collections/kind-hh/cdf")):
-        asyncio.run(_load(port, [path], 4, 1.0))
-        lat, errors, secs = asyncio.run(_load(port, [path], clients, seconds))
-        print(f"{name:<34}{lat.size / secs:>10,.0f}{1e3 * np.percentile(lat, 50):>10.2f}"
-              f"{1e3 * np.percentile(lat, 99):>10.2f}{errors:>8}", flush=True)
+    print(f"{'case':<46}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}")
+    for server, port in ports.items():
+        for name, path in (("frequencies (olh, auto)", "/v1/collections/kind-olh/frequencies"),
+                           ("cdf (hh)", "/v1/collections/kind-hh/cdf")):
+            asyncio.run(_load(port, [path], 4, 1.0))
+            lat, errors, secs = asyncio.run(_load(port, [path], clients, seconds))
+            label = f"{name} [{server}]" if len(ports) > 1 else name
+            print(f"{label:<46}{lat.size / secs:>10,.0f}"
+                  f"{1e3 * np.percentile(lat, 50):>10.2f}"
+                  f"{1e3 * np.percentile(lat, 99):>10.2f}{errors:>8}", flush=True)
+
+
+def _serve(root: Path, redis_url: str) -> tuple[subprocess.Popen[bytes], int]:
+    from ldpstream.dev.servers import _die_with_parent, free_port
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
+    env.update({"LDP_REDIS_URL": redis_url, "LDP_API_PORT": str(port),
+                "PYTHONPATH": str(root)})
+    proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "serve"], cwd=root, env=env,
+                            preexec_fn=_die_with_parent)
+    return proc, port
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    from ldpstream.dev.servers import _die_with_parent, free_port, start_redis, wait_port
+    from ldpstream.dev.servers import start_redis, wait_port
 
     work = Path(tempfile.mkdtemp(prefix="ldp-bench-api-"))
     redis_server = start_redis(work)
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
-    env.update({"LDP_REDIS_URL": redis_server.url, "LDP_API_PORT": str(port),
-                "PYTHONPATH": str(ROOT)})
-    api = subprocess.Popen([sys.executable, "-m", "ldpstream", "serve"], cwd=ROOT, env=env,
-                           preexec_fn=_die_with_parent)
+    roots = {"this": ROOT}
+    if args.baseline is not None:  # another checkout's API, same Redis, side by side
+        roots["baseline"] = Path(args.baseline).resolve()
+    servers: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+
+    def start() -> dict[str, int]:
+        for name, root in roots.items():
+            servers[name] = _serve(root, redis_server.url)
+        for proc, port in servers.values():
+            wait_port(port, 30, proc)
+        return {name: port for name, (_, port) in servers.items()}
+
+    def stop() -> None:
+        for proc, _ in servers.values():
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:  # a computation that does not end
+                proc.kill()
+                proc.wait(10)
+
     writer = Writer(redis_server.url)
-    steps: list[Callable[[], None]] = []
     rng = np.random.default_rng(1)
-    if not args.skip_kinds:
-        steps.append(lambda: _cold_and_warm(port, writer, rng))
-    steps.append(lambda: _every_miss(port, writer, rng, args.miss_rate, args.seconds,
-                                     args.clients))
-    if not args.skip_kinds:
-        steps.append(lambda: _cached(port, args.clients, args.seconds / 2))
     try:
-        wait_port(port, 30, api)
-        for step in steps:
-            step()
+        ports = start()
+        if not args.skip_kinds:
+            _cold_and_warm(ports, writer, rng)
+            stop()  # fresh processes: a timed-out answer may still hold a server's thread
+            ports = start()
+        _every_miss(ports, writer, rng, args.miss_rate, args.seconds, args.clients)
+        if not args.skip_kinds:
+            _cached(ports, args.clients, args.seconds / 2)
     finally:
         writer.client.close()
-        api.terminate()
-        api.wait(10)
+        stop()
         redis_server.stop()
     return 0
 
@@ -346,4 +406,7 @@ def add_bench_api_parser(bsub: Any) -> None:
                    help="requests/s of the every-request-a-miss case (default 200)")
     p.add_argument("--skip-kinds", action="store_true",
                    help="only the every-request-a-miss case")
+    p.add_argument("--baseline", metavar="CHECKOUT",
+                   help="also run the API of another checkout (e.g. a `git worktree` of "
+                        "main) against the same states, side by side")
     p.set_defaults(func=run_from_args)

@@ -290,6 +290,17 @@ async def _points(svc: Service, spec: CollectionSpec, kind: str, plan: Plan,
     return out
 
 
+def _estimand(svc: Service, spec: CollectionSpec, kind: str) -> dict[str, Any]:
+    """What a set-valued collection's series estimates (nothing for the others)."""
+    if not spec.set_valued or kind not in ("frequencies", "subset"):
+        return {}
+    from ..setvalued import estimand
+
+    length = int(svc.oracle(spec).length)
+    return estimand("holders-truncated" if kind == "frequencies" else "items-per-device",
+                    length=length)
+
+
 @router.get("/collections/{cid}/series", response_model=None,
             responses={200: {"model": SeriesAnswer}, **ERRORS})
 async def series(
@@ -355,7 +366,8 @@ async def series(
         plan = _quantiles_plan(spec, q, confidence)
     else:
         plan = _mean_plan(confidence)
-    return {"collection": spec.id, "description": spec.description, "kind": kind,
+    named = _estimand(svc, spec, kind)
+    return {**named, "collection": spec.id, "description": spec.description, "kind": kind,
             "mechanism": spec.oracle_spec["mechanism"], "epsilon": spec.oracle_spec["epsilon"],
             "method": plan.method, "confidence": confidence,
             "window_seconds": spec.window_seconds, "bucket_seconds": span.bucket,

@@ -176,3 +176,19 @@ def test_the_stream_of_an_unknown_collection_is_a_json_404(served: dict[str, Any
     resp = served["http"].get("/v1/collections/nope/stream")
     assert resp.status_code == 404 and resp.headers["content-type"] == "application/json"
     assert resp.json()["error"]["parameter"] == "id"
+
+
+@pytest.mark.parametrize(("route", "estimand"), [
+    ("top-items?k=3", "holders-truncated"), ("frequencies", "holders-truncated"),
+    ("heavy-hitters?k=2", "holders-truncated"), ("subset?labels=a0,a1", "items-per-device"),
+    ("series?labels=a0", "holders-truncated"), ("series?kind=subset&labels=a0,a1",
+                                               "items-per-device")])
+def test_every_set_valued_answer_names_its_estimand(served: dict[str, Any], route: str,
+                                                    estimand: str) -> None:
+    body = served["http"].get(f"/v1/collections/apps/{route}").json()
+    assert body["estimand"] == estimand, body
+    assert "l = 3" in body["estimand_text"] and body["under_count"]["length"] == 3
+    for cid, route2, code in (("pairs", "top-itemsets?k=2", "holders-truncated"),
+                              ("sizes", "set-sizes", "set-sizes")):
+        other = served["http"].get(f"/v1/collections/{cid}/{route2}").json()
+        assert other["estimand"] == code and other["estimand_text"]

@@ -252,8 +252,10 @@ def _cold_and_warm(ports: dict[str, int], writer: Writer, rng: np.random.Generat
     names = list(ports)
     print(f"Cold and warm latency per answer kind at d = {D:,}, n = {N:,} (ms; one request "
           "at a time on a fresh connection)\n")
-    head = "".join(f"{f'{c} ({n})' if len(names) > 1 else c:>{12 if len(names) > 1 else 10}}"
-                   for n in names for c in ("first", "cold", "warm"))
+    width = 10
+    if len(names) > 1:  # a group header per server
+        print(f"{'':<34}" + "".join(f"{n:^{3 * width}}" for n in names))
+    head = "".join(f"{c:>{width}}" for _ in names for c in ("first", "cold", "warm"))
     print(f"{'answer kind':<34}{head}")
     hour = int(time.time()) // 3600 * 3600
     for kind, routes in KIND_PATHS.items():
@@ -276,7 +278,6 @@ def _cold_and_warm(ports: dict[str, int], writer: Writer, rng: np.random.Generat
             for n, p in ports.items():
                 warm = [asyncio.run(_once(p, f"{base}{sep}confidence=0.947"))[0]
                         for _ in range(1 if math.isinf(cold[n][-1]) else 20)]
-                width = 12 if len(names) > 1 else 10
                 cells += [_cell(first[n][0], width), _cell(float(np.median(cold[n])), width),
                           _cell(float(np.median(warm)), width)]
             bad = {n: f[1] for n, f in first.items() if f[1] != 200}

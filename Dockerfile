@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# One image for every ldpstream verb: `aggregate`, `serve`, `gateway`, `simulate` (the entry point).
+# One image for every ldpstream verb: `aggregate`, `serve`, `gateway`, `issuer`, `simulate`
+# (the entry point).
 #   docker build -t ldpstream:0.1.0 .
 #   docker run --rm ldpstream:0.1.0 serve
 # Pinned base; for byte-for-byte reproducible builds pin the digest too (python:3.11.11-slim-bookworm@sha256:…).
@@ -19,6 +20,7 @@ COPY producer ./producer
 COPY aggregator ./aggregator
 COPY query_api ./query_api
 COPY gateway ./gateway
+COPY issuer ./issuer
 RUN python -m venv /opt/ldpstream \
  && /opt/ldpstream/bin/pip install --upgrade pip \
  && /opt/ldpstream/bin/pip install .

@@ -51,7 +51,7 @@ from ldpstream.storage import (
 )
 
 from .config import WorkerSettings
-from .metrics import AggregatorMetrics
+from .metrics import FRESHNESS_SAMPLE, AggregatorMetrics
 
 __all__ = ["Accumulator", "DeadLetterError", "Positions", "WorkerStats", "MAX_MESSAGE_BYTES",
            "DLQ_REQUEST_BYTES", "message_key"]
@@ -175,6 +175,7 @@ class Accumulator:
         self._producer: Any = None
         self._lock = asyncio.Lock()
         self._suspect: dict[int, tuple[int, int]] = {}
+        self._stamps: list[int] = []  # record timestamps (ms) of the delta, sampled
 
     @property
     def producer(self) -> Any:
@@ -298,6 +299,8 @@ class Accumulator:
         if partition in self._suspect:
             self.check_suspect(partition, msgs[0])
             pos = self._pos[partition]
+        step = max(1, len(msgs) // FRESHNESS_SAMPLE)
+        self._stamps.extend(self.timestamp_ms(m) for m in msgs[::step] if m.offset >= pos)
         ts = None if self.timestamp_ms is _ms else self.timestamp_ms
         if msgs[0].offset >= pos and self._one_group(partition, msgs, ts):
             return
@@ -416,6 +419,10 @@ class Accumulator:
         self.stats.counted += total
         self.stats.flushes += 1
         self.stats.last_flush_at = time.time()
+        now_ms = time.time() * 1000
+        for t in self._stamps:
+            if t > 0:
+                self.metrics.freshness.observe(max(0.0, (now_ms - t) / 1000))
         self._clear()
         await self._commit_canary(parts)
         return True
@@ -475,6 +482,7 @@ class Accumulator:
             log.debug("offset commit skipped: %s", exc)
 
     def _clear(self) -> None:
+        self._stamps.clear()
         self._delta.clear()
         self._ingested.clear()
         self._rejected.clear()

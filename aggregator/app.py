@@ -11,12 +11,14 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 import threading
 from collections.abc import AsyncIterator
 
-from ldpstream.collections_file import read_collections_file
+from ldpcore import ParameterError
+from ldpstream.collections_file import register_catalogue_file
 from ldpstream.retention import Janitor
-from ldpstream.storage import CollectionCatalog
+from ldpstream.storage import CollectionConflict
 
 from .accumulator import Accumulator
 from .config import WorkerSettings
@@ -31,22 +33,20 @@ log = logging.getLogger("ldpstream.aggregator")
 @contextlib.asynccontextmanager
 async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
     """Own the Redis client, the Prometheus registry and (optionally) the metrics server."""
-    import redis
     from prometheus_client import CollectorRegistry
 
     from .health import HealthServer
 
-    client = redis.Redis.from_url(settings.redis_url, socket_timeout=10,
-                                  socket_connect_timeout=5, health_check_interval=10,
-                                  **settings.redis_options.kwargs())
+    client = settings.redis_options.connect(settings.redis_url, socket_timeout=10,
+                                            socket_connect_timeout=5, health_check_interval=10)
     registry = CollectorRegistry()
     server = None
     janitor_stop = threading.Event()
     janitor: threading.Thread | None = None
     try:
         if settings.collections_file:
-            specs = read_collections_file(settings.collections_file)
-            CollectionCatalog(client, settings.redis_prefix).register_all(specs)
+            specs = register_catalogue_file(client, settings.redis_prefix,
+                                            settings.collections_file).specs
             log.info("registered %d collection(s) from %s", len(specs),
                      settings.collections_file)
         agg = make_accumulator(settings, client, AggregatorMetrics(registry))
@@ -59,8 +59,8 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
             janitor = Janitor(bootstrap=settings.kafka_bootstrap, redis=client,
                               topic=settings.reports_topic, prefix=settings.redis_prefix,
                               interval=settings.release_interval_ms / 1000,
-                              admin_config=settings.kafka_security.kafka_python()
-                              ).start(janitor_stop)
+                              admin_config=settings.kafka_security.kafka_python(),
+                              replicas=settings.release_replicas).start(janitor_stop)
             log.info("janitor: releasing counted records of %s every %.1f s",
                      settings.reports_topic, settings.release_interval_ms / 1000)
         yield agg
@@ -96,5 +96,10 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = WorkerSettings.from_env()  # fails loudly, naming the bad variable
-    asyncio.run(serve(settings))
+    try:
+        asyncio.run(serve(settings))
+    except (ParameterError, CollectionConflict) as exc:  # the collections file: say why
+        print(f"ldpstream aggregate: LDP_COLLECTIONS_FILE {settings.collections_file}: {exc}",
+              file=sys.stderr)
+        return 2
     return 0

@@ -16,6 +16,7 @@ LDP_FLUSH_INTERVAL_MS     200                         flush the local delta at l
 LDP_FLUSH_MAX_REPORTS     2000000                     ... or as soon as it holds this many reports
 LDP_COLLECTIONS_FILE      (unset)                     YAML/JSON collections registered at start-up
 LDP_TOPIC_REPLICATION     1                           replication factor when creating the topics
+LDP_TOPIC_MIN_ISR         0 (broker default)          min.insync.replicas of the topics it creates
 LDP_METRICS_PORT          0 (off)                     /metrics and /healthz (loop alive) on PORT
 LDP_METRICS_HOST          127.0.0.1                   bind address of /metrics (0.0.0.0 in pods)
 LDP_SESSION_TIMEOUT_MS    6000                        consumer session timeout (tansu: keep ~6 s)
@@ -27,6 +28,9 @@ LDP_ENGINE                faust                       ``faust`` (faust-streaming
 LDP_RELEASE_INTERVAL_MS   0 (off)                     run the janitor in this worker: delete the
                                                       records below the Redis watermarks (already
                                                       counted) and trim expired windows this often
+LDP_RELEASE_REPLICAS      1 with Sentinels, else 0    release only what this many Redis replicas
+                                                      acknowledge holding (WAIT); 1 by default
+                                                      when LDP_REDIS_SENTINELS is set
 ========================  ==========================  ==============================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
@@ -46,6 +50,7 @@ from ldpstream.settings import (
     env_bootstrap,
     env_file,
     env_int,
+    env_min_isr,
     env_name,
     env_redis_prefix,
     env_redis_url,
@@ -68,6 +73,7 @@ class WorkerSettings:
     dlq_topic: str = "ldp-reports-dlq"
     topic_partitions: int = 4
     topic_replication: int = 1
+    topic_min_isr: int = 0
     consumer_group: str = "ldp-aggregator"
     flush_interval_ms: int = 200
     flush_max_reports: int = 2_000_000
@@ -79,6 +85,7 @@ class WorkerSettings:
     rebalance_timeout_ms: int = 10_000
     engine: str = "faust"
     release_interval_ms: int = 0
+    release_replicas: int = 0
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
 
@@ -95,6 +102,8 @@ class WorkerSettings:
         if heartbeat * 3 > session:
             raise ConfigError(f"LDP_HEARTBEAT_MS ({heartbeat}) must be at most a third of "
                               f"LDP_SESSION_TIMEOUT_MS ({session})")
+        replication = env_int(env, "LDP_TOPIC_REPLICATION", cls.topic_replication, 1, 32)
+        redis_options = RedisOptions.from_env(env, url=url)
         engine = (env.get("LDP_ENGINE") or cls.engine).strip().lower()
         if engine not in ENGINES:
             raise ConfigError(f"LDP_ENGINE must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -105,7 +114,8 @@ class WorkerSettings:
             reports_topic=env_name(env, "LDP_REPORTS_TOPIC", cls.reports_topic),
             dlq_topic=env_name(env, "LDP_DLQ_TOPIC", cls.dlq_topic),
             topic_partitions=env_int(env, "LDP_TOPIC_PARTITIONS", cls.topic_partitions, 1, 10_000),
-            topic_replication=env_int(env, "LDP_TOPIC_REPLICATION", cls.topic_replication, 1, 32),
+            topic_replication=replication,
+            topic_min_isr=env_min_isr(env, replication),
             consumer_group=env_name(env, "LDP_CONSUMER_GROUP", cls.consumer_group),
             flush_interval_ms=env_int(env, "LDP_FLUSH_INTERVAL_MS", cls.flush_interval_ms,
                                    1, 3_600_000),
@@ -122,5 +132,7 @@ class WorkerSettings:
             release_interval_ms=env_int(env, "LDP_RELEASE_INTERVAL_MS", cls.release_interval_ms,
                                         0, 86_400_000),
             kafka_security=KafkaSecurity.from_env(env),
-            redis_options=RedisOptions.from_env(env, url=url),
+            redis_options=redis_options,
+            release_replicas=env_int(env, "LDP_RELEASE_REPLICAS",
+                                     1 if redis_options.mode == "sentinel" else 0, 0, 16),
         )

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["AggregatorMetrics"]
+__all__ = ["AggregatorMetrics", "FRESHNESS_BUCKETS", "FRESHNESS_SAMPLE"]
+
+#: Buckets (s) of ``ldp_freshness_seconds``: the 2 s target sits between 1.5 and 2.5.
+FRESHNESS_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 30.0,
+                     60.0, float("inf"))
+#: Records per partition batch whose timestamps feed the freshness histogram.
+FRESHNESS_SAMPLE = 16
 
 
 class AggregatorMetrics:
@@ -21,7 +27,11 @@ class AggregatorMetrics:
     * ``ldp_consumer_lag{topic,partition}``: broker high watermark minus the next offset to
       process, per assigned partition (what HPA-on-lag and the "stalled" alert read);
     * ``ldp_last_flush_timestamp_seconds``: Unix time of the last committed flush;
-    * ``ldp_redis_up``: 1 if the last flush reached Redis, 0 if it failed.
+    * ``ldp_redis_up``: 1 if the last flush reached Redis, 0 if it failed;
+    * ``ldp_freshness_seconds``: for the records of each committed flush (a strided sample
+      of at most :data:`FRESHNESS_SAMPLE` per partition batch), the time from the record's
+      Kafka timestamp (the device's or gateway's send) to the commit that made it visible
+      in Redis, so in the API's ``n``.
     """
 
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -51,3 +61,6 @@ class AggregatorMetrics:
                                 "Unix time of the last committed flush", registry=registry)
         self.redis_up = Gauge("ldp_redis_up", "1 if the last flush reached Redis",
                               registry=registry)
+        self.freshness = Histogram("ldp_freshness_seconds",
+                                   "Record timestamp to the flush that made it visible",
+                                   registry=registry, buckets=FRESHNESS_BUCKETS)

@@ -11,10 +11,12 @@ __all__ = ["ensure_topics"]
 
 
 async def ensure_topics(bootstrap: str, topics: list[str], partitions: int, *,
-                        replication: int = 1, **client_config: Any) -> None:
+                        replication: int = 1, min_isr: int = 0,
+                        **client_config: Any) -> None:
     """Create the topics if missing (idempotent; bounded retries while the broker starts).
 
-    ``client_config`` carries the security settings (:meth:`KafkaSecurity.aiokafka`).
+    ``client_config`` carries the security settings (:meth:`KafkaSecurity.aiokafka`);
+    ``min_isr`` > 0 sets the topics' ``min.insync.replicas`` (0: the broker's default).
     """
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
     from aiokafka.errors import TopicAlreadyExistsError
@@ -28,6 +30,8 @@ async def ensure_topics(bootstrap: str, topics: list[str], partitions: int, *,
             # Room for the largest message a worker fetches, on the reports topic and on
             # the dead-letter topic that receives it back (Kafka's default is 1 MB).
             configs = {"max.message.bytes": str(DLQ_REQUEST_BYTES)}
+            if min_isr > 0:
+                configs["min.insync.replicas"] = str(min_isr)
             new = [NewTopic(t, partitions, replication, topic_configs=configs)
                    for t in topics if t not in existing]
             if new:

@@ -138,7 +138,9 @@ def ensure_topic(settings: GatewaySettings, attempts: int = 60) -> None:
                 admin.create_topics([NewTopic(
                     settings.reports_topic, settings.topic_partitions,
                     settings.topic_replication,
-                    topic_configs={"max.message.bytes": str(17 << 20)})])
+                    topic_configs={"max.message.bytes": str(17 << 20),
+                                   **({"min.insync.replicas": str(settings.topic_min_isr)}
+                                      if settings.topic_min_isr else {})})])
             except TopicAlreadyExistsError:
                 pass
             return
@@ -155,11 +157,8 @@ def ensure_topic(settings: GatewaySettings, attempts: int = 60) -> None:
 async def serve(settings: GatewaySettings, sink: KafkaSink,
                 started: asyncio.Future[int] | None = None) -> None:
     """Run the gateway until SIGTERM/SIGINT (or ``stop`` set on the returned server)."""
-    import redis.asyncio as aioredis
-
     loop = asyncio.get_running_loop()
-    rds = aioredis.Redis.from_url(settings.redis_url, socket_timeout=5,
-                                  **settings.redis_options.kwargs())
+    rds = settings.redis_options.connect_async(settings.redis_url, socket_timeout=5)
     cache = CatalogueCache(rds, settings.redis_prefix, settings.catalog_refresh)
     for attempt in range(60):
         try:
@@ -171,11 +170,23 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
                                    f"{settings.redis_url}: {exc!r}") from None
             await asyncio.sleep(0.5)
     metrics = GatewayMetrics(__import__("prometheus_client").CollectorRegistry())
+    gate = None
+    if settings.tokens != "off":
+        from .tokens import TokenGate
+
+        def window_seconds(cid: str) -> int | None:
+            entry = cache.get().by_id.get(cid)
+            return None if entry is None else entry.spec.window_seconds
+
+        gate = TokenGate(rds, settings.redis_prefix, mode=settings.tokens,
+                         issuer_name=settings.token_issuer_name, skew=settings.token_skew,
+                         window_seconds=window_seconds,
+                         collection_ids=lambda: list(cache.get().by_id))
     batcher = Batcher(sink.send_all, linger=settings.linger_ms / 1000.0,
                       batch_bytes=settings.batch_bytes, queue_bytes=settings.queue_bytes,
                       ack_timeout=settings.ack_timeout_ms / 1000.0,
                       retry_after=settings.retry_after, on_flush=metrics.on_flush,
-                      on_failure=sink.reset)
+                      on_failure=sink.reset, tokens=gate)
 
     async def ready() -> tuple[bool, dict[str, Any]]:
         try:
@@ -184,7 +195,9 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
             redis_ok = False
         kafka_ok = batcher.broker_up and await reachable(settings.kafka_bootstrap)
         return redis_ok and kafka_ok, {"kafka": kafka_ok, "redis": redis_ok,
-                                       "collections": len(cache.get())}
+                                       "collections": len(cache.get()),
+                                       "access": settings.access,
+                                       "access_note": settings.access_note()}
 
     server = GatewayServer(catalogue=cache.get, lookup=cache.lookup, batcher=batcher,
                            keys=settings.keys, cors_origins=settings.cors_origins,
@@ -204,7 +217,11 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
     fleets = len(set(settings.keys.values()))
     print(f"ldpstream gateway: listening on http://{settings.host}:{port} "
           f"(topic {settings.reports_topic}, {len(cache.get())} collections, "
-          f"{f'device keys of {fleets} fleets' if fleets else 'no device keys'})", flush=True)
+          f"{f'device keys of {fleets} fleets' if fleets else 'no device keys'}, "
+          f"Privacy Pass tokens {settings.tokens})", flush=True)
+    print(f"ldpstream gateway: access {settings.access}: {settings.access_note()}", flush=True)
+    if settings.access == "open":
+        log.warning("the gateway is open: %s", settings.access_note())
     if started is not None:
         started.set_result(port)
     try:

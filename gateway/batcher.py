@@ -140,15 +140,19 @@ class KafkaSink:
                 raise RuntimeError(f"topic {self.topic!r} has no partitions after {timeout} s")
             time.sleep(0.2)
 
-    def _send(self, records: Sequence[tuple[bytes, bytes]]) -> list[Any]:
+    def _send(self, records: Sequence[tuple[bytes, bytes]],
+              timestamp_ms: int | None = None) -> list[Any]:
         if self.producer is None:  # the last replacement could not start: try again
             self.producer = self._new_producer()
-        return [self.producer.send(self.topic, key=k, value=v) for k, v in records]
+        return [self.producer.send(self.topic, key=k, value=v, timestamp_ms=timestamp_ms)
+                for k, v in records]
 
-    async def send_all(self, records: Sequence[tuple[bytes, bytes]]) -> None:
-        """Produce ``records`` (key, value) and return once the broker acknowledged all."""
+    async def send_all(self, records: Sequence[tuple[bytes, bytes]],
+                       timestamp_ms: int | None = None) -> None:
+        """Produce ``records`` (key, value) and return once the broker acknowledged all;
+        ``timestamp_ms``: the records' timestamp (default: now, set by the producer)."""
         loop = asyncio.get_running_loop()
-        kfuts = await loop.run_in_executor(self._pool, self._send, records)
+        kfuts = await loop.run_in_executor(self._pool, self._send, records, timestamp_ms)
         waits: list[asyncio.Future[None]] = []
 
         def done(fut: asyncio.Future[None], value: Any) -> None:
@@ -190,15 +194,22 @@ class Batcher:
         Kafka messages [(reports, bytes)], seconds from send to acknowledgement).
     on_failure : callable, optional
         Called when a batch failed or timed out (:meth:`KafkaSink.reset` in the service).
+    tokens : TokenGate, optional
+        Privacy Pass redemption (:mod:`gateway.tokens`): after the values are validated,
+        the tokens of the batch are verified and spent; the batch is then produced with
+        the timestamp of that moment (so each report lands in its token's window), and its
+        spent tokens are released if the broker does not take it.
     """
 
-    def __init__(self, send: Callable[[Sequence[tuple[bytes, bytes]]], Any], *,
+    def __init__(self, send: Callable[..., Any], *,
                  linger: float, batch_bytes: int, queue_bytes: int, ack_timeout: float,
                  retry_after: float,
                  on_flush: Callable[[dict[str, tuple[int, int]], list[tuple[int, int]],
                                      float], None] | None = None,
-                 on_failure: Callable[[], None] | None = None) -> None:
+                 on_failure: Callable[[], None] | None = None,
+                 tokens: Any = None) -> None:
         self.send = send
+        self.tokens = tokens
         self.linger, self.batch_bytes, self.queue_bytes = linger, batch_bytes, queue_bytes
         self.ack_timeout, self.retry_after = ack_timeout, retry_after
         self.on_flush, self.on_failure = on_flush, on_failure
@@ -269,8 +280,23 @@ class Batcher:
         return kafka_records(batches, self.batch_bytes)
 
     async def _flush(self, reqs: list[Request]) -> None:
+        spent: list[bytes] = []
+        now_ms: int | None = None
         try:
             batches = self._validate(reqs)
+            if self.tokens is not None:
+                now_ms = int(time.time() * 1000)
+                standing = [r for r in reqs if r.error is None]
+                try:
+                    spent = await self.tokens.redeem(standing, now_ms)
+                except Exception as exc:  # noqa: BLE001 - Redis away: nothing was spent
+                    log.warning("redeeming the tokens of a batch failed: %r", exc)
+                    for req in reqs:
+                        self._answer(req, Unavailable("the token store (Redis) cannot be "
+                                                      f"reached: {type(exc).__name__}"))
+                    return
+                if any(r.error is not None for r in standing):  # a token refused a request
+                    batches = self._validate([r for r in standing if r.error is None])
             records, sizes = self._records(batches)
         except Exception as exc:  # a bug: answer 500 rather than hang the requests
             log.exception("validating a batch of %d requests failed", len(reqs))
@@ -286,9 +312,16 @@ class Batcher:
         try:
             t0 = time.perf_counter()
             if records:
-                await asyncio.wait_for(self.send(records), self.ack_timeout)
+                sending = (self.send(records) if now_ms is None
+                           else self.send(records, timestamp_ms=now_ms))
+                await asyncio.wait_for(sending, self.ack_timeout)
             took = time.perf_counter() - t0
         except Exception as exc:  # the broker failed or timed out: nothing is acknowledged
+            if spent:  # the device may retry: its tokens were not used
+                try:
+                    await self.tokens.release(spent)
+                except Exception as rexc:  # noqa: BLE001 - Redis away: they stay spent
+                    log.warning("releasing %d tokens failed: %r", len(spent), rexc)
             if not isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
                 log.warning("producing a batch of %d requests failed: %r", len(good), exc)
             if self.down_since is None:

@@ -16,7 +16,14 @@ Cases (``--cases``, comma separated):
 * ``many``: ``application/x-ldp-frames`` of ``--many`` one-report messages (a relay
   forwarding the messages of many devices: the per-message cost);
 * ``json``: one JSON message of one report per request;
-* ``latency``: ``single`` at depth 1 on 8 connections (the unloaded round trip).
+* ``latency``: ``single`` at depth 1 on 8 connections (the unloaded round trip);
+* ``tokens``: ``many``, but as ``application/x-ldp-token-frames``: each one-report message
+  with its own Privacy Pass token (the gateway runs with ``LDP_GATEWAY_TOKENS=optional``,
+  so the other cases carry none and are unchanged).  Every token is used once, so this
+  case sends ``--token-reports`` distinct, pre-made tokens (signed by the bench, which
+  publishes its key as the issuer would) and ends when they are all answered; its
+  reports/s are token-verified reports/s, and ``per gw core`` divides them by the
+  gateway's CPU share.
 
 Prints one row per case (requests/s, reports/s, p50/p99 latency, statuses) and the CPU
 seconds the gateway and the load generator used, and the load average before the run
@@ -154,6 +161,96 @@ def _load_child(q: Any, *args: Any) -> None:
     q.put(load(*args))
 
 
+async def _drive_once(host: str, port: int, requests: list[bytes], connections: int,
+                      depth: int) -> dict[str, Any]:
+    """Send each of ``requests`` once over ``connections`` × ``depth`` pipelined slots."""
+    queue = list(reversed(requests))
+    statuses: dict[str, int] = {}
+    first_errors: dict[str, str] = {}
+    lat: list[float] = []
+    cpu0 = time.process_time()
+
+    async def conn() -> None:
+        reader, writer = await asyncio.open_connection(host, port)
+        inflight: list[float] = []
+        try:
+            while queue or inflight:
+                while queue and len(inflight) < depth:
+                    writer.write(queue.pop())
+                    inflight.append(time.perf_counter())
+                head = await reader.readuntil(b"\r\n\r\n")
+                cl = head.find(b"Content-Length: ")
+                n = int(head[cl + 16:head.index(b"\r\n", cl)]) if cl >= 0 else 0
+                body = await reader.readexactly(n) if n else b""
+                code = head[9:12].decode()
+                if code != "202" and code not in statuses:
+                    first_errors[code] = body.decode(errors="replace")[:300]
+                statuses[code] = statuses.get(code, 0) + 1
+                lat.append(time.perf_counter() - inflight.pop(0))
+        finally:
+            writer.close()
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(conn() for _ in range(connections)))
+    took = time.perf_counter() - t0
+    lat.sort()
+    return {"requests": len(lat), "seconds": took, "status": statuses, "errors": first_errors,
+            "p50_ms": 1000 * lat[len(lat) // 2] if lat else 0.0,
+            "p99_ms": 1000 * lat[int(len(lat) * 0.99)] if lat else 0.0,
+            "loadgen_cpu": time.process_time() - cpu0}
+
+
+def _once_child(q: Any, *args: Any) -> None:
+    try:
+        import uvloop
+        q.put(uvloop.run(_drive_once(*args)))
+    except ImportError:  # pragma: no cover
+        q.put(asyncio.run(_drive_once(*args)))
+
+
+def _sign_tokens(args: tuple[bytes, bytes, int]) -> list[bytes]:
+    """``count`` tokens for the challenge digest under the PEM key (a pool worker)."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    pem, prefix, count = args
+    sk: Any = serialization.load_pem_private_key(pem, password=None)
+    pad = padding.PSS(mgf=padding.MGF1(hashes.SHA384()), salt_length=48)
+    out = []
+    for _ in range(count):
+        tin = prefix[:2] + os.urandom(32) + prefix[2:]
+        out.append(tin + sk.sign(tin, pad, hashes.SHA384()))
+    return out
+
+
+def make_tokens(redis_url: str, prefix: str, spec: Any, count: int) -> list[bytes]:
+    """Publish a key of (spec, current window) as the issuer would, and sign ``count``
+    tokens for its challenge (what devices would hold after issuance)."""
+    import redis
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from ldpstream.privacypass import scheme
+    from ldpstream.privacypass.tokens import spki_der, token_key_id
+
+    sk = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    w = scheme.window_of(time.time(), spec.window_seconds)
+    rec = scheme.KeyRecord.of(spec.id, w, spec.window_seconds, spki_der(sk.public_key()))
+    rds = redis.Redis.from_url(redis_url)
+    rds.set(scheme.PPKeys(prefix).public(spec.id, w), rec.to_json(),
+            pxat=(rec.end + 86_400) * 1000)
+    rds.close()
+    digest = scheme.challenge(scheme.DEFAULT_ISSUER_NAME, spec.id, w).digest()
+    head = (2).to_bytes(2, "big") + digest + token_key_id(rec.spki)
+    pem = sk.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                           serialization.NoEncryption())
+    workers = os.cpu_count() or 1
+    parts = [count // workers + (i < count % workers) for i in range(workers)]
+    with mp.get_context("spawn").Pool(workers) as pool:
+        chunks = pool.map(_sign_tokens, [(pem, head, n) for n in parts])
+    return [t for c in chunks for t in c]
+
+
 def http_request(host: str, port: int, body: bytes, content_type: str) -> bytes:
     return (f"POST /v1/reports HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: {content_type}"
             f"\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
@@ -197,7 +294,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         env.update({"LDP_KAFKA_BOOTSTRAP": bootstrap, "LDP_REDIS_URL": redis_url,
                     "LDP_REDIS_PREFIX": prefix, "LDP_REPORTS_TOPIC": topic,
                     "LDP_GATEWAY_PORT": "0", "LDP_GATEWAY_LINGER_MS": str(args.linger_ms),
-                    "PYTHONPATH": str(ROOT)})
+                    "LDP_GATEWAY_TOKENS": "optional", "PYTHONPATH": str(ROOT)})
         log = open(work / "gateway.log", "wb")  # noqa: SIM115 - the child owns it
         gw = subprocess.Popen([sys.executable, "-m", "gateway"], cwd=ROOT, env=env,
                               stdout=log, stderr=subprocess.STDOUT)
@@ -242,6 +339,10 @@ def run_from_args(args: argparse.Namespace) -> int:
         ctx = mp.get_context("spawn")
         results = {}
         for name in [c.strip() for c in args.cases.split(",") if c.strip()]:
+            if name == "tokens":
+                results[name] = _tokens_case(args, host, port, gw.pid, redis_url, prefix,
+                                             spec, rng)
+                continue
             request, per, conns, depth = cases[name]
             q = ctx.Queue()
             cpu0 = _cpu_seconds(gw.pid)
@@ -273,11 +374,77 @@ def run_from_args(args: argparse.Namespace) -> int:
             s.stop()
 
 
+def _tokens_case(args: argparse.Namespace, host: str, port: int, pid: int, redis_url: str,
+                 prefix: str, spec: Any, rng: Any) -> dict[str, Any]:
+    from gateway.parse import token_frame
+    from ldpcore.collection import encode_message
+
+    o = spec.oracle()
+    tokens = make_tokens(redis_url, prefix, spec, args.token_reports)
+    per = args.many
+    bodies = []
+    for start in range(0, len(tokens) - per + 1, per):
+        items = [([tokens[start + i]], encode_message(spec, o.perturb([int(v)], rng=rng)))
+                 for i, v in enumerate(rng.integers(0, 64, per))]
+        bodies.append(http_request(host, port, token_frame(items),
+                                   "application/x-ldp-token-frames"))
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    cpu0 = _cpu_seconds(pid)
+    child = ctx.Process(target=_once_child, args=(q, host, port, bodies,
+                                                  args.batch_connections, args.batch_depth))
+    t0 = time.perf_counter()
+    child.start()
+    res: dict[str, Any] = q.get(timeout=600)
+    child.join(30)
+    wall = time.perf_counter() - t0
+    cpu = _cpu_seconds(pid) - cpu0
+    gw_cpu = cpu / wall
+    rps = res["requests"] / res["seconds"]
+    verified = res["status"].get("202", 0) * per
+    res.update(name="tokens", rps=rps, reports_per_s=rps * per, gateway_cpu=gw_cpu,
+               loadgen_cpu_share=res["loadgen_cpu"] / res["seconds"],
+               reports_per_gateway_core=verified / max(cpu, 1e-9),
+               verify_only_per_core=_verify_rate(tokens[:2000], redis_url, prefix, spec))
+    conns, depth = args.batch_connections, args.batch_depth
+    print(f"{'tokens':<8}{f'{conns}×{depth}':>12}{rps:>12,.0f}{rps * per:>13,.0f}"
+          f"{res['p50_ms']:>9.2f}{res['p99_ms']:>9.2f}{gw_cpu:>8.2f}"
+          f"{res['loadgen_cpu_share']:>8.2f}  {res['status']}  "
+          f"({res['reports_per_gateway_core']:,.0f} token-verified reports/s per gateway "
+          f"core: {verified} in {cpu:.2f} CPU s; the RSA verification alone, in this "
+          f"process now: {res['verify_only_per_core']:,.0f}/s per core) {res['errors'] or ''}",
+          flush=True)
+    return res
+
+
+def _verify_rate(tokens: list[bytes], redis_url: str, prefix: str, spec: Any) -> float:
+    """RSASSA-PSS verifications per CPU second of this process (the ceiling of the gate)."""
+    import redis
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    from ldpstream.privacypass import scheme
+    from ldpstream.privacypass.tokens import public_key_from_spki
+
+    rds = redis.Redis.from_url(redis_url)
+    w = scheme.window_of(time.time(), spec.window_seconds)
+    raw = rds.get(scheme.PPKeys(prefix).public(spec.id, w))
+    rds.close()
+    if raw is None or not tokens:
+        return 0.0
+    pk = public_key_from_spki(scheme.KeyRecord.from_json(raw).spki)
+    pad, h = padding.PSS(mgf=padding.MGF1(hashes.SHA384()), salt_length=48), hashes.SHA384()
+    t0 = time.process_time()
+    for t in tokens:
+        pk.verify(t[98:], t[:98], pad, h)
+    return len(tokens) / max(time.process_time() - t0, 1e-9)
+
+
 def add_bench_gateway_parser(bsub: Any) -> None:
     p = bsub.add_parser("gateway", help="HTTP gateway: requests/s, reports/s, p50/p99 latency "
                                         "(embedded broker + Redis, load generator included)")
     p.add_argument("--cases", default="single,batch,latency",
-                   help="comma separated: single, batch, many, json, latency")
+                   help="comma separated: single, batch, many, json, latency, tokens")
     p.add_argument("--seconds", type=float, default=10.0, help="measured time per case")
     p.add_argument("--warmup", type=float, default=2.0)
     p.add_argument("--connections", type=int, default=64)
@@ -288,6 +455,8 @@ def add_bench_gateway_parser(bsub: Any) -> None:
     p.add_argument("--batch", type=int, default=1024, help="reports per message (batched)")
     p.add_argument("--many", type=int, default=256,
                    help="one-report messages per request (case many)")
+    p.add_argument("--token-reports", type=int, default=40_000,
+                   help="tokens (one per report) the 'tokens' case sends, each once")
     p.add_argument("--linger-ms", type=float, default=5.0)
     p.add_argument("--broker", choices=("tansu", "kafka"), default="tansu")
     p.add_argument("--bootstrap", default=None, help="use this broker instead")

@@ -11,10 +11,14 @@ LDP_REDIS_PREFIX             ldp:                      prefix of every Redis key
 LDP_REPORTS_TOPIC            ldp-reports               topic the accepted reports go to
 LDP_TOPIC_PARTITIONS         4                         partitions if the gateway creates the topic
 LDP_TOPIC_REPLICATION        1                         replication if the gateway creates it
+LDP_TOPIC_MIN_ISR            0 (broker default)        its min.insync.replicas then
 LDP_GATEWAY_HOST             127.0.0.1                 bind address (0.0.0.0 in containers)
 LDP_GATEWAY_PORT             8080                      port (0: a free one, printed at start)
 LDP_GATEWAY_KEYS             (unset: no keys)          device API keys ``fleet:key,fleet:key``
 LDP_GATEWAY_KEYS_FILE        (unset)                   file of ``fleet:key`` lines (``#`` comments)
+LDP_GATEWAY_OPEN             (unset: loopback only)    ``true``: run without device keys or
+                                                       tokens on any address (demos: anyone who
+                                                       reaches it may post); ``false``: never
 LDP_GATEWAY_CORS_ORIGINS     ``*``                     origins allowed by CORS (comma separated,
                                                        ``*`` = any; empty string = CORS off)
 LDP_GATEWAY_MAX_BODY         4194304                   largest request body in bytes (else 413)
@@ -28,67 +32,96 @@ LDP_GATEWAY_ACK_TIMEOUT_MS   10000                     no broker acknowledgement
 LDP_GATEWAY_RETRY_AFTER      1                         seconds in ``Retry-After`` of 429/503
 LDP_GATEWAY_CATALOG_REFRESH  5                         seconds between re-reads of the catalogue
 LDP_GATEWAY_MAX_CONNECTIONS  10000                     open connections beyond this are closed
+LDP_GATEWAY_TOKENS           off                       Privacy Pass tokens: ``required`` (one per
+                                                       report), ``optional`` (checked when sent)
+                                                       or ``off`` (docs/privacy-pass.md)
+LDP_TOKEN_ISSUER_NAME        ldpstream                 issuer_name of the token challenges
+LDP_TOKEN_SKEW_SECONDS       30                        a spent token is remembered this long
+                                                       after its window's end
 ===========================  ========================  ==========================================
 
 Kafka SASL/TLS and Redis TLS/credentials: see :mod:`ldpstream.connections`.
+
+Closed by default: with neither device keys nor ``LDP_GATEWAY_TOKENS=required`` the
+gateway starts only on a loopback address (what ``ldpstream up`` does) or with
+``LDP_GATEWAY_OPEN=true``; otherwise start-up fails naming these variables.  The access
+mode (``keys``, ``tokens`` or ``open``) is printed at start-up and stated on ``/readyz``.
 """
 
 from __future__ import annotations
 
-import hashlib
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ldpstream.connections import KafkaSecurity, RedisOptions
+from ldpstream.privacypass.scheme import DEFAULT_ISSUER_NAME, DEFAULT_SKEW, env_issuer_name
 from ldpstream.settings import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_REDIS_URL,
     ConfigError,
+    env_bool,
     env_bootstrap,
     env_file,
     env_float,
     env_int,
+    env_min_isr,
     env_name,
     env_redis_prefix,
     env_redis_url,
+    key_digest,
+    parse_keys,
 )
 from ldpstream.storage import DEFAULT_PREFIX
 
-__all__ = ["ConfigError", "GatewaySettings", "parse_keys", "key_digest"]
+__all__ = ["ConfigError", "GatewaySettings", "parse_keys", "key_digest", "access_mode",
+           "is_loopback"]
 
 
-def key_digest(key: str) -> bytes:
-    """What the gateway keeps of a device key: its SHA-256 (lookups compare digests)."""
-    return hashlib.sha256(key.encode()).digest()
+def is_loopback(host: str) -> bool:
+    """True if ``host`` is a loopback address (only this machine can connect).
+
+    >>> is_loopback("127.0.0.1"), is_loopback("::1"), is_loopback("0.0.0.0")
+    (True, True, False)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve anywhere
+        return False
 
 
-def parse_keys(text: str, source: str) -> dict[bytes, str]:
-    """``fleet:key`` entries (comma or newline separated, ``#`` comments) → digest → fleet.
+def access_mode(env: Mapping[str, str], host: str, keys: Mapping[bytes, str], *,
+                tokens_required: bool = False) -> str:
+    """``keys``, ``tokens`` or ``open``; ConfigError when the gateway would be open where it
+    must not be (see the module docstring).  ``tokens_required``: the gateway verifies a
+    Privacy Pass token on every report (the token redemption passes its own setting).
 
-    >>> sorted(parse_keys("a:k1, b:k2", "LDP_GATEWAY_KEYS").values())
-    ['a', 'b']
-    >>> parse_keys("nokey", "LDP_GATEWAY_KEYS")
+    >>> access_mode({}, "127.0.0.1", {}), access_mode({}, "0.0.0.0", {b"k": "fleet"})
+    ('open', 'keys')
+    >>> access_mode({"LDP_GATEWAY_OPEN": "true"}, "0.0.0.0", {})
+    'open'
+    >>> access_mode({}, "0.0.0.0", {})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ldpstream.settings.ConfigError: LDP_GATEWAY_KEYS: entry 'nokey' must be fleet:key
+    ldpstream.settings.ConfigError: the gateway would accept reports from anyone ...
     """
-    out: dict[bytes, str] = {}
-    for line in text.replace(",", "\n").splitlines():
-        entry = line.split("#", 1)[0].strip()
-        if not entry:
-            continue
-        fleet, sep, key = entry.partition(":")
-        fleet, key = fleet.strip(), key.strip()
-        if not sep or not fleet or not key:
-            raise ConfigError(f"{source}: entry {entry!r} must be fleet:key")
-        if any(c.isspace() for c in key):
-            raise ConfigError(f"{source}: the key of fleet {fleet!r} has white space")
-        digest = key_digest(key)
-        if digest in out:
-            raise ConfigError(f"{source}: fleets {out[digest]!r} and {fleet!r} share a key")
-        out[digest] = fleet
-    return out
+    raw = (env.get("LDP_GATEWAY_OPEN") or "").strip().lower()
+    opened = None if raw == "" else env_bool(env, "LDP_GATEWAY_OPEN", False)
+    if keys:
+        return "keys"
+    if tokens_required:
+        return "tokens"
+    if opened or (opened is None and is_loopback(host)):
+        return "open"
+    where = (f"on {host} (not a loopback address)" if opened is None
+             else "and LDP_GATEWAY_OPEN is false")
+    raise ConfigError(f"the gateway would accept reports from anyone who reaches it {where}: "
+                      "set device keys (LDP_GATEWAY_KEYS or LDP_GATEWAY_KEYS_FILE) or "
+                      "LDP_GATEWAY_TOKENS=required, or LDP_GATEWAY_OPEN=true to run it open "
+                      "on purpose (demos)")
 
 
 @dataclass(frozen=True)
@@ -101,6 +134,7 @@ class GatewaySettings:
     reports_topic: str = "ldp-reports"
     topic_partitions: int = 4
     topic_replication: int = 1
+    topic_min_isr: int = 0
     host: str = "127.0.0.1"
     port: int = 8080
     keys: dict[bytes, str] = field(default_factory=dict, repr=False)
@@ -113,8 +147,13 @@ class GatewaySettings:
     retry_after: int = 1
     catalog_refresh: float = 5.0
     max_connections: int = 10_000
+    tokens: str = "off"
+    token_issuer_name: str = DEFAULT_ISSUER_NAME
+    token_skew: int = DEFAULT_SKEW
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
+    access: str = "open"
+    """``keys``, ``tokens`` or ``open`` (:func:`access_mode`)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -134,6 +173,9 @@ class GatewaySettings:
         raw_origins = env.get("LDP_GATEWAY_CORS_ORIGINS")
         origins = ("*",) if raw_origins is None else tuple(
             o.strip().rstrip("/") for o in raw_origins.split(",") if o.strip())
+        host = env.get("LDP_GATEWAY_HOST") or cls.host
+        tokens = _tokens_mode(env)
+        access = access_mode(env, host, keys, tokens_required=tokens == "required")
         for o in origins:
             if o != "*" and not o.startswith(("http://", "https://")):
                 raise ConfigError("LDP_GATEWAY_CORS_ORIGINS must be '*' or http(s)://host[:port]"
@@ -151,7 +193,9 @@ class GatewaySettings:
             reports_topic=env_name(env, "LDP_REPORTS_TOPIC", cls.reports_topic),
             topic_partitions=env_int(env, "LDP_TOPIC_PARTITIONS", cls.topic_partitions, 1, 10_000),
             topic_replication=env_int(env, "LDP_TOPIC_REPLICATION", cls.topic_replication, 1, 32),
-            host=env.get("LDP_GATEWAY_HOST") or cls.host,
+            topic_min_isr=env_min_isr(env, env_int(env, "LDP_TOPIC_REPLICATION",
+                                                   cls.topic_replication, 1, 32)),
+            host=host,
             port=env_int(env, "LDP_GATEWAY_PORT", cls.port, 0, 65535),
             keys=keys,
             cors_origins=origins,
@@ -166,6 +210,27 @@ class GatewaySettings:
                                       0.1, 3600.0),
             max_connections=env_int(env, "LDP_GATEWAY_MAX_CONNECTIONS", cls.max_connections,
                                     1, 1_000_000),
+            tokens=tokens,
+            token_issuer_name=env_issuer_name(env),
+            token_skew=env_int(env, "LDP_TOKEN_SKEW_SECONDS", DEFAULT_SKEW, 0, 3600),
             kafka_security=KafkaSecurity.from_env(env),
             redis_options=RedisOptions.from_env(env, url=url),
+            access=access,
         )
+
+    def access_note(self) -> str:
+        """What start-up and ``/readyz`` say about who may post."""
+        if self.access == "keys":
+            return f"device keys of {len(set(self.keys.values()))} fleets required"
+        if self.access == "tokens":
+            return "a Privacy Pass token required per report"
+        if is_loopback(self.host):
+            return "OPEN on loopback: no device keys, no tokens (only this machine can post)"
+        return (f"OPEN: no device keys, no tokens, anyone who reaches {self.host} may post "
+                "reports (LDP_GATEWAY_OPEN=true)")
+
+def _tokens_mode(env: Mapping[str, str]) -> str:
+    mode = (env.get("LDP_GATEWAY_TOKENS") or "off").strip().lower()
+    if mode not in ("required", "optional", "off"):
+        raise ConfigError(f"LDP_GATEWAY_TOKENS must be required, optional or off, got {mode!r}")
+    return mode

@@ -6,7 +6,14 @@ Three media types (see ``docs/gateway.md``):
 * ``application/x-ldp-frames``: binary messages, each framed by a u32 little-endian
   byte length;
 * ``application/json``: one JSON message object ``{"collection", "fingerprint",
-  "reports"}`` or a JSON array of them.
+  "reports"}`` or a JSON array of them;
+* ``application/x-ldp-token-frames``: binary messages each with its Privacy Pass tokens
+  (one per report): ``u16 LE count, count × 354-byte tokens, u32 LE length, message``.
+
+Tokens (docs/privacy-pass.md) ride with their message: in the ``Authorization:
+PrivateToken token=…`` header for an octet-stream body, in the token frames, or as a
+``"tokens"`` array (base64url) in a JSON message.  They are only *read* here (length and
+base64url); :mod:`gateway.tokens` verifies and spends them.
 
 :func:`parse_body` checks, per message, everything that can be checked without
 numpy work: the envelope, the collection (against the :class:`Catalogue`), the
@@ -58,16 +65,21 @@ from ldpcore.message import (
 )
 
 __all__ = ["BodyError", "Catalogue", "CollectionEntry", "Message", "UnknownCollection",
-           "OCTETS", "FRAMES", "JSON", "MEDIA_TYPES", "frame", "media_type", "parse_body"]
+           "OCTETS", "FRAMES", "JSON", "TOKEN_FRAMES", "MEDIA_TYPES", "frame", "token_frame",
+           "media_type", "parse_body"]
 
 OCTETS = "application/octet-stream"
 FRAMES = "application/x-ldp-frames"
 JSON = "application/json"
-MEDIA_TYPES = (OCTETS, FRAMES, JSON)
+TOKEN_FRAMES = "application/x-ldp-token-frames"
+MEDIA_TYPES = (OCTETS, FRAMES, JSON, TOKEN_FRAMES)
+TOKEN_LEN = 354
+"""Bytes of a type 2 Privacy Pass token (RFC 9578)."""
 
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _JSON_KEYS = {"collection", "fingerprint", "reports"}
 _U32 = struct.Struct("<I")
+_U16 = struct.Struct("<H")
 
 
 class BodyError(Exception):
@@ -77,6 +89,8 @@ class BodyError(Exception):
     def __init__(self, status: int, reason: str, detail: str, index: int | None = None) -> None:
         super().__init__(detail)
         self.status, self.reason, self.detail, self.index = status, reason, detail, index
+        self.www_authenticate: str | None = None
+        """A ``WWW-Authenticate`` value to send with a 401 (Privacy Pass challenges)."""
 
     def __str__(self) -> str:
         at = "" if self.index is None else f" at {self.index}"
@@ -115,6 +129,12 @@ def media_type(content_type: str | bytes | None) -> str | None:
 def frame(messages: Iterable[bytes]) -> bytes:
     """An ``application/x-ldp-frames`` body: each message after its u32 LE byte length."""
     return b"".join(_U32.pack(len(m)) + m for m in messages)
+
+
+def token_frame(items: Iterable[tuple[Sequence[bytes], bytes]]) -> bytes:
+    """An ``application/x-ldp-token-frames`` body of (tokens, message) pairs."""
+    return b"".join(_U16.pack(len(toks)) + b"".join(toks) + _U32.pack(len(m)) + m
+                    for toks, m in items)
 
 
 class CollectionEntry:
@@ -206,6 +226,8 @@ class Message:
     n: int
     messages: int = 1
     frames: bytes | None = None
+    tokens: list[bytes] | None = None
+    """The Privacy Pass tokens that came with this message (None: none came)."""
 
     def first_bad(self) -> tuple[int, ReportError] | None:
         """Position and error of the first bad frame of a merged message (None if none)."""
@@ -316,9 +338,10 @@ def _json_message(obj: Any, index: int, cat: Catalogue) -> Message:
     if not isinstance(cid, str) or not isinstance(fp, str):
         raise BodyError(400, "schema", "a JSON message needs string 'collection' and "
                         "'fingerprint'", index)
-    if set(obj) != _JSON_KEYS:
+    keys = set(obj)
+    if keys != _JSON_KEYS and keys != _JSON_KEYS | {"tokens"}:
         raise BodyError(400, "schema", f"JSON message has keys {sorted(obj)}, expected "
-                        f"{sorted(_JSON_KEYS)}", index)
+                        f"{sorted(_JSON_KEYS)} (and optionally 'tokens')", index)
     entry = cat.by_id.get(cid)
     if entry is None:
         raise UnknownCollection(cid, index)
@@ -333,7 +356,56 @@ def _json_message(obj: Any, index: int, cat: Catalogue) -> Message:
             RecursionError, MemoryError) as exc:
         raise BodyError(400, "invalid", f"undecodable message: {type(exc).__name__}: {exc}",
                         index) from None
-    return Message(entry, None, reports, len(reports))
+    msg = Message(entry, None, reports, len(reports))
+    if "tokens" in obj:
+        toks = obj["tokens"]
+        if not isinstance(toks, list) or not all(isinstance(t, str) for t in toks):
+            raise BodyError(400, "token_malformed", "'tokens' must be an array of base64url "
+                            "strings", index)
+        msg.tokens = [_token_b64(t, index) for t in toks]
+    return msg
+
+
+def _token_b64(text: str | bytes, index: int) -> bytes:
+    from ldpstream.privacypass.tokens import TokenError, b64url_decode
+
+    try:
+        raw = b64url_decode(text)
+    except TokenError:
+        raise BodyError(400, "token_malformed", "a token is not base64url", index) from None
+    if len(raw) != TOKEN_LEN:
+        raise BodyError(400, "token_malformed", f"a type 2 token is {TOKEN_LEN} bytes, got "
+                        f"{len(raw)}", index)
+    return raw
+
+
+def _token_frames(body: bytes, cat: Catalogue) -> list[Message]:
+    out: list[Message] = []
+    off, end = 0, len(body)
+    while off < end:
+        i = len(out)
+        if end - off < 2:
+            raise BodyError(400, "truncated", f"frame {i}: the body ends inside the token "
+                            "count", i)
+        (count,) = _U16.unpack_from(body, off)
+        off += 2
+        if end - off < count * TOKEN_LEN + 4:
+            raise BodyError(400, "token_malformed", f"frame {i}: {count} token(s) announced, "
+                            "the body ends first", i)
+        toks = [body[off + j * TOKEN_LEN:off + (j + 1) * TOKEN_LEN] for j in range(count)]
+        off += count * TOKEN_LEN
+        (ln,) = _U32.unpack_from(body, off)
+        off += 4
+        if ln > end - off:
+            raise BodyError(400, "truncated", f"frame {i} announces {ln} bytes, {end - off} "
+                            "remain", i)
+        msg = _binary(body[off:off + ln], i, cat)
+        msg.tokens = toks
+        out.append(msg)
+        off += ln
+    if not out:
+        raise BodyError(400, "truncated", "the body holds no frame", 0)
+    return out
 
 
 def _json_body(body: bytes, cat: Catalogue) -> list[Message]:
@@ -355,14 +427,32 @@ def _json_body(body: bytes, cat: Catalogue) -> list[Message]:
                     f"them, got {type(doc).__name__}", 0)
 
 
-def parse_body(mtype: str | None, body: bytes, cat: Catalogue) -> list[Message]:
-    """The messages of a request body of media type ``mtype`` (see the module docstring).
+def parse_body(mtype: str | None, body: bytes, cat: Catalogue,
+               authorization: bytes | None = None) -> list[Message]:
+    """The messages of a request body of media type ``mtype`` (see the module docstring);
+    ``authorization``: the request's Authorization header (a ``PrivateToken`` token rides
+    with an octet-stream message).
 
     Raises :class:`BodyError` (400 with the message's ``ReportError.reason``, or 415) or
     :class:`UnknownCollection`; never anything else.
     """
     if mtype == OCTETS:
-        return [_binary(body, 0, cat)]
+        msg = _binary(body, 0, cat)
+        if authorization is not None and authorization.lstrip()[:12].lower() == b"privatetoken":
+            from ldpstream.privacypass.tokens import TokenError, parse_private_token_auth
+
+            try:
+                token = parse_private_token_auth(authorization)
+            except TokenError as exc:
+                raise BodyError(400, "token_malformed", str(exc), 0) from None
+            if token is not None:
+                if len(token) != TOKEN_LEN:
+                    raise BodyError(400, "token_malformed", f"a type 2 token is {TOKEN_LEN} "
+                                    f"bytes, got {len(token)}", 0)
+                msg.tokens = [token]
+        return [msg]
+    if mtype == TOKEN_FRAMES:
+        return _token_frames(body, cat)
     if mtype == FRAMES:
         merged = _uniform_frames(body, cat)
         if merged is not None:

@@ -128,10 +128,10 @@ class GatewayServer:
             return b""
         if self.cors_any:
             return (b"Access-Control-Allow-Origin: *\r\n"
-                    b"Access-Control-Expose-Headers: Retry-After\r\n")
+                    b"Access-Control-Expose-Headers: Retry-After, WWW-Authenticate\r\n")
         if origin in self.cors_origins:
             return (b"Access-Control-Allow-Origin: " + origin + b"\r\nVary: Origin\r\n"
-                    b"Access-Control-Expose-Headers: Retry-After\r\n")
+                    b"Access-Control-Expose-Headers: Retry-After, WWW-Authenticate\r\n")
         return b"Vary: Origin\r\n"
 
     def response(self, status: int, body: bytes, *, origin: bytes | None = None,
@@ -148,6 +148,8 @@ class GatewayServer:
         extra = self._retry_header if exc.status in (429, 503) else b""
         if exc.status == 405:
             extra += b"Allow: POST, OPTIONS\r\n"
+        if exc.www_authenticate:
+            extra += b"WWW-Authenticate: " + exc.www_authenticate.encode() + b"\r\n"
         return self.response(exc.status, json.dumps(exc.body()).encode(), origin=origin,
                              extra=extra, close=close)
 
@@ -429,7 +431,7 @@ class HttpProtocol(asyncio.Protocol):
         srv = self.server
         try:
             msgs = parse_body(_media_type(self.headers.get(b"content-type")), body,
-                              srv.catalogue())
+                              srv.catalogue(), self.headers.get(b"authorization"))
             srv.batcher.submit(msgs, len(body),
                                lambda result: self._answered(slot, origin, keep, result))
         except BodyError as exc:

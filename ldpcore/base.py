@@ -17,24 +17,22 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import struct
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from ._bounds import DEFAULT_DOMAIN_RANGE, DEFAULT_EPSILON_RANGE, EXACT_EPSILON_MAX_64
 from ._validate import as_rng, check_epsilon, check_float, check_int, check_values
 from .capabilities import FrequencyEstimates
 from .errors import ParameterError, ReportError, StateError
-from .limits import domain_range, epsilon_range
+from .state import FloatArray, IntArray, State
 
-__all__ = ["Column", "Reports", "State", "Mechanism", "FrequencyOracle", "canonical_json",
-           "spec_fingerprint"]
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
+__all__ = ["Column", "Reports", "State", "IntArray", "FloatArray", "Mechanism", "FrequencyOracle",
+           "canonical_json", "spec_fingerprint"]
 
 _SAMPLE_CHUNK = 1 << 16
 
@@ -140,101 +138,6 @@ class Reports:
         return [r.tobytes() for r in rows]
 
 
-_STATE_MAGIC = b"LDPS"
-_STATE_VERSION = 1
-_STATE_HEADER = struct.Struct("<4sB16sQB")  # magic, version, fingerprint, n, ndim
-
-
-class State:
-    """Additive sufficient statistics of a batch of reports.
-
-    ``counts`` is an ``int64`` array whose shape depends only on the oracle's
-    parameters; ``n`` is the number of reports.  States of the same oracle add
-    exactly: ``aggregate(a ∪ b) == aggregate(a) + aggregate(b)``.
-
-    >>> import ldpcore
-    >>> o = ldpcore.make_oracle("grr", epsilon=1.0, domain_size=4)
-    >>> s = o.aggregate(o.perturb([0, 1, 2], rng=1)) + o.aggregate(o.perturb([3], rng=2))
-    >>> s.n
-    4
-    >>> ldpcore.State.from_bytes(s.to_bytes()) == s
-    True
-    """
-
-    __slots__ = ("fingerprint", "n", "counts")
-
-    def __init__(self, fingerprint: str, n: int, counts: IntArray) -> None:
-        self.fingerprint = fingerprint
-        self.n = int(n)
-        self.counts = counts
-
-    def _check_compatible(self, other: State) -> None:
-        if self.fingerprint != other.fingerprint or self.counts.shape != other.counts.shape:
-            raise StateError(
-                f"cannot add states of different oracles ({self.fingerprint} {self.counts.shape} "
-                f"and {other.fingerprint} {other.counts.shape})"
-            )
-
-    def __add__(self, other: State) -> State:
-        if not isinstance(other, State):
-            return NotImplemented
-        self._check_compatible(other)
-        return State(self.fingerprint, self.n + other.n, self.counts + other.counts)
-
-    def __iadd__(self, other: State) -> State:
-        if not isinstance(other, State):
-            return NotImplemented
-        self._check_compatible(other)
-        self.counts += other.counts
-        self.n += other.n
-        return self
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, State):
-            return NotImplemented
-        return (self.fingerprint == other.fingerprint and self.n == other.n
-                and self.counts.shape == other.counts.shape
-                and bool(np.array_equal(self.counts, other.counts)))
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"State(fingerprint={self.fingerprint!r}, n={self.n}, shape={self.counts.shape})"
-
-    def copy(self) -> State:
-        """A deep copy."""
-        return State(self.fingerprint, self.n, self.counts.copy())
-
-    def to_bytes(self) -> bytes:
-        """Serialise: header (magic, version, fingerprint, n, shape) + little-endian int64."""
-        shape = self.counts.shape
-        head = _STATE_HEADER.pack(_STATE_MAGIC, _STATE_VERSION, self.fingerprint.encode("ascii"),
-                                  self.n, len(shape))
-        dims = struct.pack(f"<{len(shape)}Q", *shape)
-        return head + dims + self.counts.astype("<i8", copy=False).tobytes()
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> State:
-        """Inverse of :meth:`to_bytes`; raises :class:`StateError` on malformed input."""
-        hs = _STATE_HEADER.size
-        if len(data) < hs:
-            raise StateError(f"state bytes too short ({len(data)} < {hs})")
-        magic, version, fp, n, ndim = _STATE_HEADER.unpack_from(data)
-        if magic != _STATE_MAGIC:
-            raise StateError("not a ldpcore state (bad magic)")
-        if version != _STATE_VERSION:
-            raise StateError(f"unsupported state version {version} (supported: {_STATE_VERSION})")
-        if len(data) < hs + 8 * ndim:
-            raise StateError("state bytes truncated in shape")
-        shape = struct.unpack_from(f"<{ndim}Q", data, hs)
-        body = data[hs + 8 * ndim:]
-        size = math.prod(shape)
-        if len(body) != 8 * size:
-            raise StateError(f"state body has {len(body)} bytes, expected {8 * size}")
-        counts = np.frombuffer(body, dtype="<i8").astype(np.int64).reshape(shape)
-        return cls(fp.decode("ascii"), n, counts)
-
-
 class Mechanism(ABC):
     """An ε-LDP mechanism over the domain ``[0, domain_size)``: perturb, validate, aggregate.
 
@@ -242,16 +145,40 @@ class Mechanism(ABC):
     ``report_columns``, ``state_shape`` and ``params``.  What a mechanism can
     estimate from its state is declared by the capabilities it inherits
     (:mod:`ldpcore.capabilities`), e.g. :class:`FrequencyOracle`.
+
+    Each class also declares the parameters it accepts (checked at construction, why
+    these bounds: :mod:`ldpcore.limits`): ``epsilon_bounds`` and ``domain_size_bounds``
+    (closed intervals) and ``parameter_ranges``, the human-readable range of every
+    parameter that ``GET /v1/mechanisms`` lists.
+
+    >>> from ldpcore.frequency.unary import OUE
+    >>> OUE.epsilon_bounds, OUE.parameter_ranges["epsilon"]
+    ((0.001, 9.7), 'real in [0.001, 9.7]')
     """
 
     mechanism: ClassVar[str] = ""
+    epsilon_bounds: ClassVar[tuple[float, float]] = DEFAULT_EPSILON_RANGE
+    """Allowed ε, both ends inclusive."""
+    domain_size_bounds: ClassVar[tuple[int, int]] = DEFAULT_DOMAIN_RANGE
+    """Allowed ``domain_size`` (``bins`` of the numeric oracles, ``2^bits`` of pem)."""
+    parameter_ranges: ClassVar[Mapping[str, str]] = {}
+    """Human-readable allowed range of every parameter (JSON-able; docs and the API)."""
+
+    @classmethod
+    def exact_epsilon_max(cls) -> float:
+        """The unrounded upper bound of ε that :attr:`epsilon_bounds` rounds down.
+
+        The largest ε at which every probability the kernels compare with a uniform
+        draw stays :data:`~ldpcore.limits.GRID_STEPS` grid steps from 0 and 1; this
+        default is the float64 bound ``ln(2^53/1000 − 1)``.
+        """
+        return EXACT_EPSILON_MAX_64
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
-        # The allowed ranges, and why, are in ldpcore.limits.
-        lo, hi = epsilon_range(self.mechanism)
+        lo, hi = self.epsilon_bounds
         self.epsilon = check_epsilon(epsilon, low=lo, high=hi,
                                      context=f"for mechanism {self.mechanism!r}")
-        dlo, dhi = domain_range(self.mechanism)
+        dlo, dhi = self.domain_size_bounds
         self.domain_size = check_int("domain_size", domain_size, low=dlo, high=dhi)
 
     # ---- description -------------------------------------------------------------------

@@ -36,7 +36,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .base import FloatArray, State
+    from .state import FloatArray, State
 
 __all__ = [
     "FrequencyEstimates",

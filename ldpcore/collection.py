@@ -323,6 +323,10 @@ class CollectionSpec:
     reports_per_window: int = 1
     protocol: Mapping[str, Any] | None = None
     """Multi-phase protocol of a set-valued phase collection (:mod:`ldpcore.setvalued.phases`)."""
+    quota: int | None = None
+    """``quota: {reports_per_window: k}``: tokens a device may redeem per window at a gateway
+    with Privacy Pass tokens on (None: the cadence ``reports_per_window``).  An admission
+    rule, not part of what a report means: outside the fingerprint, kept by :meth:`to_json`."""
     _fingerprint: str = field(default="", compare=False, repr=False)
 
     @classmethod
@@ -346,7 +350,7 @@ class CollectionSpec:
             raise ParameterError(f"a collection must be an object, got {type(raw).__name__}")
         known = {"id", "description", "version", "oracle", "domain", "window_seconds",
                  "retention_seconds", "min_reports", "fingerprint", "memoization",
-                 "epsilon_1", "reports_per_window", "protocol"}
+                 "epsilon_1", "reports_per_window", "protocol", "quota"}
         extra = sorted(set(raw) - known)
         if extra:
             raise ParameterError(f"unknown collection key(s) {extra}; allowed: {sorted(known)}")
@@ -391,7 +395,7 @@ class CollectionSpec:
                    window_seconds=ints["window_seconds"],
                    retention_seconds=ints["retention_seconds"], min_reports=ints["min_reports"],
                    memoization=memo, epsilon_1=eps1, reports_per_window=per_window,
-                   protocol=protocol)
+                   protocol=protocol, quota=_quota(raw.get("quota")))
         given = raw.get("fingerprint")
         if given is not None and given != spec.fingerprint:
             raise ParameterError(f"fingerprint {given!r} does not match the spec's "
@@ -421,8 +425,19 @@ class CollectionSpec:
         return out
 
     def to_json(self) -> str:
-        """Canonical JSON text of :meth:`to_dict` plus the fingerprint."""
-        return canonical_json({**self.to_dict(), "fingerprint": self.fingerprint})
+        """Canonical JSON text of :meth:`to_dict` plus the fingerprint (and the quota, if
+        declared: it is outside the fingerprint)."""
+        out = {**self.to_dict(), "fingerprint": self.fingerprint}
+        if self.quota is not None:
+            out["quota"] = {"reports_per_window": self.quota}
+        return canonical_json(out)
+
+    @property
+    def token_quota(self) -> int:
+        """Tokens one device may obtain and redeem per window: the declared quota, else the
+        cadence ``reports_per_window`` (1 unless declared), so honest devices are never
+        refused."""
+        return self.quota if self.quota is not None else self.reports_per_window
 
     @property
     def fingerprint(self) -> str:
@@ -541,6 +556,20 @@ def _pair_domain(domain: Domain, name: str) -> Domain:
         return Domain("integers", low=0, high=da.size * db.size - 1)
     return Domain("categories", labels=tuple(f"{x} & {y}" for x in _value_labels(da)
                                              for y in _value_labels(db)))
+
+
+def _quota(raw: Any) -> int | None:
+    """``quota: {reports_per_window: k}`` (k an integer ≥ 1), or None when absent."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or set(raw) != {"reports_per_window"}:
+        raise ParameterError("quota must be an object {reports_per_window: k}, got "
+                             f"{raw!r}")
+    k = raw["reports_per_window"]
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_REPORTS_PER_WINDOW:
+        raise ParameterError(f"quota.reports_per_window must be an integer in "
+                             f"[1, {MAX_REPORTS_PER_WINDOW}], got {k!r}")
+    return k
 
 
 def _longitudinal(raw: Mapping[str, Any], oracle: Mechanism

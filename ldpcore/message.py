@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -43,10 +43,8 @@ from . import wire
 from .base import Mechanism, Reports, State
 from .errors import LDPError, ParameterError, ReportError
 
-if TYPE_CHECKING:
-    from .collection import CollectionSpec
-
 __all__ = [
+    "CollectionLike",
     "MESSAGE_MAGIC",
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
@@ -65,23 +63,41 @@ MAX_JSON_BYTES = 16 << 20
 MAX_JSON_DEPTH = 4
 """Bracket depth of the JSON format: message object, reports list, record, bit list."""
 
+
+
+class CollectionLike(Protocol):
+    """What the codec, and the workers through :attr:`MessageDecoder.spec`, read of a
+    collection: a :class:`~ldpcore.collection.CollectionSpec` (the codec sits below
+    ``ldpcore.collection``, which re-exports it, so it names the shape, not the class)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def window_seconds(self) -> int: ...
+    @property
+    def retention_seconds(self) -> int: ...
+    def oracle(self) -> Mechanism: ...
+
+
 _JSON_KEYS = {"collection", "fingerprint", "reports"}
 # Every byte but the four brackets: bytes.translate(None, _NOT_BRACKETS) keeps only those.
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
-def _envelope(spec: CollectionSpec) -> bytes:
+def _envelope(spec: CollectionLike) -> bytes:
     cid = spec.id.encode("ascii")
     return (MESSAGE_MAGIC + struct.pack("<BB", MESSAGE_VERSION, len(cid)) + cid
             + spec.fingerprint.encode("ascii"))
 
 
-def message_prefix(spec: CollectionSpec) -> bytes:
+def message_prefix(spec: CollectionLike) -> bytes:
     """The fixed bytes every binary message of ``spec`` starts with (envelope only)."""
     return _envelope(spec)
 
 
-def encode_message(spec: CollectionSpec, reports: Reports, fmt: str = "binary") -> bytes:
+def encode_message(spec: CollectionLike, reports: Reports, fmt: str = "binary") -> bytes:
     """One Kafka message value carrying ``reports`` of collection ``spec``."""
     if fmt == "binary":
         return _envelope(spec) + wire.encode(reports)
@@ -175,7 +191,7 @@ def _bad_magic(data: bytes) -> NoReturn:
     raise ReportError("not a ldpstream message (bad magic)", reason="garbage")
 
 
-def _check_envelope(spec: CollectionSpec, cid: str, fp: str) -> None:
+def _check_envelope(spec: CollectionLike, cid: str, fp: str) -> None:
     if cid != spec.id:
         raise ReportError(f"message is for collection {cid!r}, expected {spec.id!r}",
                           reason="wrong_collection")
@@ -184,7 +200,7 @@ def _check_envelope(spec: CollectionSpec, cid: str, fp: str) -> None:
                           f"{spec.id!r} ({spec.fingerprint!r})", reason="fingerprint")
 
 
-def decode_message(spec: CollectionSpec, oracle: Mechanism,
+def decode_message(spec: CollectionLike, oracle: Mechanism,
                    data: bytes) -> tuple[str, Reports]:
     """Decode and fully validate a message of ``spec``; raises only ReportError."""
     data = _as_bytes(data)
@@ -237,12 +253,13 @@ class MessageDecoder:
 
     Parameters
     ----------
-    spec : CollectionSpec
+    spec : CollectionLike
+        The collection (a :class:`~ldpcore.collection.CollectionSpec`).
     oracle : Mechanism, optional
         ``spec.oracle()`` unless given.
     """
 
-    def __init__(self, spec: CollectionSpec, oracle: Mechanism | None = None) -> None:
+    def __init__(self, spec: CollectionLike, oracle: Mechanism | None = None) -> None:
         self.spec = spec
         self.oracle = oracle if oracle is not None else spec.oracle()
         # The fixed bytes of a binary message: envelope + wire header up to the count,

@@ -73,6 +73,16 @@ def _cmd_gateway(args: argparse.Namespace) -> int:
     return gateway_main()
 
 
+def _cmd_issuer(args: argparse.Namespace) -> int:
+    import os
+
+    from issuer.app import main as issuer_main
+
+    if args.port is not None:  # the flag wins over LDP_ISSUER_PORT
+        os.environ["LDP_ISSUER_PORT"] = str(args.port)
+    return issuer_main()
+
+
 def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
     from aggregator.bench import run_from_args
 
@@ -90,6 +100,9 @@ def _health_url(cmdline: list[str], env: dict[str, str]) -> str | None:
     if "gateway" in cmdline:
         return (f"http://{local(env.get('LDP_GATEWAY_HOST'))}:"
                 f"{env.get('LDP_GATEWAY_PORT') or 8080}/healthz")
+    if "issuer" in cmdline:
+        return (f"http://{local(env.get('LDP_ISSUER_HOST'))}:"
+                f"{env.get('LDP_ISSUER_PORT') or 8090}/healthz")
     if "aggregate" in cmdline and (env.get("LDP_METRICS_PORT") or "0") != "0":
         return f"http://{local(env.get('LDP_METRICS_HOST'))}:{env['LDP_METRICS_PORT']}/healthz"
     return None
@@ -100,6 +113,7 @@ EXPERIMENTS = {
     "numeric": "numeric.py", "range-scale": "range_scale.py", "oracles": "oracles.py",
     "defaults": "defaults.py", "coverage": "coverage.py", "construction": "construction.py",
     "range-consistent": "range_consistent.py", "multiattr": "multiattr.py", "svim": "svim.py",
+    "poisoning": "poisoning.py",
 }
 
 
@@ -152,9 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reports", type=int, default=200_000)
     p.add_argument("--seed", type=int, default=None)
     p.set_defaults(func=_cmd_demo)
+    from ldpstream.access import add_read_token_parser
     from ldpstream.dev.stack import add_up_parser
 
     add_up_parser(sub)
+    add_read_token_parser(sub)
     from producer.cli import add_simulate_parser
 
     add_simulate_parser(sub)
@@ -170,6 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=None,
                    help="listen on this port (default: LDP_GATEWAY_PORT, else 8080; 0 = free)")
     p.set_defaults(func=_cmd_gateway)
+    issuer_help = ("run the Privacy Pass token issuer: devices get blind-signed tokens (RFC "
+                   "9578 type 2), at most a collection's quota per window (settings: "
+                   "LDP_ISSUER_KEYS, LDP_ISSUER_OPEN, LDP_ISSUER_ATTESTER, LDP_ISSUER_HOST/PORT, "
+                   "LDP_TOKEN_ISSUER_NAME, LDP_REDIS_URL…; docs/privacy-pass.md)")
+    p = sub.add_parser("issuer", help=issuer_help, description=issuer_help)
+    p.add_argument("--port", type=int, default=None,
+                   help="listen on this port (default: LDP_ISSUER_PORT, else 8090; 0 = free)")
+    p.set_defaults(func=_cmd_issuer)
     p = sub.add_parser("experiment", help="run a paper reproduction or benchmark of bench/")
     p.add_argument("name", choices=sorted(EXPERIMENTS))
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the script (e.g. --quick)")
@@ -202,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench_gateway_parser(bsub)
     add_bench_soak_parser(bsub)
+    from ldpstream.dev.clusterbench import add_bench_cluster_parsers
+
+    add_bench_cluster_parsers(bsub)
     return parser
 
 

@@ -19,7 +19,18 @@ LDP_REDIS_USERNAME                (unset)        Redis ACL user
 LDP_REDIS_TLS_CA_FILE             (system CAs)   PEM bundle to verify Redis (rediss:// URLs)
 LDP_REDIS_TLS_CERT_FILE           (unset)        client certificate for mutual TLS
 LDP_REDIS_TLS_KEY_FILE            (unset)        its private key
+LDP_REDIS_SENTINELS               (unset)        host:port[,host:port…] of Redis Sentinels: the
+                                                 services ask them for the primary of
+                                                 LDP_REDIS_MASTER_NAME (and follow a failover)
+LDP_REDIS_MASTER_NAME             ldp            the master name the Sentinels monitor
+LDP_REDIS_CLUSTER                 (unset)        host:port[,host:port…] of Redis Cluster nodes
+                                                 (seeds; the client learns the others)
 ================================  =============  ==============================================
+
+With ``LDP_REDIS_SENTINELS`` or ``LDP_REDIS_CLUSTER`` the host and port of
+``LDP_REDIS_URL`` are not used; its scheme (``rediss://`` = TLS, also towards the
+Sentinels), user, password and database still are, and so are the variables above.
+The two cannot be set together.  docs/cluster.md tells how to run either.
 """
 
 from __future__ import annotations
@@ -29,9 +40,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .settings import ConfigError, env_bool, env_file
+from .settings import ConfigError, env_bool, env_file, env_hostports
 
-__all__ = ["KafkaSecurity", "RedisOptions"]
+__all__ = ["KafkaSecurity", "RedisOptions", "DEFAULT_MASTER_NAME"]
+
+DEFAULT_MASTER_NAME = "ldp"
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -118,13 +131,21 @@ class KafkaSecurity:
 
 @dataclass(frozen=True)
 class RedisOptions:
-    """Credentials and TLS files for ``redis.Redis.from_url`` (sync and asyncio alike)."""
+    """How to reach Redis: credentials, TLS files, and Sentinels or Cluster nodes if any.
+
+    :meth:`connect` and :meth:`connect_async` build the client every service uses
+    (sync ``redis.Redis`` / ``redis.asyncio.Redis`` for one server or a Sentinel-managed
+    primary, ``RedisCluster`` for a cluster).
+    """
 
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     tls_ca_file: str | None = None
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
+    sentinels: tuple[tuple[str, int], ...] = ()
+    master_name: str = DEFAULT_MASTER_NAME
+    cluster_nodes: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *,
@@ -139,9 +160,23 @@ class RedisOptions:
         if (ca or cert) and not url.startswith("rediss://"):
             raise ConfigError("LDP_REDIS_TLS_* files need LDP_REDIS_URL to start with "
                               f"rediss://, got {url!r}")
+        sentinels = env_hostports(env, "LDP_REDIS_SENTINELS")
+        nodes = env_hostports(env, "LDP_REDIS_CLUSTER")
+        if sentinels and nodes:
+            raise ConfigError("LDP_REDIS_SENTINELS and LDP_REDIS_CLUSTER cannot both be set "
+                              "(a Redis Cluster fails over by itself)")
+        master = env.get("LDP_REDIS_MASTER_NAME") or DEFAULT_MASTER_NAME
+        if any(c.isspace() for c in master):
+            raise ConfigError(f"LDP_REDIS_MASTER_NAME must have no spaces, got {master!r}")
         return cls(username=env.get("LDP_REDIS_USERNAME") or None,
                    password=env.get("LDP_REDIS_PASSWORD") or None,
-                   tls_ca_file=ca, tls_cert_file=cert, tls_key_file=key)
+                   tls_ca_file=ca, tls_cert_file=cert, tls_key_file=key,
+                   sentinels=sentinels, master_name=master, cluster_nodes=nodes)
+
+    @property
+    def mode(self) -> str:
+        """``"sentinel"``, ``"cluster"`` or ``"single"`` (one URL)."""
+        return "sentinel" if self.sentinels else "cluster" if self.cluster_nodes else "single"
 
     def kwargs(self) -> dict[str, Any]:
         """Extra keyword arguments for ``from_url`` (only the ones that are set)."""
@@ -155,3 +190,68 @@ class RedisOptions:
         if self.tls_cert_file is not None:
             kw.update(ssl_certfile=self.tls_cert_file, ssl_keyfile=self.tls_key_file)
         return kw
+
+    def _node_kwargs(self, url: str) -> dict[str, Any]:
+        """Connection settings of every node (Sentinel mode, Cluster mode): the URL's
+        user, password, database and TLS, overridden by the ``LDP_REDIS_…`` ones."""
+        from urllib.parse import unquote, urlparse
+
+        u = urlparse(url)
+        kw: dict[str, Any] = {}
+        if u.username:
+            kw["username"] = unquote(u.username)
+        if u.password:
+            kw["password"] = unquote(u.password)
+        db = (u.path or "/").strip("/")
+        if db.isdigit() and self.mode != "cluster":
+            kw["db"] = int(db)
+        if u.scheme == "rediss":
+            kw["ssl"] = True
+        kw.update(self.kwargs())
+        return kw
+
+    def connect(self, url: str, **client: Any) -> Any:
+        """A sync client: ``redis.Redis`` (one URL, or the primary the Sentinels name,
+        re-asked after every connection error) or ``redis.cluster.RedisCluster``."""
+        import redis
+
+        if self.mode == "single":
+            return redis.Redis.from_url(url, **client, **self.kwargs())
+        node = {**self._node_kwargs(url), **client}
+        if self.mode == "cluster":
+            from redis.cluster import ClusterNode, RedisCluster
+
+            node.pop("health_check_interval", None)
+            nodes = [ClusterNode(h, p) for h, p in self.cluster_nodes]  # type: ignore[no-untyped-call,unused-ignore]
+            return RedisCluster(startup_nodes=nodes, **node)
+        from redis.sentinel import Sentinel
+
+        sentinel = Sentinel(list(self.sentinels),  # type: ignore[no-untyped-call,unused-ignore]
+                            sentinel_kwargs=self._sentinel_kwargs(node), **node)
+        return sentinel.master_for(self.master_name)  # type: ignore[no-untyped-call,unused-ignore]
+
+    def connect_async(self, url: str, **client: Any) -> Any:
+        """The ``redis.asyncio`` counterpart of :meth:`connect`."""
+        import redis.asyncio as aredis
+
+        if self.mode == "single":
+            return aredis.Redis.from_url(url, **client, **self.kwargs())
+        node = {**self._node_kwargs(url), **client}
+        if self.mode == "cluster":
+            from redis.asyncio.cluster import ClusterNode, RedisCluster
+
+            node.pop("health_check_interval", None)
+            nodes = [ClusterNode(h, p) for h, p in self.cluster_nodes]  # type: ignore[no-untyped-call,unused-ignore]
+            return RedisCluster(startup_nodes=nodes, **node)
+        from redis.asyncio.sentinel import Sentinel
+
+        sentinel = Sentinel(list(self.sentinels),  # type: ignore[no-untyped-call,unused-ignore]
+                            sentinel_kwargs=self._sentinel_kwargs(node), **node)
+        return sentinel.master_for(self.master_name)  # type: ignore[no-untyped-call,unused-ignore]
+
+    @staticmethod
+    def _sentinel_kwargs(node: Mapping[str, Any]) -> dict[str, Any]:
+        # Sentinels speak TLS when the nodes do (same CA), and need no password of theirs.
+        keep = ("ssl", "ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "socket_timeout",
+                "socket_connect_timeout")
+        return {k: v for k, v in node.items() if k in keep}

@@ -10,7 +10,11 @@ offset ``<= w`` can go, and nothing above it may.  :class:`Janitor` does both ha
 * :meth:`Janitor.release_records`: one Kafka ``DeleteRecords`` request per round that moves
   each partition's log start offset to ``w + 1`` (the request deletes every offset
   *smaller* than the one given).  Watermarks only move forward (the flush script's
-  compare-and-set), so an offset released once is counted for good.  The broker then drops
+  compare-and-set), so an offset released once is counted for good.  With ``replicas``
+  > 0 (Redis with Sentinel, ``LDP_RELEASE_REPLICAS``) only watermarks that many replicas
+  hold are released (:meth:`Janitor.replicated_watermarks`): a failover to a replica
+  that had not received the last flushes recounts those records from Kafka, so they
+  must still be there.  The broker then drops
   whole segments below the log start offset (Apache Kafka: at its next retention check).
   A broker that does not implement the request (tansu 0.6's storage engines answer it by
   closing the connection) is noted, logged once and not asked again.
@@ -91,12 +95,16 @@ class Janitor:
         False: never send DeleteRecords (a broker known not to implement it).
     admin_config
         Extra ``kafka.KafkaAdminClient`` settings (security).
+    replicas
+        Release only what this many Redis replicas acknowledge holding (0: the primary's
+        word is enough), waiting at most ``replica_wait_ms`` per round.
     """
 
     def __init__(self, *, bootstrap: str, redis: Any, topic: str = "ldp-reports",
                  prefix: str = DEFAULT_PREFIX, interval: float = 30.0,
                  release_records: bool = True,
-                 admin_config: Mapping[str, Any] | None = None) -> None:
+                 admin_config: Mapping[str, Any] | None = None, replicas: int = 0,
+                 replica_wait_ms: int = 1000) -> None:
         if not interval > 0:
             raise ValueError(f"interval must be > 0 seconds, got {interval}")
         if not topic:
@@ -107,6 +115,7 @@ class Janitor:
         self.prefix = prefix
         self.interval = float(interval)
         self.admin_config = dict(admin_config or {})
+        self.replicas, self.replica_wait_ms = replicas, replica_wait_ms
         self.stats = JanitorStats(releases_supported=None if release_records else False)
         self._admin: Any = None
 
@@ -136,8 +145,7 @@ class Janitor:
         """
         if self.stats.releases_supported is False:
             return {}
-        wanted = release_offsets(read_watermarks(self.redis, self.topic, self.prefix),
-                                 self.stats.released)
+        wanted = release_offsets(self.replicated_watermarks(), self.stats.released)
         if not wanted:
             return {}
         from kafka import TopicPartition
@@ -162,6 +170,29 @@ class Janitor:
                 tp.partition, 0))
         self.stats.releases_supported = True
         return done
+
+    def replicated_watermarks(self) -> dict[int, int]:
+        """The watermarks, as far as ``replicas`` Redis replicas hold them ({} if they don't).
+
+        Read them, then write a marker and ``WAIT`` for the replicas on the same connection:
+        the replication stream is ordered, so a replica that has the marker has every flush
+        before it.  Read again and keep the smaller of each (a failover in between may have
+        put a primary with older watermarks in place).
+        """
+        first = read_watermarks(self.redis, self.topic, self.prefix)
+        if self.replicas <= 0:
+            return first
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.set(f"{self.prefix}janitor:mark", str(time.time()))
+        pipe.execute_command("WAIT", self.replicas, self.replica_wait_ms)
+        acked = int(pipe.execute()[-1])
+        if acked < self.replicas:
+            self.stats.last_error = (f"{acked} of {self.replicas} Redis replica(s) acknowledged "
+                                     f"within {self.replica_wait_ms} ms: nothing released")
+            log.warning("janitor: %s", self.stats.last_error)
+            return {}
+        again = read_watermarks(self.redis, self.topic, self.prefix)
+        return {p: min(w, again.get(p, -1)) for p, w in first.items()}
 
     # -- Redis side --------------------------------------------------------------------
     def trim_windows(self, now: float | None = None) -> int:

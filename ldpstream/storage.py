@@ -11,6 +11,8 @@ Key layout (``P`` = key prefix, default ``"ldp:"``; every value is plain Redis d
     P windows:{id}                zset   member = score = window start (epoch s) with data
     P wm:{topic}                  hash   "{partition}" -> highest Kafka offset already counted;
                                          "{partition}:t" -> wall time (ms) of that flush
+    P private                     set    ids of the private collections (ldpstream.access)
+    P fleet                       string fleet policy JSON {"budget": {...}} (ldpstream.fleet)
 
 A flush is one Lua script (:data:`FLUSH_SCRIPT`): it checks that every touched
 partition's watermark still has the value the worker started from
@@ -115,6 +117,14 @@ class Keys:
     def watermarks(self, topic: str) -> str:
         return f"{self.prefix}wm:{topic}"
 
+    @property
+    def private(self) -> str:
+        return f"{self.prefix}private"
+
+    @property
+    def fleet(self) -> str:
+        return f"{self.prefix}fleet"
+
 
 def check_same_spec(spec: CollectionSpec, existing: CollectionSpec | None) -> None:
     """Raise :class:`CollectionConflict` unless ``existing`` is the same spec as ``spec``."""
@@ -148,6 +158,17 @@ class CollectionCatalog:
     def register_all(self, specs: Iterable[CollectionSpec]) -> None:
         for spec in specs:
             self.register(spec)
+
+    def mark_private(self, collection: str, private: bool) -> None:
+        """Mark a collection private (readable only with a token naming it) or public."""
+        if private:
+            self.redis.sadd(self.keys.private, collection)
+        else:
+            self.redis.srem(self.keys.private, collection)
+
+    def private_ids(self) -> set[str]:
+        return {k.decode() if isinstance(k, bytes) else str(k)
+                for k in self.redis.smembers(self.keys.private)}
 
     def get(self, collection: str) -> CollectionSpec | None:
         raw = self.redis.hget(self.keys.collections, collection)

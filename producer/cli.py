@@ -1,4 +1,16 @@
-"""``ldpstream simulate``: play N devices publishing perturbed reports to Kafka."""
+"""``ldpstream simulate``: play N devices publishing perturbed reports to Kafka.
+
+Flags default to these variables (Kafka security: :mod:`ldpstream.connections`):
+
+====================  ==============  ============================================
+variable              default         meaning
+====================  ==============  ============================================
+LDP_COLLECTIONS_FILE  (unset)         ``--collections-file``: the collections file
+LDP_KAFKA_BOOTSTRAP   127.0.0.1:9092  ``--kafka``: bootstrap servers
+LDP_REPORTS_TOPIC     ldp-reports     ``--topic``: the report topic
+LDP_DEVICE_KEY        (unset)         ``--gateway-key``: device key for the gateway
+====================  ==============  ============================================
+"""
 
 from __future__ import annotations
 

@@ -25,6 +25,13 @@ A :class:`Device` follows its collection's longitudinal policy (see
   draws a new answer nor reports twice in a window.  The file holds the value
   indices the answers belong to: keep it in app-private storage.  Several
   collections may share one file (entries are keyed by fingerprint).
+* **privacy budget**: with ``budget`` (the fleet's ``epsilon_per_day``, :mod:`ldpcore.budget`,
+  ``GET /v1/fleet``) the device keeps a :class:`~ldpcore.budget.DailyLedger` of what it
+  spent per UTC day, over every collection (persisted in the memo file beside the
+  memos, or shared by passing one ``ledger`` to several devices), charges each report
+  :func:`~ldpcore.budget.report_charge` (a repeated memoized answer costs nothing, a new
+  value's draw costs ε, a two-level report ε_report until the value's ε∞) and
+  :meth:`Device.message` returns ``None`` for a report that would exceed the budget;
 * **randomness**: OS entropy (a generator freshly seeded from the OS for every
   draw) unless a ``rng`` is given (tests and simulations only).
 * **set-valued collections** (mechanisms ``ps``, ``psi``, ``setsize``): the value is
@@ -63,6 +70,7 @@ from typing import Any
 import numpy as np
 
 from ldpcore import Reports, wire
+from ldpcore.budget import DailyLedger, report_charge
 from ldpcore.collection import CollectionSpec, encode_message, window_start
 from ldpstream.collections_file import read_collections_file, select_collection
 
@@ -98,12 +106,19 @@ class Device:
     memo_path : path, optional
         Persist the memo and the cadence here (reloaded if the file exists).
     clock : callable, optional
-        Seconds since the epoch (default :func:`time.time`); decides the window.
+        Seconds since the epoch (default :func:`time.time`); decides the window and the day.
+    budget : float, optional
+        The fleet's per-device budget, ε per UTC day (``GET /v1/fleet``: ``budget.
+        epsilon_per_day``); None: no ledger unless one is in the memo file or given.
+    ledger : DailyLedger, optional
+        Share one ledger between the devices of several collections (with a memo file
+        they share it through the file).
     """
 
     def __init__(self, spec: CollectionSpec, rng: np.random.Generator | int | None = None, *,
                  memo_path: str | Path | None = None,
-                 clock: Callable[[], float] | None = None, secret: bytes | None = None) -> None:
+                 clock: Callable[[], float] | None = None, secret: bytes | None = None,
+                 budget: float | None = None, ledger: DailyLedger | None = None) -> None:
         self.spec = spec
         self.oracle = spec.oracle()
         self.two_level = spec.two_level()
@@ -115,8 +130,14 @@ class Device:
         """Start (epoch s) of the window of the last message sent."""
         self.sent_in_window = 0
         self.secret = secret
+        self.value_reports: dict[tuple[str, int], int] = {}
+        """Reports sent per memoized value (two-level: what the next one costs)."""
+        self.ledger = ledger if ledger is not None else (
+            DailyLedger(float(budget)) if budget is not None else None)
         if self.memo_path is not None and self.memo_path.exists():
             self.load(self.memo_path)
+        if budget is not None and self.ledger is not None:
+            self.ledger.budget = float(budget)  # the fleet's current policy wins
 
     # ---- set-valued collections ----------------------------------------------------------
     def _set_key(self, value: Any) -> int:
@@ -138,6 +159,18 @@ class Device:
         return bool(PHASES[proto["name"]][mine] == proto["phase"])
 
     # ---- answers -------------------------------------------------------------------------
+    def _value_key(self, value: Any) -> tuple[str, int]:
+        """The memo key of ``value``: (fingerprint, index or set key)."""
+        idx = (self._set_key(value) if self.spec.set_valued
+               else int(self.spec.domain.index([value])[0]))
+        return self.spec.fingerprint, idx
+
+    def cost(self, value: Any) -> float:
+        """The ε reporting ``value`` now spends (:func:`ldpcore.budget.report_charge`)."""
+        key = self._value_key(value)
+        return report_charge(self.spec, fresh=key not in self.memo,
+                             value_reports=self.value_reports.get(key, 0))
+
     def report(self, value: Any) -> Reports:
         """The one-report batch for a label or number of the domain, per the memo policy.
 
@@ -186,24 +219,45 @@ class Device:
 
         Never contains the raw value.
         """
-        window = self.current_window(now)
+        t = self.clock() if now is None else now
+        window = self.current_window(t)
         if window == self.window and self.sent_in_window >= self.spec.reports_per_window:
             return None
         if not self.takes_part():
             return None
+        ledger = self._current_ledger()
+        cost = self.cost(value) if ledger is not None else 0.0
+        if ledger is not None and not ledger.allows(cost, t):
+            return None  # the day's privacy budget would be exceeded
+        key = self._value_key(value)
         msg = encode_message(self.spec, self.report(value), fmt)
+        if ledger is not None:
+            ledger.charge(self.spec.id, cost, t)
+        if self.spec.memoization != "none":
+            self.value_reports[key] = self.value_reports.get(key, 0) + 1
         self.sent_in_window = self.sent_in_window + 1 if window == self.window else 1
         self.window = window
         self._save()
         return msg
+
+    def _current_ledger(self) -> DailyLedger | None:
+        """The ledger, with what the other devices of the memo file spent since."""
+        if self.ledger is not None and self.memo_path is not None and self.memo_path.exists():
+            raw = _read_memo_file(self.memo_path).get("ledger")
+            if isinstance(raw, dict):
+                self.ledger.days = DailyLedger.from_dict(raw).days
+        return self.ledger
 
     # ---- persistence ---------------------------------------------------------------------
     def _entry(self) -> dict[str, Any]:
         fp = self.spec.fingerprint
         answers = {str(idx): wire.to_records(rep)[0]
                    for (f, idx), rep in sorted(self.memo.items()) if f == fp}
-        out = {"collection": self.spec.id, "memoization": self.spec.memoization,
+        out: dict[str, Any] = {"collection": self.spec.id, "memoization": self.spec.memoization,
                "answers": answers, "window": self.window, "sent": self.sent_in_window}
+        counts = {str(idx): n for (f, idx), n in sorted(self.value_reports.items()) if f == fp}
+        if counts:
+            out["reports"] = counts
         if self.secret is not None:
             out["secret"] = self.secret.hex()
         return out
@@ -217,6 +271,8 @@ class Device:
         path = Path(path)
         doc = _read_memo_file(path) if path.exists() else _empty_memo()
         doc["collections"][self.spec.fingerprint] = self._entry()
+        if self.ledger is not None:
+            doc["ledger"] = self.ledger.to_dict()
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".memo-", dir=path.parent)
         try:
@@ -234,6 +290,16 @@ class Device:
         """Restore this collection's memo and cadence from ``path`` (raises ValueError if the
         file is not a memo file or holds answers that do not fit the collection)."""
         doc = _read_memo_file(Path(path))
+        raw_ledger = doc.get("ledger")
+        if isinstance(raw_ledger, dict):
+            try:
+                loaded = DailyLedger.from_dict(raw_ledger)
+            except (TypeError, ValueError, AttributeError) as exc:
+                raise ValueError(f"memo file {path} has a bad ledger: {exc}") from None
+            if self.ledger is None:
+                self.ledger = loaded
+            else:
+                self.ledger.days = loaded.days
         entry = doc["collections"].get(self.spec.fingerprint)
         if entry is None:
             return
@@ -254,7 +320,14 @@ class Device:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"memo file {path} has a bad entry for collection "
                              f"{self.spec.id!r}: {exc}") from None
+        counts = entry.get("reports") or {}
+        if not isinstance(counts, dict) or not all(
+                isinstance(n, int) and n >= 0 for n in counts.values()):
+            raise ValueError(f"memo file {path} has bad report counts for collection "
+                             f"{self.spec.id!r}")
         self.memo.update(memo)
+        self.value_reports.update({(self.spec.fingerprint, int(i)): n
+                                   for i, n in counts.items()})
         self.window, self.sent_in_window = window, sent
         if self.secret is None and isinstance(entry.get("secret"), str):
             self.secret = bytes.fromhex(entry["secret"])
@@ -342,16 +415,35 @@ class GatewayClient:
     ``OSError``); another 4xx raises :class:`GatewayError` at once.  A retried request
     that had reached Kafka before its answer was lost is counted twice (docs/gateway.md).
 
+    **Privacy Pass** (docs/privacy-pass.md): with ``issuer_url`` every report goes with
+    one token of its (collection, window), obtained from ``ldpstream issuer`` and cached
+    (:class:`ldpstream.privacypass.client.TokenWallet`): a one-report binary message
+    carries it in ``Authorization: PrivateToken`` (the device key then goes in
+    ``X-LDP-Key``), a JSON message in ``"tokens"``, a binary message of several reports
+    as token frames.  At a window's edge, a token refused as of the wrong window
+    (``token_window``, ``token_key_expired``: the device's clock and the gateway's
+    disagree) is replaced by one of the neighbouring window, once.
+
     Parameters
     ----------
     url : str
         Base URL of the gateway, e.g. ``http://127.0.0.1:8080``.
     key : str, optional
         Device key of the fleet (``Authorization: Bearer``) when the gateway needs one.
+    issuer_url : str, optional
+        Base URL of the token issuer: reports then carry Privacy Pass tokens.
+    device_secret : bytes, optional
+        The device's persistent secret (e.g. :attr:`Device.secret`); the issuer sees only
+        ``HMAC(secret, …)`` and counts the quota against it.  Default: a fresh one per
+        client (so a restarted app would be a new device: pass a persisted one).
+    issuer_key : str, optional
+        Fleet key for the issuer (default: ``key``).
     """
 
     def __init__(self, url: str, fmt: str = "binary", key: str | None = None,
-                 timeout: float = 30.0, retries: int = 5) -> None:
+                 timeout: float = 30.0, retries: int = 5, *, issuer_url: str | None = None,
+                 device_secret: bytes | None = None, issuer_key: str | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
         from urllib.parse import urlsplit
 
         if fmt not in ("binary", "json"):
@@ -365,6 +457,15 @@ class GatewayClient:
         self._path = parts.path.rstrip("/") + "/v1/reports"
         self._conn: Any = None
         self.accepted_reports = 0
+        self.clock = clock or time.time
+        self.wallet: Any = None
+        if issuer_url is not None:
+            from ldpstream.privacypass.client import IssuerClient, TokenWallet, device_credential
+
+            secret = device_secret if device_secret is not None else os.urandom(16)
+            self.wallet = TokenWallet(IssuerClient(issuer_url, device_credential(secret),
+                                                   fleet_key=issuer_key or key,
+                                                   timeout=timeout))
 
     def _connection(self) -> Any:
         import http.client
@@ -375,10 +476,18 @@ class GatewayClient:
             self._conn = cls(self._host, self._port, timeout=self.timeout)
         return self._conn
 
-    def post(self, body: bytes, content_type: str) -> dict[str, Any]:
-        """POST one body; the 202 answer (``accepted_messages``, ``accepted_reports``)."""
+    def post(self, body: bytes, content_type: str, token: bytes | None = None
+             ) -> dict[str, Any]:
+        """POST one body; the 202 answer (``accepted_messages``, ``accepted_reports``).
+        ``token``: a Privacy Pass token in ``Authorization: PrivateToken``."""
         headers = {"Content-Type": content_type}
-        if self.key is not None:
+        if token is not None:
+            from ldpstream.privacypass.tokens import authorization_header
+
+            headers["Authorization"] = authorization_header(token)
+            if self.key is not None:
+                headers["X-LDP-Key"] = self.key
+        elif self.key is not None:
             headers["Authorization"] = f"Bearer {self.key}"
         for attempt in range(self.retries + 1):
             try:
@@ -405,8 +514,37 @@ class GatewayClient:
     def send(self, spec: CollectionSpec, reports: Reports, partition: int | None = None
              ) -> dict[str, Any]:
         """Post one batch as one message (``partition`` is ignored: the gateway decides)."""
+        if self.wallet is not None:
+            return self._send_with_tokens(spec, reports)
         ctype = "application/json" if self.fmt == "json" else "application/octet-stream"
         return self.post(encode_message(spec, reports, self.fmt), ctype)
+
+    def _send_with_tokens(self, spec: CollectionSpec, reports: Reports) -> dict[str, Any]:
+        from ldpstream.privacypass.scheme import window_of
+
+        window = window_of(self.clock(), spec.window_seconds)
+        for attempt in (0, 1):
+            tokens = self.wallet.take(spec, len(reports), window)
+            try:
+                if self.fmt == "json":
+                    obj = json.loads(encode_message(spec, reports, "json"))
+                    from ldpstream.privacypass.tokens import b64url
+
+                    obj["tokens"] = [b64url(t) for t in tokens]
+                    return self.post(json.dumps(obj, separators=(",", ":")).encode(),
+                                     "application/json")
+                msg = encode_message(spec, reports)
+                if len(tokens) == 1:
+                    return self.post(msg, "application/octet-stream", token=tokens[0])
+                body = (len(tokens).to_bytes(2, "little") + b"".join(tokens)
+                        + len(msg).to_bytes(4, "little") + msg)
+                return self.post(body, "application/x-ldp-token-frames")
+            except GatewayError as exc:
+                # the gateway's clock puts the report in the neighbouring window
+                if attempt or exc.reason not in ("token_window", "token_key_expired"):
+                    raise
+                window += spec.window_seconds * (1 if exc.reason == "token_key_expired" else -1)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def send_many(self, messages: list[bytes]) -> dict[str, Any]:
         """Post several binary messages in one request (``application/x-ldp-frames``)."""

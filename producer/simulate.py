@@ -39,17 +39,18 @@ round, the input of :func:`ldpcore.longitudinal.effective_sample_size`.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ldpcore import Reports, State
+from ldpcore import Reports
 from ldpcore.collection import CollectionSpec
+
+from .progress import Progress, SimulationResult
+from .simulate_sets import simulate_sets
 
 __all__ = ["distribution", "generate", "schedule", "Sent", "simulate", "SimulationResult",
            "Progress", "write_truth", "population_model", "truth_by_attribute"]
@@ -252,47 +253,6 @@ def generate(spec: CollectionSpec, probs: np.ndarray, reports: int, devices: int
         yield sent.batch, sent.values
 
 
-class Progress:
-    """A small stderr progress bar (no dependency)."""
-
-    def __init__(self, total: int, enabled: bool = True, stream: Any = None) -> None:
-        self.total, self.enabled = total, enabled
-        self.stream = stream or sys.stderr
-        self.t0 = time.perf_counter()
-        self._last = 0.0
-
-    def update(self, done: int) -> None:
-        now = time.perf_counter()
-        if not self.enabled or (now - self._last < 0.2 and done < self.total):
-            return
-        self._last = now
-        frac = done / max(self.total, 1)
-        bar = "#" * int(30 * frac)
-        rate = done / max(now - self.t0, 1e-9)
-        self.stream.write(f"\r[{bar:<30}] {done}/{self.total} reports {rate:,.0f}/s")
-        if done >= self.total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
-@dataclass
-class SimulationResult:
-    reports: int
-    messages: int
-    seconds: float
-    truth: np.ndarray
-    state: State
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def rate(self) -> float:
-        return self.reports / max(self.seconds, 1e-9)
-
-    def summary(self) -> str:
-        return (f"sent {self.reports} reports in {self.messages} messages in "
-                f"{self.seconds:.2f} s ({self.rate:,.0f} reports/s)")
-
-
 def simulate(spec: CollectionSpec, send: Callable[[Reports], Any], *, dist: str, reports: int,
              devices: int | None = None, batch_sizes: list[int] | None = None,
              seed: int | None = None, rate: float | None = None,
@@ -307,8 +267,6 @@ def simulate(spec: CollectionSpec, send: Callable[[Reports], Any], *, dist: str,
     collection is played by :func:`producer.simulate_sets.simulate_sets`.
     """
     if spec.set_valued:
-        from .simulate_sets import simulate_sets
-
         return simulate_sets(spec, send, dist=dist, reports=reports, batch_sizes=batch_sizes,
                              seed=seed, rate=rate, progress=progress, sleep=sleep)
     if reports < 1:

@@ -30,7 +30,7 @@ from ldpcore import Reports
 from ldpcore.collection import CollectionSpec
 from ldpcore.setvalued.synthetic import zipf_sets
 
-from .simulate import Progress, SimulationResult
+from .progress import Progress, SimulationResult
 
 __all__ = ["set_model", "simulate_sets"]
 

@@ -10,8 +10,13 @@ registry are owned by its lifespan unless injected (tests inject both).  Routes
   ``…/frequencies``, ``…/subset``, ``…/heavy-hitters``, ``…/range``, ``…/quantiles``,
   ``…/cdf``, ``…/mean``, ``…/histogram``, ``…/stream`` (SSE), ``/v1/methods``;
   ``…/series`` (:mod:`query_api.routes.series`): any estimate over time, per bucket;
+* fleet (:mod:`query_api.routes.fleet`): ``GET/PUT /v1/fleet``, the per-device daily
+  privacy budget (every estimate answer states it too);
 * operations (:mod:`query_api.routes.operations`): ``/metrics``, ``/healthz``,
   ``/readyz``; the dashboard at ``/``.
+
+Every read router depends on :func:`query_api.access.require_reader` (read tokens,
+private collections); ``/metrics`` may have its own port (:func:`create_metrics_app`).
 
 Every answer is computed once per state version (:mod:`query_api.service`) and
 cached; every error is JSON naming the parameter and what is allowed.
@@ -23,19 +28,21 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from prometheus_client import CollectorRegistry
 from starlette.staticfiles import StaticFiles
 
 from . import routes
+from .access import ReadAccess, require_reader
 from .config import ApiSettings
 from .errors import install_error_handlers
 from .metrics import ApiMetrics
 from .middleware import HeadAsGet, RequestMetrics
 from .openapi import build_openapi
 from .routes.operations import STATIC
+from .schemas import errors
 from .service import Service
 from .store import Store
 
@@ -43,10 +50,8 @@ __all__ = ["create_app"]
 
 
 def _redis_client(settings: ApiSettings) -> Any:
-    import redis.asyncio as aredis
-
-    return aredis.Redis.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=3,
-                                 health_check_interval=10, **settings.redis_options.kwargs())
+    return settings.redis_options.connect_async(settings.redis_url, socket_timeout=5,
+                                                socket_connect_timeout=3, health_check_interval=10)
 
 
 def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
@@ -59,6 +64,7 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         client = redis if redis is not None else _redis_client(settings)
         app.state.service = Service(settings, Store(client, settings.redis_prefix), metrics)
+        app.state.access = ReadAccess(settings, client, settings.redis_prefix)
         try:
             yield
         finally:
@@ -73,13 +79,36 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
     install_error_handlers(app)
     app.add_middleware(HeadAsGet)
     app.add_middleware(RequestMetrics, metrics=metrics)
-    for router in (routes.operations, routes.collections, routes.estimates, routes.series,
-                   routes.stream, routes.attributes, routes.setvalued):
-        app.include_router(router)
+    app.include_router(routes.operations)
+    for router in (routes.collections, routes.estimates, routes.series, routes.stream,
+                   routes.attributes, routes.setvalued, routes.fleet):
+        app.include_router(router, dependencies=[Depends(require_reader)],
+                           responses=errors(401))
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     _serve_docs(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def create_metrics_app(app: FastAPI) -> FastAPI:
+    """``/metrics`` (every collection) and ``/healthz`` of ``app`` for their own port
+    (``LDP_API_METRICS_PORT``: reachable by Prometheus, not by readers)."""
+    from .routes.operations import PrometheusResponse, render_metrics
+
+    side = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+
+    @side.get("/metrics", response_class=PrometheusResponse)
+    async def metrics() -> PrometheusResponse:
+        svc = getattr(app.state, "service", None)
+        if svc is None:  # the API is still starting
+            return PrometheusResponse(b"", status_code=503)
+        return await render_metrics(svc, include_private=True)
+
+    @side.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return side
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

@@ -47,6 +47,10 @@ class ApiSettings:
     LDP_AUTO_REFRESH_S          300                         make a kept ``auto`` choice again after
                                                             this long (in the background)
     LDP_AUTO_REFRESH_FACTOR     1.25                        … or at once when n leaves [n0/f, n0·f]
+    LDP_READ_TOKENS             (unset: reads are open)     file of SHA-256 hashes of read tokens,
+                                                            re-read on change (ldpstream.access)
+    LDP_API_METRICS_PORT        0 (on the API's port)       serve /metrics on this port instead
+    LDP_API_METRICS_HOST        LDP_API_HOST                bind address of that port
     ==========================  ==========================  ========================================
 
     ``LDP_CACHE_ENTRIES`` (a count bound) is gone: set it and start-up fails naming the
@@ -70,6 +74,9 @@ class ApiSettings:
     auto_refresh_s: float = 300.0
     auto_refresh_factor: float = 1.25
     redis_options: RedisOptions = RedisOptions()
+    read_tokens: str | None = None
+    metrics_port: int = 0
+    metrics_host: str = "127.0.0.1"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ApiSettings:
@@ -100,4 +107,18 @@ class ApiSettings:
             auto_refresh_s=env_float(env, "LDP_AUTO_REFRESH_S", 300.0, 1.0, 86_400.0),
             auto_refresh_factor=env_float(env, "LDP_AUTO_REFRESH_FACTOR", 1.25, 1.0, 100.0),
             redis_options=RedisOptions.from_env(env, url=url),
+            read_tokens=_read_tokens(env),
+            metrics_port=env_int(env, "LDP_API_METRICS_PORT", 0, 0, 65535),
+            metrics_host=(env.get("LDP_API_METRICS_HOST") or env.get("LDP_API_HOST")
+                          or cls.metrics_host),
         )
+
+
+def _read_tokens(env: Mapping[str, str]) -> str | None:
+    """``LDP_READ_TOKENS``: the token file, read once now so a bad one fails at start-up."""
+    from ldpstream.access import TokenFile
+
+    path = env.get("LDP_READ_TOKENS") or None
+    if path is not None:
+        TokenFile(path)
+    return path

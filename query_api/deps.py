@@ -12,8 +12,9 @@ from fastapi.responses import Response
 
 from ldpcore.collection import CollectionSpec
 
+from .access import AccessDep, ReaderDep
 from .domain import TIME_PATTERN, parse_time
-from .errors import Forbidden, Unauthorized
+from .errors import Forbidden, Unauthorized, unknown_collection
 from .service import Service
 
 __all__ = ["ServiceDep", "SpecDep", "WindowDep", "Window", "Confidence", "require_admin",
@@ -29,8 +30,12 @@ def get_service(request: Request) -> Service:
 ServiceDep = Annotated[Service, Depends(get_service)]
 
 
-async def get_spec(cid: str, svc: ServiceDep) -> CollectionSpec:
-    """The collection named in the path, or 404."""
+async def get_spec(cid: str, svc: ServiceDep, reader: ReaderDep,
+                   access: AccessDep) -> CollectionSpec:
+    """The collection named in the path, or 404 (also for a private one the reader may not
+    read: the same answer as an unknown id)."""
+    if not await svc.call(access.visible(reader, cid)):
+        raise unknown_collection(cid)
     return await svc.spec(cid)
 
 

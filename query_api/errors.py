@@ -10,7 +10,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 __all__ = ["QueryError", "NotFound", "NotEnoughReports", "Unsupported", "Unauthorized",
-           "Forbidden", "Conflict", "Unavailable", "error_response", "install_error_handlers"]
+           "Forbidden", "Conflict", "Unavailable", "error_response", "install_error_handlers",
+           "unknown_collection"]
 
 
 class QueryError(ValueError):
@@ -66,9 +67,18 @@ class Conflict(QueryError):
 
 
 class Unavailable(QueryError):
-    """Redis is unreachable (HTTP 503)."""
+    """Redis is unreachable (HTTP 503 with ``Retry-After``): during a Sentinel failover the
+    primary is away for a few seconds, and an answer from the replica could be older than
+    one already served (docs/cluster.md)."""
 
     status = 503
+    retry_after = 1
+
+
+def unknown_collection(cid: str) -> NotFound:
+    """The one 404 of an unknown id — also what a private id answers to those who may not
+    read it, so the two cannot be told apart."""
+    return NotFound(f"no collection {cid!r}; GET /v1/collections lists them", parameter="id")
 
 
 def error_response(status: int, message: str, parameter: str | None = None,
@@ -99,7 +109,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(QueryError)
     async def _query_error(request: Request, exc: QueryError) -> JSONResponse:
         extra = {"have": exc.have, "need": exc.need} if isinstance(exc, NotEnoughReports) else {}
-        return error_response(exc.status, str(exc), exc.parameter, **extra)
+        resp = error_response(exc.status, str(exc), exc.parameter, **extra)
+        if isinstance(exc, Unavailable):
+            resp.headers["Retry-After"] = str(exc.retry_after)
+        resp.headers.update(getattr(exc, "headers", None) or {})  # e.g. WWW-Authenticate
+        return resp
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -38,7 +38,8 @@ class ErrorResponse(BaseModel):
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` entries for the error statuses a route really answers."""
-    what = {400: "a bad parameter (named in the body)", 401: "no or a malformed bearer token",
+    what = {400: "a bad parameter (named in the body)",
+            401: "no bearer token, or not a valid one (read tokens on: LDP_READ_TOKENS)",
             403: "a wrong admin token, or admin routes off", 404: "no such collection",
             409: "the collection cannot answer this query, or too few reports yet",
             503: "Redis is unreachable"}
@@ -47,6 +48,17 @@ def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 ERRORS = errors(400, 404, 409, 503)
 """What every estimate route can answer besides 200."""
+
+
+class Budget(_Open):
+    """The fleet's per-device daily privacy budget, as every answer states it."""
+
+    epsilon_per_day: float | None = Field(description="the fleet's budget per device and UTC "
+                                          "day (null: none set)")
+    device_epsilon_per_day: float = Field(description="what one device can spend per day "
+                                          "over every collection (capped by the budget)")
+    collection_epsilon_per_day: float = Field(description="what one device spends per day "
+                                              "on this collection")
 
 
 class Answer(_Open):
@@ -68,6 +80,8 @@ class Answer(_Open):
     state_version: str = Field(description="changes whenever the stored state changes")
     reason: str | None = Field(None, description="why there is no estimate: the range holds "
                                "no report (n = 0; every estimate field is then null or empty)")
+    budget: Budget | None = Field(default=None, description="the fleet's privacy budget "
+                                  "(GET /v1/fleet)")
 
 
 class Row(_Open):

@@ -38,7 +38,8 @@ from ldpcore.collection import CollectionSpec
 from .cache import ByteLRU, size_of_answer, size_of_state
 from .choices import Choices
 from .config import ApiSettings
-from .errors import NotEnoughReports, NotFound, Unavailable
+from .errors import NotEnoughReports, Unavailable, unknown_collection
+from .fleet import FleetView
 from .metrics import ApiMetrics
 from .store import StateVersion, Store
 
@@ -81,6 +82,7 @@ class Service:
         self.choices = Choices(factor=settings.auto_refresh_factor,
                                max_age_s=settings.auto_refresh_s, executor=self._chooser)
         self._oracles: OrderedDict[str, Any] = OrderedDict()
+        self.fleet = FleetView(store)
 
     def _byte_cache(self, name: str, limit: int, size: Callable[[Any], int]) -> ByteLRU:
         m = self.metrics
@@ -114,8 +116,7 @@ class Service:
         """The collection, or :class:`NotFound` naming how to list them."""
         spec: CollectionSpec | None = await self.call(self.store.get(cid))
         if spec is None:
-            raise NotFound(f"no collection {cid!r}; GET /v1/collections lists them",
-                           parameter="id")
+            raise unknown_collection(cid)
         return spec
 
     def oracle(self, spec: CollectionSpec) -> Any:
@@ -212,25 +213,31 @@ class Service:
         if version is None:
             version = await self.version(spec, since, until)
         if version.n == 0 and empty is not None:
-            return self.empty_answer(spec, version, since, until, empty), "empty", version.tag
+            nothing = self.empty_answer(spec, version, since, until, empty)
+            return await self.stated(spec, nothing), "empty", version.tag
         if version.n < spec.min_reports:
             raise NotEnoughReports(version.n, spec.min_reports)
         key = (spec.id, spec.fingerprint, version.tag, query, params, since, until)
         hit = self.cache.get(key)
         if hit is not None:
             self.metrics.cache_hits.inc()
-            return hit, "hit", version.tag
+            return await self.stated(spec, hit), "hit", version.tag
         qkey = ("latest", spec.id, spec.fingerprint, query, params, since, until)
         latest = self.cache.get(qkey)
         if (allow_stale and latest is not None
                 and time.monotonic() - latest[0] <= self.settings.max_stale_s):
             self.metrics.cache_hits.inc()
             self._start(key, qkey, spec, version, since, until, compute)
-            return latest[1], "stale", latest[2]
+            return await self.stated(spec, latest[1]), "stale", latest[2]
         self.metrics.cache_misses.inc()
         body: bytes = await asyncio.shield(
             self._start(key, qkey, spec, version, since, until, compute))
-        return body, "miss", version.tag
+        return await self.stated(spec, body), "miss", version.tag
+
+    async def stated(self, spec: CollectionSpec, body: bytes) -> bytes:
+        """An answer with the fleet's privacy budget stated (:mod:`query_api.fleet`)."""
+        out: bytes = await self.call(self.fleet.stated(spec, body))
+        return out
 
     def _start(self, key: Any, qkey: Any, spec: CollectionSpec, version: StateVersion,
                since: float | None, until: float | None, compute: Compute

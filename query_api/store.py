@@ -96,6 +96,7 @@ class Store:
         for s in starts:
             pipe.delete(self.keys.state(cid, int(float(s))))
         pipe.delete(self.keys.windows(cid))
+        pipe.srem(self.keys.private, cid)
         res = await pipe.execute()
         self._specs.pop(cid, None)
         return bool(res[0])

@@ -5,6 +5,12 @@ cd "$(dirname "$0")/.."
 bash scripts/system-deps.sh
 bash scripts/bootstrap.sh
 .venv/bin/ruff check .
-.venv/bin/mypy --strict ldpcore ldpstream producer aggregator query_api gateway
-# pytest exits 5 when it collects nothing: set -e turns that into a failure.
-.venv/bin/python -m pytest "$@"
+.venv/bin/mypy --strict ldpcore ldpstream producer aggregator query_api gateway issuer
+# The documentation site (mkdocs.yml): --strict fails on any broken link or anchor.
+site=$(mktemp -d)
+trap 'rm -rf "$site"' EXIT
+.venv/bin/mkdocs build --strict --quiet --site-dir "$site"
+# pytest exits 5 when it collects nothing: set -e turns that into a failure.  The 25
+# slowest tests are listed at the end (where CI time goes); pyproject.toml sets the
+# per-test timeout.
+.venv/bin/python -m pytest --durations=25 "$@"

@@ -14,6 +14,9 @@ session by :func:`ldpstream.dev.testbackend.choose_backend` from the environment
 ``@pytest.mark.brokers("kafka")`` limits a test to the named brokers (it is skipped,
 saying why, when the session has none of them); ``@pytest.mark.any_broker`` runs a
 test that does not depend on the broker (the API tests) once, on the session's first.
+
+Every test is marked ``e2e`` or ``unit`` here at collection (see :func:`is_end_to_end`), so
+``pytest -m unit`` runs the unit tests alone: no servers, no external tools (docs/testing.md).
 """
 
 from __future__ import annotations
@@ -154,6 +157,35 @@ def ldp_names() -> dict[str, str]:
 @pytest.fixture
 def tests_dir() -> Path:
     return Path(__file__).parent
+
+
+# Fixtures that start (or reach) a broker or a Redis: a test that uses one is end to end.
+SERVER_FIXTURES = frozenset({"kafka", "redis_server", "broker"})
+# Test files that run external tools (none of them starts a server fixture).
+EXTERNAL_TOOL_FILES = {
+    "tests/deploy/": "helm, promtool, docker-compose, kubernetes-validate",
+    "tests/sdks/test_sdk_": "the TypeScript and Java SDKs under node and java",
+    "tests/ldpcore/test_fuzz_atheris.py": "an atheris fuzzing run in a subprocess",
+}
+
+
+def is_end_to_end(item: pytest.Item) -> bool:
+    """True for a test that starts servers (broker, Redis, a service, a browser) or runs an
+    external tool; every other test is a unit test (``-m unit``)."""
+    if any(item.get_closest_marker(m) for m in ("integration", "browser")):
+        return True
+    if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    rel = Path(str(item.path)).relative_to(Path(__file__).parents[1]).as_posix()
+    return any(rel.startswith(prefix) for prefix in EXTERNAL_TOOL_FILES)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_end_to_end(item):
+            item.add_marker(pytest.mark.e2e)
+        elif item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.unit)
 
 
 def pytest_configure(config: pytest.Config) -> None:

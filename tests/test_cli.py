@@ -23,3 +23,36 @@ def test_experiment_passes_the_rest_of_the_line_to_the_script() -> None:
     assert args.name == "numeric" and args.rest == ["--quick", "--runs", "2"]
     with pytest.raises(SystemExit):
         build_parser().parse_args(["experiment", "no-such-experiment"])
+
+
+def test_up_help_says_which_settings_pass_through(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["up", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "every LDP_… variable of your environment is passed" in text
+    assert "LDP_REDIS_URL" in text  # one that up sets itself
+
+
+def test_up_children_get_the_callers_ldp_settings_but_not_those_up_sets() -> None:
+    from ldpstream.dev.stack import UP_SETS, child_env
+
+    env, passed = child_env({"LDP_READ_TOKENS": "/t", "LDP_REDIS_URL": "redis://elsewhere",
+                             "HOME": "/h"}, {"LDP_REDIS_URL": "redis://127.0.0.1:1"})
+    assert env == {"LDP_READ_TOKENS": "/t", "LDP_REDIS_URL": "redis://127.0.0.1:1",
+                   "HOME": "/h"}
+    assert passed == ["LDP_READ_TOKENS"] and "LDP_REDIS_URL" in UP_SETS
+
+
+def test_read_token_mints_a_token_and_prints_the_line_of_its_hash(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from ldpstream.access import parse_token_file, token_hash
+    from ldpstream.cli import main
+
+    assert main(["read-token", "--collections", "sales,hr"]) == 0
+    out = capsys.readouterr().out
+    token = out.split("token:", 1)[1].split()[0]
+    line = out.split("line:", 1)[1].splitlines()[0].strip()
+    assert len(token) >= 40 and token not in line
+    scope = parse_token_file(line, "printed line")[token_hash(token)]
+    assert scope.collections == {"sales", "hr"} and not scope.everything
+    assert main(["read-token", "--collections", "bad id"]) == 2

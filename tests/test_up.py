@@ -32,6 +32,27 @@ def _children(pid: int) -> set[int]:
     return {int(x) for x in out.stdout.split()}
 
 
+def _post_with_a_token(issuer_url: str, gport: int, data_dir: Path) -> None:
+    """A device of the demo fleet gets a token from up's issuer and posts with it; the same
+    token again is refused as a replay."""
+    from ldpcore.collection import encode_message
+    from ldpstream.collections_file import read_collections_file, select_collection
+    from ldpstream.privacypass.client import IssuerClient, device_credential
+    from producer.sdk import Device, GatewayClient, GatewayError
+
+    spec = select_collection(read_collections_file(data_dir / "collections.json"),
+                             "adult-race")
+    issuer = IssuerClient(issuer_url, device_credential(b"up-test-device-secret"))
+    (token,) = issuer.tokens(spec.id, issuer.window_now(spec.window_seconds), 1)
+    client = GatewayClient(f"http://127.0.0.1:{gport}")
+    msg = encode_message(spec, Device(spec).report("White"))
+    assert client.post(msg, "application/octet-stream", token=token)["accepted_reports"] == 1
+    with pytest.raises(GatewayError) as exc:
+        client.post(msg, "application/octet-stream", token=token)
+    assert exc.value.reason == "token_replayed"
+    client.close()
+
+
 # The demo devices publish to Kafka on one broker and post through the gateway on the other.
 VIA = {"tansu": "gateway", "kafka": "kafka"}
 
@@ -39,11 +60,14 @@ VIA = {"tansu": "gateway", "kafka": "kafka"}
 @pytest.mark.parametrize("up_broker", BROKERS)
 def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
         up_broker: str, tmp_path: Path) -> None:
-    port, gport = free_port(), free_port()
+    port, gport, iport = free_port(), free_port(), free_port()
+    # on the gateway run, the Privacy Pass issuer too (tokens optional: the simulators post
+    # without; a device with a token is verified)
+    issuer = ["--issuer", "--issuer-port", str(iport)] if VIA[up_broker] == "gateway" else []
     proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "up", "--port", str(port),
                              "--rate", "3000", "--data-dir", str(tmp_path),
                              "--broker", up_broker, "--gateway-port", str(gport),
-                             "--via", VIA[up_broker]], cwd=ROOT,
+                             "--via", VIA[up_broker], *issuer], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             preexec_fn=_die_with_parent)
     base = f"http://127.0.0.1:{port}"
@@ -78,6 +102,7 @@ def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
             'ldp_gateway_reports_accepted_total{collection="app-version"}')]
         if VIA[up_broker] == "gateway":
             assert via_gateway and float(via_gateway[0].split()[-1]) > 0, metrics
+            _post_with_a_token(f"http://127.0.0.1:{iport}", gport, tmp_path)
         else:
             assert not via_gateway
     finally:
@@ -86,6 +111,8 @@ def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
     text = out.decode()
     assert "Dashboard:" in text and f"{base}/" in text and "curl" in text
     assert f"gateway http://127.0.0.1:{gport}/v1/reports" in text
+    if issuer:
+        assert f"issuer  http://127.0.0.1:{iport}/.well-known/private-token-issuer" in text
     assert proc.returncode == 0, text
     assert "stopped; logs and data kept in" in text  # --data-dir is the user's
     assert ("Apache Kafka" if up_broker == "kafka" else "(tansu") in text
@@ -100,13 +127,22 @@ def test_up_serves_every_demo_collection_and_ctrl_c_stops_every_process(
     assert not alive, f"processes left running: {alive}"
 
 
-def test_up_turns_on_the_admin_token_and_removes_its_temporary_directory() -> None:
+def test_up_turns_on_the_admin_token_and_removes_its_temporary_directory(
+        tmp_path: Path) -> None:
+    import os
+
+    from ldpstream.access import token_hash
+
     port = free_port()
     token = "up-admin-token-1234"
+    # A setting of the caller's environment reaches the API: reads need a token.
+    tokens = tmp_path / "read-tokens.txt"
+    tokens.write_text(f"{token_hash('up-read-token')}\n")
+    env = {**os.environ, "LDP_READ_TOKENS": str(tokens)}
     proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "up", "--port", str(port),
                              "--no-simulate", "--admin-token", token, "--broker", "tansu"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            preexec_fn=_die_with_parent)
+                            preexec_fn=_die_with_parent, env=env)
     base = f"http://127.0.0.1:{port}"
     spec = {"id": "via-admin", "oracle": {"mechanism": "grr", "epsilon": 1.0},
             "domain": {"kind": "categories", "labels": ["a", "b"]}}
@@ -125,6 +161,11 @@ def test_up_turns_on_the_admin_token_and_removes_its_temporary_directory() -> No
             except OSError:
                 time.sleep(0.5)
         assert created == 201
+        assert _get(f"{base}/v1/collections")[0] == 401
+        req = urllib.request.Request(f"{base}/v1/collections",
+                                     headers={"Authorization": "Bearer up-read-token"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            assert "via-admin" in r.read().decode()
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
@@ -132,3 +173,4 @@ def test_up_turns_on_the_admin_token_and_removes_its_temporary_directory() -> No
     work = Path(text.split("working directory ", 1)[1].split()[0])
     assert proc.returncode == 0, text
     assert f"removed {work}" in text and not work.exists()
+    assert "settings from your environment: LDP_READ_TOKENS" in text

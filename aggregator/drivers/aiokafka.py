@@ -75,7 +75,8 @@ class AiokafkaDriver:
 
         security = s.kafka_security.aiokafka()
         await ensure_topics(s.kafka_bootstrap, [topic, s.dlq_topic], s.topic_partitions,
-                            replication=s.topic_replication, **security)
+                            replication=s.topic_replication,
+                            min_isr=s.topic_min_isr, **security)
         producer = AIOKafkaProducer(bootstrap_servers=s.kafka_bootstrap, acks="all",
                                     linger_ms=5, max_request_size=DLQ_REQUEST_BYTES, **security)
         consumer = self._consumer = AIOKafkaConsumer(

@@ -425,7 +425,8 @@ class FaustDriver:
         acc, s = self.acc, self.acc.s
         security = s.kafka_security.aiokafka()
         await ensure_topics(s.kafka_bootstrap, [s.reports_topic, s.dlq_topic],
-                            s.topic_partitions, replication=s.topic_replication, **security)
+                            s.topic_partitions, replication=s.topic_replication,
+                            min_isr=s.topic_min_isr, **security)
         producer = AIOKafkaProducer(bootstrap_servers=s.kafka_bootstrap, acks="all",
                                     linger_ms=5, max_request_size=DLQ_REQUEST_BYTES, **security)
         canary = AIOKafkaConsumer(bootstrap_servers=s.kafka_bootstrap,

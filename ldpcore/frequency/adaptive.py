@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN, EXACT_EPSILON_MAX_64, integer_in, real_in
 from .._validate import check_epsilon, check_int
 from ..base import FrequencyOracle
 from ..errors import ParameterError
-from ..limits import domain_range, epsilon_range
 
-__all__ = ["CANDIDATES", "compare", "recommend", "make_adaptive"]
+__all__ = ["CANDIDATES", "compare", "recommend", "make_adaptive", "Adaptive"]
 
 CANDIDATES: tuple[str, ...] = ("grr", "olh", "oue", "ss", "hr", "hrr", "hcms", "cms", "sue", "blh")
 
@@ -22,9 +23,9 @@ def compare(*, epsilon: float, domain_size: int) -> list[dict[str, Any]]:
     """Variance at f = 0 (for n = 1) and report size in bits of every candidate, best first."""
     from ..registry import make_frequency_oracle
 
-    lo, hi = epsilon_range("adaptive")
+    lo, hi = Adaptive.epsilon_bounds
     eps = check_epsilon(epsilon, low=lo, high=hi, context="for mechanism 'adaptive'")
-    dlo, dhi = domain_range("adaptive")
+    dlo, dhi = Adaptive.domain_size_bounds
     d = check_int("domain_size", domain_size, low=dlo, high=dhi)
     rows = []
     for name in CANDIDATES:
@@ -71,10 +72,35 @@ def recommend(*, epsilon: float, domain_size: int, max_report_bits: int | None =
     return str(min(close, key=lambda r: r["report_bits"])["mechanism"])
 
 
-def make_adaptive(*, epsilon: float, domain_size: int,
-                  max_report_bits: int | None = None) -> FrequencyOracle:
-    """Build the :func:`recommend`-ed oracle; its spec names the concrete mechanism."""
-    from ..registry import make_frequency_oracle
+class Adaptive:
+    """The registry's ``adaptive`` entry: builds the :func:`recommend`-ed oracle.
 
-    name = recommend(epsilon=epsilon, domain_size=domain_size, max_report_bits=max_report_bits)
-    return make_frequency_oracle(name, epsilon=epsilon, domain_size=domain_size)
+    Not a mechanism of its own (the oracle it builds has the concrete mechanism's spec),
+    but it declares the ranges it accepts like one.
+
+    >>> make_adaptive(epsilon=1.0, domain_size=4).mechanism
+    'grr'
+    """
+
+    mechanism: ClassVar[str] = "adaptive"
+    epsilon_bounds: ClassVar[tuple[float, float]] = (EPSILON_MIN, EPSILON_MAX_64)
+    domain_size_bounds: ClassVar[tuple[int, int]] = (2, 1 << 24)
+    parameter_ranges: ClassVar[Mapping[str, str]] = {
+        "epsilon": real_in(epsilon_bounds), "domain_size": integer_in(domain_size_bounds),
+        "max_report_bits": "integer >= the smallest candidate's report"}
+
+    @classmethod
+    def exact_epsilon_max(cls) -> float:
+        return EXACT_EPSILON_MAX_64
+
+    def __call__(self, *, epsilon: float, domain_size: int,
+                 max_report_bits: int | None = None) -> FrequencyOracle:
+        from ..registry import make_frequency_oracle
+
+        name = recommend(epsilon=epsilon, domain_size=domain_size,
+                         max_report_bits=max_report_bits)
+        return make_frequency_oracle(name, epsilon=epsilon, domain_size=domain_size)
+
+
+make_adaptive = Adaptive()
+"""Build the :func:`recommend`-ed oracle; its spec names the concrete mechanism."""

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN, integer_in, real_in
 from ..base import Column, FloatArray, FrequencyOracle, IntArray
 
 __all__ = ["GRR"]
@@ -45,6 +46,10 @@ class GRR(FrequencyOracle):
     """
 
     mechanism = "grr"
+    epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
+    domain_size_bounds = (2, 1 << 24)
+    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
+                        "domain_size": integer_in(domain_size_bounds)}
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._bounds import EPSILON_MIN, EXACT_EPSILON_MAX_32, integer_in, real_in
 from ..base import Column, FloatArray, FrequencyOracle, IntArray
 
 __all__ = ["UnaryEncoding", "SUE", "OUE", "bit_counts"]
@@ -142,6 +143,14 @@ class SUE(UnaryEncoding):
     """
 
     mechanism = "sue"
+    epsilon_bounds = (EPSILON_MIN, 19.4)  # flip 1/(e^(ε/2)+1) drawn in float32
+    domain_size_bounds = (2, 1 << 24)
+    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
+                        "domain_size": integer_in(domain_size_bounds) + " (d-bit reports)"}
+
+    @classmethod
+    def exact_epsilon_max(cls) -> float:
+        return 2 * EXACT_EPSILON_MAX_32
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
@@ -165,6 +174,14 @@ class OUE(UnaryEncoding):
     """
 
     mechanism = "oue"
+    epsilon_bounds = (EPSILON_MIN, 9.7)  # flip-on q = 1/(e^ε+1) drawn in float32
+    domain_size_bounds = (2, 1 << 24)
+    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
+                        "domain_size": integer_in(domain_size_bounds) + " (d-bit reports)"}
+
+    @classmethod
+    def exact_epsilon_max(cls) -> float:
+        return EXACT_EPSILON_MAX_32
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)

@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN, MAX_STATE_CELLS, real_in
 from .._validate import check_epsilon, check_int
 from ..base import Column, FloatArray, IntArray, Mechanism, Reports, State
 from ..capabilities import HeavyHitterSearch
 from ..errors import ParameterError, StateError
 from ..frequency.lh import olh_variance
-from ..limits import MAX_STATE_CELLS, epsilon_range
 
 __all__ = ["PEM", "key_of", "pem_schedule"]
 
@@ -108,6 +108,13 @@ class PEM(Mechanism, HeavyHitterSearch):
     """
 
     mechanism = "pem"
+    epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
+    domain_size_bounds = (16, 1 << 62)  # 2^bits
+    parameter_ranges = {
+        "epsilon": real_in(epsilon_bounds), "bits": "integer in [4, 62] (domain_size = 2^bits)",
+        "keep": "integer in [1, 4096]", "eta": "integer in [1, 16], keep*2^eta <= 2^22",
+        "pool": "integer in [1, 4096]", "hash_seed": "integer in [0, 2^63-1]",
+        "g (derived)": "round(e^eps + 1), lowered so groups*pool*g <= 2^26 and g <= 65536"}
 
     @classmethod
     def _unit_test_params(cls) -> list[dict[str, Any]]:
@@ -116,7 +123,7 @@ class PEM(Mechanism, HeavyHitterSearch):
     def __init__(self, *, epsilon: float, bits: int | None = None,
                  domain_size: int | None = None, keep: int = 64, eta: int = 8,
                  pool: int = 256, hash_seed: int = 0) -> None:
-        lo, hi = epsilon_range(self.mechanism)
+        lo, hi = self.epsilon_bounds
         self.epsilon = check_epsilon(epsilon, low=lo, high=hi, context="for mechanism 'pem'")
         if bits is None:
             if domain_size is None:

@@ -70,11 +70,11 @@ from typing import Any
 
 import numpy as np
 
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN, MAX_STATE_CELLS, real_in
 from .._validate import as_rng, check_epsilon, check_int
 from ..base import Column, FloatArray, IntArray, Mechanism, Reports, State
 from ..capabilities import AttributeEstimates, FrequencyEstimates, MeanEstimates
 from ..errors import ParameterError, ReportError
-from ..limits import MAX_STATE_CELLS, epsilon_range
 
 __all__ = ["MultiAttribute", "MAX_ATTRIBUTES", "MAX_PRODUCT", "ATTRIBUTE_NAME_RE",
            "sampling_variance"]
@@ -189,11 +189,22 @@ class MultiAttribute(Mechanism, AttributeEstimates):
     """
 
     mechanism = "multi"
+    epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)  # and ε/sample within every attribute's
+    domain_size_bounds = (2, 1 << 62)  # the product of the attributes' sizes, capped at 2^62
+    parameter_ranges = {
+        "epsilon": real_in(epsilon_bounds) + "; each attribute runs at epsilon/sample, within its "
+                                             "mechanism's range",
+        "attributes": "list of 1 to 64 {name, mechanism, <its parameters but epsilon>}, "
+                      "distinct names [A-Za-z][A-Za-z0-9_-]{0,63}",
+        "sample": "integer k in [1, attributes + pairs] (default 1)",
+        "pairs": "optional list of [a, b] or {attributes: [a, b], mechanism, ...}: "
+                 "2-way marginals, each pair of different attributes once",
+        "domain_size": "optional; the product of the attributes' sizes, capped at 2^62"}
 
     def __init__(self, *, epsilon: float, attributes: Sequence[Mapping[str, Any]] | None = None,
                  sample: int = 1, pairs: Sequence[Any] | None = None,
                  domain_size: int | None = None) -> None:
-        lo, hi = epsilon_range(self.mechanism)
+        lo, hi = self.epsilon_bounds
         eps = check_epsilon(epsilon, low=lo, high=hi,
                             context=f"for mechanism {self.mechanism!r}")
         if domain_size is not None:

@@ -48,10 +48,10 @@ from typing import Any
 
 import numpy as np
 
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN, real_in
 from .._validate import as_rng, check_epsilon, check_int
 from ..base import FloatArray, Reports, State
 from ..errors import ParameterError
-from ..limits import epsilon_range
 from ..numeric.mean import _LEVELS, Duchi, PiecewiseMechanism
 from .attributes import MAX_ATTRIBUTES, MultiAttribute
 
@@ -89,11 +89,18 @@ class NumericVector(MultiAttribute):
     """
 
     mechanism = "vector"
+    epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
+    domain_size_bounds = (2, 1 << 62)  # bins^dimensions, capped at 2^62
+    parameter_ranges = {
+        "epsilon": real_in(epsilon_bounds), "dimensions": "integer in [1, 64]",
+        "sample": "integer in [1, dimensions] or 'auto' (max(1, min(d, floor(eps/2.5))))",
+        "base": "one of pm, duchi", "bins": "integer in [2, 2^20]",
+        "domain_size": "optional; bins^dimensions, capped at 2^62"}
 
     def __init__(self, *, epsilon: float, dimensions: int | None = None,
                  sample: int | str = 1, base: str = "pm", bins: int = 2,
                  domain_size: int | None = None) -> None:
-        lo, hi = epsilon_range(self.mechanism)
+        lo, hi = self.epsilon_bounds
         epsilon = check_epsilon(epsilon, low=lo, high=hi,
                                 context=f"for mechanism {self.mechanism!r}")
         if domain_size is not None:

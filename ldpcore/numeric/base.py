@@ -11,7 +11,6 @@ from .._validate import check_float, check_int
 from ..base import FloatArray, IntArray, Mechanism
 from ..capabilities import MeanEstimates
 from ..errors import ParameterError
-from ..limits import domain_range
 
 __all__ = ["NumericOracle", "wasserstein_distance", "ks_distance"]
 
@@ -33,7 +32,7 @@ class NumericOracle(Mechanism, MeanEstimates):
             raise ParameterError("give bins (or domain_size): the number of bins of [low, high]")
         if domain_size is not None and bins is not None and domain_size != bins:
             raise ParameterError(f"bins ({bins}) and domain_size ({domain_size}) disagree")
-        lo, hi = domain_range(self.mechanism)
+        lo, hi = self.domain_size_bounds
         d = check_int("bins", bins if bins is not None else domain_size, low=lo, high=hi)
         super().__init__(epsilon=epsilon, domain_size=d)
         self.low = check_float("low", low, low=-1e300, high=1e300)

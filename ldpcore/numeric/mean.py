@@ -6,6 +6,13 @@ import math
 
 import numpy as np
 
+from .._bounds import (
+    EPSILON_MAX_64,
+    EPSILON_MIN,
+    EXACT_EPSILON_MAX_64,
+    integer_in,
+    real_in,
+)
 from .._state_sampling import check_distribution
 from .._validate import as_rng, check_int
 from ..base import Column, FloatArray, IntArray, State
@@ -64,6 +71,15 @@ class PiecewiseMechanism(_MeanOnly):
     """
 
     mechanism = "pm"
+    epsilon_bounds = (EPSILON_MIN, 59.6)  # 1/(e^(ε/2)+1) drawn in float64
+    domain_size_bounds = (2, 1 << 20)
+    parameter_ranges = {"epsilon": real_in(epsilon_bounds), "bins": integer_in(domain_size_bounds),
+                        "low": "finite real in [-1e300, 1e300]",
+                        "high": "finite real in [-1e300, 1e300], > low"}
+
+    @classmethod
+    def exact_epsilon_max(cls) -> float:
+        return 2 * EXACT_EPSILON_MAX_64
 
     def __init__(self, *, epsilon: float, domain_size: int | None = None,
                  bins: int | None = None, low: float = 0.0, high: float = 1.0) -> None:
@@ -197,6 +213,11 @@ class Duchi(_MeanOnly):
     """
 
     mechanism = "duchi"
+    epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
+    domain_size_bounds = (2, 1 << 20)
+    parameter_ranges = {"epsilon": real_in(epsilon_bounds), "bins": integer_in(domain_size_bounds),
+                        "low": "finite real in [-1e300, 1e300]",
+                        "high": "finite real in [-1e300, 1e300], > low"}
 
     def __init__(self, *, epsilon: float, domain_size: int | None = None,
                  bins: int | None = None, low: float = 0.0, high: float = 1.0) -> None:

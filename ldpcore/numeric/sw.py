@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from .._bounds import EPSILON_MIN, PROB_FLOOR_64, SW_B_MIN, integer_in, real_in
 from .._state_sampling import check_distribution, multinomial_cells
 from .._validate import as_rng, check_float, check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, State
 from ..capabilities import DistributionEstimates
 from ..errors import ParameterError
-from ..limits import PROB_FLOOR_64, SW_B_MIN
 from .base import NumericOracle
 from .em import em_reconstruct, sw_transition_matrix
 
@@ -91,6 +91,24 @@ class SquareWave(NumericOracle, FrequencyOracle, DistributionEstimates):
     """
 
     mechanism = "sw"
+    epsilon_bounds = (EPSILON_MIN, 31.8)  # b(ε) >= SW_B_MIN
+    domain_size_bounds = (2, 1 << 12)
+    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
+                        "bins": integer_in(domain_size_bounds),
+                        "out_bins": "integer in [2, 4096], bins*out_bins <= 2^22",
+                        "b": "real in [1000*2^-52, 10] with 2b e^eps + 1 <= 2^53/1000; "
+                             "default b(eps)",
+                        "smoothing": "boolean", "low": "finite real in [-1e300, 1e300]",
+                        "high": "finite real in [-1e300, 1e300], > low"}
+
+    @classmethod
+    def exact_epsilon_max(cls) -> float:
+        """The largest ε whose half-width :func:`sw_b` stays at least ``SW_B_MIN``."""
+        lo, hi = 1.0, 100.0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if sw_b(mid) >= SW_B_MIN else (lo, mid)
+        return lo
 
     def __init__(self, *, epsilon: float, domain_size: int | None = None,
                  bins: int | None = None, low: float = 0.0, high: float = 1.0,

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN, integer_in, real_in
 from .._state_sampling import check_distribution, hrr_cell_probs, multinomial_cells
 from .._transforms import fwht, hadamard_sign, next_pow2
 from .._validate import as_rng, check_int
@@ -49,6 +50,10 @@ class HaarHRR(RangeMixin, FrequencyOracle):
     """
 
     mechanism = "haar"
+    epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
+    domain_size_bounds = (2, 1 << 23)
+    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
+                        "domain_size": integer_in(domain_size_bounds)}
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)

@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN, MAX_STATE_CELLS, integer_in, real_in
 from .._state_sampling import check_distribution, sample_counts
 from .._validate import as_rng, check_epsilon, check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, Reports, State
 from ..consistency.hierarchy import tree_nonneg_wls
 from ..consistency.normalize import simplex_projection
 from ..errors import ParameterError
-from ..limits import MAX_STATE_CELLS, domain_range, epsilon_range
 from .base import RangeMixin, check_range_method
 
 __all__ = ["HierarchicalHistogram", "BASES"]
@@ -23,9 +23,12 @@ BASES = ("oue", "hrr", "olh", "grr")
 
 def _check_levels(epsilon: float, base: str, fanout: int, height: int) -> None:
     """The per-level base oracles must accept ε and B^height (before building them)."""
-    lo, hi = epsilon_range(base)
+    from ..registry import oracle_class
+
+    cls = oracle_class(base)
+    lo, hi = cls.epsilon_bounds
     check_epsilon(epsilon, low=lo, high=hi, context=f"for hh with base {base!r}")
-    dlo, dhi = domain_range(base)
+    dlo, dhi = cls.domain_size_bounds
     if fanout**height > dhi:
         raise ParameterError(
             f"fanout={fanout} pads the domain to {fanout}^{height} = {fanout**height} leaves, "
@@ -96,6 +99,15 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
     """
 
     mechanism = "hh"
+    epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)  # and at most the base's upper bound
+    domain_size_bounds = (2, 1 << 22)
+    parameter_ranges = {
+        "epsilon": real_in(epsilon_bounds) + ", at most the base's upper bound (9.7 for oue)",
+        "domain_size": integer_in(domain_size_bounds),
+        "fanout": "integer in [2, 1024]; fanout^height within the base's domain_size range "
+                  "and the whole state <= 2^26 cells",
+        "base": "one of oue, hrr, olh, grr", "consistency": "boolean",
+        "nonnegative": "boolean"}
 
     def __init__(self, *, epsilon: float, domain_size: int, fanout: int | None = None,
                  base: str = "hrr", consistency: bool = True, nonnegative: bool = False) -> None:

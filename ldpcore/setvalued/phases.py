@@ -33,11 +33,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
+import typing
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ParameterError
 from .base import SetBatch
@@ -45,7 +47,6 @@ from .protocols import itemset_candidates, top_candidates, truncation_correction
 
 if TYPE_CHECKING:
     from ..base import Mechanism, State
-    from ..collection import Domain
 
 __all__ = ["SET_VALUED_MECHANISMS", "PHASES", "DEFAULT_FRACTIONS", "Protocol", "is_set_valued",
            "index_sets", "device_phase", "next_phase", "top_items", "top_itemsets"]
@@ -150,7 +151,15 @@ def is_set_valued(oracle_spec: Mapping[str, Any]) -> bool:
     return oracle_spec.get("mechanism") in SET_VALUED_MECHANISMS
 
 
-def index_sets(domain: Domain, sets: Iterable[Iterable[Any]]) -> SetBatch:
+class ItemDomain(typing.Protocol):
+    """What :func:`index_sets` reads of a domain (a :class:`ldpcore.collection.Domain`)."""
+
+    @property
+    def size(self) -> int: ...
+    def index(self, values: Any) -> npt.NDArray[np.int64]: ...
+
+
+def index_sets(domain: ItemDomain, sets: Iterable[Iterable[Any]]) -> SetBatch:
     """Map sets of labels (or values) of ``domain`` to a :class:`SetBatch` of indices."""
     owners: list[int] = []
     flat: list[Any] = []

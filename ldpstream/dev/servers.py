@@ -166,9 +166,9 @@ class ManagedServer:
     def bootstrap(self) -> str:
         return f"{LOOPBACK}:{self.port}"
 
-    def start(self) -> ManagedServer:
-        if self.proc is not None and self.proc.poll() is None:
-            return self
+    def spawn(self) -> None:
+        """Start the process without waiting for it (call from the thread that will outlive
+        it: ``PR_SET_PDEATHSIG`` fires when the spawning *thread* exits)."""
         log = open(self.workdir / f"{self.name}.log", "ab")  # noqa: SIM115 - owned by the child
         try:
             self.proc = subprocess.Popen(self.argv, cwd=self.workdir, stdout=log,
@@ -177,6 +177,11 @@ class ManagedServer:
                                          else None)
         finally:
             log.close()
+
+    def start(self) -> ManagedServer:
+        if self.proc is not None and self.proc.poll() is None:
+            return self
+        self.spawn()
         try:
             wait_port(self.port, self.startup_timeout, self.proc)
         except ServerError:
@@ -289,12 +294,20 @@ class KafkaBroker(ManagedServer):
 
     def __init__(self, workdir: Path, port: int | None = None, *,
                  controller_port: int | None = None, heap: str = "512m",
-                 config: dict[str, str] | None = None, startup_timeout: float = 90.0) -> None:
+                 config: dict[str, str] | None = None, startup_timeout: float = 90.0,
+                 node_id: int = 1, cluster_id: str | None = None,
+                 format_args: list[str] | None = None) -> None:
         libs = kafka_libs()
         port = port or free_port()
         self.controller_port = controller_port or free_port()
         while self.controller_port == port:
             self.controller_port = free_port()
+        self.node_id = node_id
+        #: the KRaft cluster id the first start formats with (random unless given: the
+        #: brokers of one cluster share theirs, :mod:`ldpstream.dev.cluster`)
+        self.cluster_id = cluster_id or random_cluster_id()
+        #: extra ``StorageTool format`` arguments (``--add-scram …``)
+        self.format_args = list(format_args or [])
         self.data_dir = workdir / "data"
         self.properties_file = workdir / "server.properties"
         self.classpath = str(libs / "*")
@@ -307,8 +320,8 @@ class KafkaBroker(ManagedServer):
         self.tool_jvm_options = ["-Xmx256m", "-XX:TieredStopAtLevel=1", *common]
         self.config = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@{LOOPBACK}:{self.controller_port}",
+            "node.id": str(node_id),
+            "controller.quorum.voters": f"{node_id}@{LOOPBACK}:{self.controller_port}",
             "listeners": f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:"
                          f"{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
@@ -353,8 +366,8 @@ class KafkaBroker(ManagedServer):
         if self.formatted:
             return
         argv = [self.java, *self.tool_jvm_options, "-cp", self.classpath,
-                "kafka.tools.StorageTool", "format", "--cluster-id", random_cluster_id(),
-                "--config", str(self.properties_file)]
+                "kafka.tools.StorageTool", "format", "--cluster-id", self.cluster_id,
+                "--config", str(self.properties_file), *self.format_args]
         done = subprocess.run(argv, cwd=self.workdir, capture_output=True, timeout=120,
                               stdin=subprocess.DEVNULL, check=False)
         if done.returncode != 0 or not self.formatted:
@@ -377,8 +390,12 @@ class KafkaBroker(ManagedServer):
                               f"log: {log_tail}") from None
         return self
 
+    def admin_config(self) -> dict[str, Any]:
+        """``KafkaAdminClient`` settings that reach this broker's client listener."""
+        return {}
+
     def _wait_metadata(self, timeout: float) -> None:
-        """Until a Metadata request answers with this broker (node 1) in it."""
+        """Until a Metadata request answers with this broker (its node id) in it."""
         from kafka import KafkaAdminClient
 
         deadline = time.monotonic() + max(timeout, 5.0)
@@ -388,12 +405,12 @@ class KafkaBroker(ManagedServer):
                 raise ServerError("Apache Kafka exited while starting")
             try:
                 admin = KafkaAdminClient(bootstrap_servers=self.bootstrap,
-                                         request_timeout_ms=5000)
+                                         request_timeout_ms=5000, **self.admin_config())
                 try:
                     brokers = admin.describe_cluster().get("brokers", [])
                 finally:
                     admin.close()
-                if any(b.get("broker_id") == 1 for b in brokers):
+                if any(b.get("broker_id") == self.node_id for b in brokers):
                     return
             except Exception as exc:  # noqa: BLE001 - retried until the deadline
                 last = exc
@@ -422,12 +439,17 @@ def start_broker(broker: str, workdir: Path, port: int | None = None,
     raise ServerError(f"broker must be one of {', '.join(BROKERS)}; got {broker!r}")
 
 
-def start_redis(workdir: Path, port: int | None = None) -> ManagedServer:
-    """Start redis-server (or valkey-server) with AOF on, on a free loopback port."""
+def start_redis(workdir: Path, port: int | None = None, *,
+                extra: list[str] | None = None) -> ManagedServer:
+    """Start redis-server (or valkey-server) with AOF on, on a free loopback port.
+
+    ``extra`` arguments follow (``--replicaof``, ``--cluster-enabled``, TLS, ACL users…).
+    """
     port = port or free_port()
     argv = [redis_binary(), "--port", str(port), "--bind", LOOPBACK, "--dir", str(workdir),
             "--appendonly", "yes", "--appendfsync", "always", "--save", "",
-            "--protected-mode", "yes", "--daemonize", "no", "--loglevel", "warning"]
+            "--protected-mode", "yes", "--daemonize", "no", "--loglevel", "warning",
+            *(extra or [])]
     return ManagedServer("redis", argv, port, workdir).start()
 
 

@@ -4,7 +4,9 @@ Starts, in order: a Kafka broker and a Redis (AOF on) on free loopback ports, on
 aggregator worker, the query API, the HTTP ingestion gateway (``ldpstream gateway``, on a
 free port unless ``--no-gateway``), and one simulator per demo collection
 (:mod:`producer.demo`) publishing at a steady rate, to Kafka or, with ``--via gateway``,
-through the gateway.  Prints the
+through the gateway.  Every ``LDP_…``
+variable of the caller's environment reaches those processes, except the ones ``up``
+sets itself (:data:`UP_SETS`).  Prints the
 dashboard URL and example requests; Ctrl-C (or SIGTERM) stops every process,
 children first, then the servers.
 
@@ -38,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +57,8 @@ from .servers import (
     start_redis,
 )
 
-__all__ = ["UP_KAFKA_CONFIG", "UP_KAFKA_HEAP", "add_up_parser", "choose_broker", "run_stack"]
+__all__ = ["UP_KAFKA_CONFIG", "UP_KAFKA_HEAP", "UP_SETS", "add_up_parser", "child_env",
+           "choose_broker", "run_stack"]
 
 #: Apache Kafka settings of ``up``: only the janitor releases records (no time or size
 #: retention, which could drop a report not yet counted); segments of at most 4 MiB or
@@ -87,9 +91,45 @@ def choose_broker(wanted: str) -> str:
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: The ``LDP_…`` variables ``up`` sets for its children itself; every other ``LDP_…``
+#: variable of the caller's environment reaches the worker, API, gateway and simulators.
+UP_SETS = ("LDP_KAFKA_BOOTSTRAP", "LDP_REDIS_URL", "LDP_COLLECTIONS_FILE", "LDP_API_PORT",
+           "LDP_API_HOST", "LDP_METRICS_PORT", "LDP_ADMIN_TOKEN", "LDP_GATEWAY_HOST",
+           "LDP_GATEWAY_PORT", "LDP_ISSUER_HOST", "LDP_ISSUER_PORT", "LDP_ISSUER_OPEN")
+# (and, with --issuer, LDP_GATEWAY_TOKENS from --gateway-tokens)
+
+UP_DESCRIPTION = f"""\
+The whole system on one machine: a broker, Redis, one aggregator worker, the query API,
+the HTTP gateway and simulated devices, all on 127.0.0.1.
+
+Settings: every LDP_… variable of your environment is passed to the worker, the API,
+the gateway and the simulators (e.g. LDP_READ_TOKENS=tokens.txt ldpstream up), except
+those up sets itself: {", ".join(UP_SETS)}, and with --issuer
+LDP_GATEWAY_TOKENS (use the flags instead). The variables passed through are listed at
+start-up."""
+
+
+def child_env(environ: Mapping[str, str], own: Mapping[str, str]
+              ) -> tuple[dict[str, str], list[str]]:
+    """The environment of ``up``'s children: the caller's, with ``own`` on top.
+
+    Returns it and the names of the caller's ``LDP_…`` variables that pass through
+    (those ``own`` does not set).
+
+    >>> env, passed = child_env({"PATH": "/bin", "LDP_READ_TOKENS": "t", "LDP_API_PORT": "1"},
+    ...                         {"LDP_API_PORT": "8000"})
+    >>> env["LDP_API_PORT"], env["LDP_READ_TOKENS"], passed
+    ('8000', 't', ['LDP_READ_TOKENS'])
+    """
+    passed = sorted(k for k in environ if k.startswith("LDP_") and k not in own)
+    return {**environ, **own}, passed
+
+
 def add_up_parser(sub: Any) -> None:
     p = sub.add_parser("up", help="the whole embedded stack: broker, Redis, worker, API, "
-                                  "simulated devices")
+                                  "simulated devices (LDP_… settings pass through)",
+                       description=UP_DESCRIPTION,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, default=int(os.environ.get("LDP_API_PORT", "8000")),
                    help="API / dashboard port on 127.0.0.1 (default 8000; a free one if busy)")
     p.add_argument("--rate", type=float, default=400.0,
@@ -106,6 +146,15 @@ def add_up_parser(sub: Any) -> None:
                    help="do not start the HTTP ingestion gateway")
     p.add_argument("--gateway-port", type=int, default=None,
                    help="port of the gateway on 127.0.0.1 (default: a free one)")
+    p.add_argument("--issuer", action="store_true",
+                   help="also start the Privacy Pass token issuer (ldpstream issuer) on a free "
+                        "loopback port, open (no fleet key: loopback only), and have the gateway "
+                        "redeem tokens (docs/privacy-pass.md)")
+    p.add_argument("--issuer-port", type=int, default=None,
+                   help="port of the issuer on 127.0.0.1 (default: a free one)")
+    p.add_argument("--gateway-tokens", choices=("optional", "required"), default="optional",
+                   help="with --issuer: tokens the gateway asks for (default optional: the "
+                        "demo simulators post without tokens; required refuses them)")
     p.add_argument("--via", choices=("kafka", "gateway"), default="kafka",
                    help="how the demo devices send: straight to Kafka (default) or through "
                         "the gateway's POST /v1/reports")
@@ -122,6 +171,13 @@ def add_up_parser(sub: Any) -> None:
                    help="seconds between the janitor's rounds: delete the records below the "
                         "Redis watermarks (already counted) and trim expired windows "
                         "(default 30; 0 = off)")
+    p.add_argument("--cluster", action="store_true",
+                   help="the replicated system instead (docs/cluster.md): 3 Apache Kafka "
+                        "brokers (RF 3, min.insync.replicas 2), Redis primary + replica + 3 "
+                        "Sentinels, 2 workers, 2 query APIs, 2 gateways")
+    p.add_argument("--secure", action="store_true",
+                   help="with --cluster: Kafka SASL_SSL (SCRAM-SHA-256) and Redis TLS with "
+                        "an ACL user, from a CA made at start")
     p.set_defaults(func=run_stack)
 
 
@@ -180,6 +236,16 @@ def _with_retention(demos: list[tuple[dict[str, Any], str]],
 
 def run_stack(args: argparse.Namespace) -> int:
     token = getattr(args, "admin_token", None)
+    if getattr(args, "cluster", False):
+        from .cluster import run_cluster
+
+        if token is not None and len(token) < 8:
+            print("ldpstream up: --admin-token must be at least 8 characters", file=sys.stderr)
+            return 2
+        return run_cluster(args)
+    if getattr(args, "secure", False):
+        print("ldpstream up: --secure goes with --cluster", file=sys.stderr)
+        return 2
     if token is not None and len(token) < 8:
         print("ldpstream up: --admin-token must be at least 8 characters", file=sys.stderr)
         return 2
@@ -234,23 +300,36 @@ def run_stack(args: argparse.Namespace) -> int:
                   "counted records, so its memory grows with every report; for long runs "
                   "use --broker kafka)", flush=True)
         print(f"  redis   {redis.url} (AOF in {work / 'redis'})", flush=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
-        env.update({"LDP_KAFKA_BOOTSTRAP": kafka.bootstrap, "LDP_REDIS_URL": redis.url,
-                    "LDP_COLLECTIONS_FILE": str(cfile), "LDP_API_PORT": str(port),
-                    "LDP_API_HOST": "127.0.0.1", "PYTHONPATH": str(ROOT),
-                    "LDP_METRICS_PORT": str(free_port())})
+        own = {"LDP_KAFKA_BOOTSTRAP": kafka.bootstrap, "LDP_REDIS_URL": redis.url,
+               "LDP_COLLECTIONS_FILE": str(cfile), "LDP_API_PORT": str(port),
+               "LDP_API_HOST": "127.0.0.1", "PYTHONPATH": str(ROOT),
+               "LDP_METRICS_PORT": str(free_port())}
         if token:
-            env["LDP_ADMIN_TOKEN"] = token
+            own["LDP_ADMIN_TOKEN"] = token
+        # The caller's own LDP_ADMIN_TOKEN is the flag's default; empty means off.
+        environ = {k: v for k, v in os.environ.items() if k != "LDP_ADMIN_TOKEN"}
+        env, passed = child_env(environ, own)
+        if passed:
+            print(f"  settings from your environment: {', '.join(passed)}", flush=True)
         py = sys.executable
         worker = _spawn([py, "-m", "aggregator"], env, logs / "aggregator.log")
         children.append(("aggregator", worker))
         api = _spawn([py, "-m", "ldpstream", "serve"], env, logs / "api.log")
         children.append(("api", api))
         base = f"http://127.0.0.1:{port}"
-        gateway_url = None
+        gateway_url = issuer_url = None
+        if getattr(args, "issuer", False):
+            iport = getattr(args, "issuer_port", None) or free_port()
+            ienv = {**env, "LDP_ISSUER_HOST": "127.0.0.1", "LDP_ISSUER_PORT": str(iport),
+                    "LDP_ISSUER_OPEN": "true"}
+            iss = _spawn([py, "-m", "ldpstream", "issuer"], ienv, logs / "issuer.log")
+            children.append(("issuer", iss))
+            issuer_url = f"http://127.0.0.1:{iport}"
         if with_gateway:
             gport = getattr(args, "gateway_port", None) or free_port()
             genv = {**env, "LDP_GATEWAY_HOST": "127.0.0.1", "LDP_GATEWAY_PORT": str(gport)}
+            if issuer_url is not None:
+                genv["LDP_GATEWAY_TOKENS"] = getattr(args, "gateway_tokens", "optional")
             gw = _spawn([py, "-m", "ldpstream", "gateway"], genv, logs / "gateway.log")
             children.append(("gateway", gw))
             gateway_url = f"http://127.0.0.1:{gport}"
@@ -261,6 +340,12 @@ def run_stack(args: argparse.Namespace) -> int:
             _wait_http(gateway_url + "/readyz", 60, gw)
             print(f"  gateway {gateway_url}/v1/reports (devices POST here; "
                   f"docs/gateway.md)", flush=True)
+        if issuer_url is not None:
+            _wait_http(issuer_url + "/readyz", 60, iss)
+            print(f"  issuer  {issuer_url}/.well-known/private-token-issuer-directory "
+                  f"(Privacy Pass tokens, gateway tokens "
+                  f"{getattr(args, 'gateway_tokens', 'optional')}; docs/privacy-pass.md)",
+                  flush=True)
         interval = getattr(args, "release_interval", 30.0)
         if interval > 0:
             janitor = _start_janitor(kafka.bootstrap, redis.url, interval,

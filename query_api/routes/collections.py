@@ -9,8 +9,11 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from ldpcore import ParameterError
+from ldpcore.budget import BudgetError, check_collection
 from ldpcore.collection import CollectionSpec
+from ldpstream.access import split_private
 
+from ..access import AccessDep, ReaderDep
 from ..capabilities import queries_of
 from ..deps import ServiceDep, SpecDep, require_admin
 from ..errors import Conflict, NotFound, QueryError
@@ -38,10 +41,13 @@ def summary(spec: CollectionSpec) -> dict[str, Any]:
 
 
 @router.get("", response_model=None, responses={200: {"model": CollectionList}, **errors(503)})
-async def list_collections(svc: ServiceDep) -> dict[str, Any]:
-    """Every registered collection, with its mechanism, ε and the queries it answers."""
+async def list_collections(svc: ServiceDep, reader: ReaderDep,
+                           access: AccessDep) -> dict[str, Any]:
+    """Every collection the reader may read, with its mechanism, ε and the queries it
+    answers."""
     specs = await svc.call(svc.store.all())
-    return {"collections": [summary(s) for s in specs]}
+    private = await svc.call(access.private())
+    return {"collections": [summary(s) for s in specs if reader.may_read(s.id, s.id in private)]}
 
 
 @router.post("", status_code=201, dependencies=[Depends(require_admin)], response_model=None,
@@ -50,20 +56,35 @@ async def list_collections(svc: ServiceDep) -> dict[str, Any]:
                         **errors(400, 401, 403, 409, 503)},
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/json": {"schema": {"type": "object"}}}}})
-async def create_collection(request: Request, svc: ServiceDep) -> Any:
-    """Register a collection spec (admin). 201 created, 200 if the same spec exists."""
+async def create_collection(request: Request, svc: ServiceDep, access: AccessDep) -> Any:
+    """Register a collection spec (admin). 201 created, 200 if the same spec exists.
+
+    ``"private": true`` in the body marks it private (``false`` public; absent: unchanged).
+    """
     try:
         raw = await request.json()
     except ValueError:
         raise QueryError("the body must be a JSON collection spec", parameter="body") from None
     try:
+        raw, private = split_private(raw)
         spec = CollectionSpec.from_dict(raw)
     except ParameterError as exc:
         raise QueryError(f"invalid collection spec: {exc}", parameter="body") from None
     try:
+        check_collection(spec, await svc.call(svc.fleet.budget()))
+    except BudgetError as exc:
+        raise QueryError(str(exc), parameter=exc.field) from None
+    # Marked before it exists, so a private collection is never readable for a moment.
+    newly = private is True and await svc.call(access.mark(spec.id, True))
+    try:
         created = await svc.call(svc.store.register(spec))
     except CollectionConflict as exc:
+        if newly:
+            await svc.call(access.mark(spec.id, False))
         raise Conflict(str(exc), parameter="id") from None
+    if private is False:
+        await svc.call(access.mark(spec.id, False))
+    svc.fleet.invalidate()  # the device's daily spend changed
     body = {"spec": json.loads(spec.to_json()), "created": created}
     return JSONResponse(body, status_code=201 if created else 200)
 
@@ -78,8 +99,11 @@ async def get_collection(spec: SpecDep) -> dict[str, Any]:
 
 @router.delete("/{cid}", dependencies=[Depends(require_admin)], response_model=None,
                responses={200: {"model": Deleted}, **errors(401, 403, 404, 503)})
-async def delete_collection(cid: str, svc: ServiceDep) -> dict[str, Any]:
-    """Remove a collection and its stored states (admin)."""
-    if not await svc.call(svc.store.delete(cid)):
+async def delete_collection(cid: str, svc: ServiceDep, access: AccessDep) -> dict[str, Any]:
+    """Remove a collection, its stored states and its private mark (admin)."""
+    deleted = await svc.call(svc.store.delete(cid))
+    await svc.call(access.mark(cid, False))  # refresh the cached set
+    if not deleted:
         raise NotFound(f"no collection {cid!r}", parameter="id")
+    svc.fleet.invalidate()
     return {"deleted": cid}

@@ -7,10 +7,11 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from ..access import AccessDep
 from ..deps import ServiceDep
 from ..errors import Unavailable
 from ..metrics import CollectionSample
@@ -34,7 +35,8 @@ async def readyz(svc: ServiceDep) -> Any:
     try:
         await svc.call(svc.store.ping())
     except Unavailable as exc:
-        return JSONResponse({"error": {"status": 503, "message": str(exc)}}, status_code=503)
+        return JSONResponse({"error": {"status": 503, "message": str(exc)}}, status_code=503,
+                            headers={"Retry-After": str(exc.retry_after)})
     return {"status": "ready"}
 
 
@@ -52,11 +54,31 @@ class PrometheusResponse(Response):
 
 @router.get("/metrics", response_class=PrometheusResponse, responses={200: {"content": {
     CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}, "description": "Prometheus text"}})
-async def metrics(svc: ServiceDep) -> PrometheusResponse:
-    """Prometheus text exposition, with every collection's n, ε and staleness read now."""
+async def metrics(request: Request, svc: ServiceDep, access: AccessDep) -> PrometheusResponse:
+    """Prometheus text exposition, with every collection's n, ε and staleness read now.
+
+    With ``LDP_API_METRICS_PORT`` it is served there instead (404 here); with read tokens
+    on, it needs a token of scope ``*``; private collections appear only to such a token.
+    """
+    reader = access.reader(request.headers.get("authorization", ""))
+    access.check_metrics(reader)
+    return await render_metrics(svc, include_private=reader.everything, access=access)
+
+
+async def render_metrics(svc: Any, *, include_private: bool,
+                         access: Any = None) -> PrometheusResponse:
+    """The exposition, with the per-collection gauges read now; without
+    ``include_private``, every series labelled with a private collection is left out."""
     with contextlib.suppress(Unavailable, asyncio.TimeoutError):  # the gauge says so
         svc.metrics.collections.update(await asyncio.wait_for(_collection_samples(svc), 2.0))
-    return PrometheusResponse(generate_latest(svc.metrics.registry))
+    text = generate_latest(svc.metrics.registry)
+    if not include_private:
+        hidden = await svc.call(access.private())
+        if hidden:
+            marks = tuple(f'collection="{cid}"'.encode() for cid in hidden)
+            text = b"".join(line for line in text.splitlines(keepends=True)
+                            if not any(m in line for m in marks))
+    return PrometheusResponse(text)
 
 
 @router.get("/", include_in_schema=False)

@@ -373,6 +373,6 @@ async def series(
             "window_seconds": spec.window_seconds, "bucket_seconds": span.bucket,
             "since": span.since, "until": span.end, "min_reports": spec.min_reports,
             "n": version.n, "n_effective": round(svc.effective_n(spec, version, version.n), 1),
-            "series": plan.names,
+            "series": plan.names, "budget": await svc.call(svc.fleet.fields(spec)),
             "as_of": (_iso(version.last_flush_ms / 1000) if version.last_flush_ms else None),
             "points": await _points(svc, spec, kind, plan, version, span)}

@@ -14,15 +14,17 @@ from ldpstream.collections_file import read_collections_file
 
 from .conftest import ROOT, run
 
-LDP_SERVICES = ("aggregator", "api", "gateway", "simulator-app-version",
+LDP_SERVICES = ("aggregator", "api", "gateway", "issuer", "simulator-app-version",
                 "simulator-latency-ms")
-VERB_BY_SERVICE = {"aggregator": "aggregate", "api": "serve", "gateway": "gateway"}
+VERB_BY_SERVICE = {"aggregator": "aggregate", "api": "serve", "gateway": "gateway",
+                   "issuer": "issuer"}
 
 
 @pytest.fixture(scope="module")
 def compose(docker_compose: str) -> dict[str, Any]:
     """The file as docker-compose resolves it (every profile on)."""
-    out = run(docker_compose, "-f", "docker-compose.yml", "--profile", "simulator", "config")
+    out = run(docker_compose, "-f", "docker-compose.yml", "--profile", "simulator",
+              "--profile", "tokens", "config")
     cfg: dict[str, Any] = yaml.safe_load(out.stdout)
     return cfg
 
@@ -31,7 +33,7 @@ def documented_variables() -> set[str]:
     """Every ``LDP_…`` variable named in the configuration modules' reference tables."""
     names: set[str] = set()
     for mod in ("aggregator/config.py", "ldpstream/connections.py", "query_api/config.py",
-                "gateway/config.py"):
+                "gateway/config.py", "issuer/config.py"):
         names |= {v for v in re.findall(r"\bLDP_[A-Z_]+\b", (ROOT / mod).read_text())
                   if not v.endswith("_")}  # "LDP_REDIS_TLS_*" is prose, not a name
     return names
@@ -55,7 +57,9 @@ def test_compose_file_is_valid_and_simulators_are_a_profile(
     assert {"kafka", "redis", "aggregator", "api", "gateway", "prometheus",
             "grafana"} <= set(services)
     for name, svc in services.items():
-        expected = ["simulator"] if name.startswith("simulator-") else None
+        expected = (["simulator"] if name.startswith("simulator-")
+                    else ["oidc"] if name == "oauth2-proxy"
+                    else ["tokens"] if name == "issuer" else None)
         assert svc.get("profiles") == expected, name
 
 
@@ -128,10 +132,10 @@ def test_monitoring_files_are_mounted_where_the_configs_expect_them(
     assert gm["deploy/grafana/provisioning"] == "/etc/grafana/provisioning"
 
 
-def test_readme_configuration_reference_lists_every_variable() -> None:
-    readme = (ROOT / "README.md").read_text()
-    missing = sorted(v for v in documented_variables() if f"`{v}`" not in readme)
-    assert not missing, f"README's configuration table lacks {missing}"
+def test_configuration_reference_lists_every_variable() -> None:
+    page = (ROOT / "docs" / "configuration.md").read_text()
+    missing = sorted(v for v in documented_variables() if f"`{v}`" not in page)
+    assert not missing, f"docs/configuration.md lacks {missing}"
 
 
 def test_compose_environment_is_accepted_by_the_services_settings(
@@ -152,8 +156,89 @@ def test_compose_environment_is_accepted_by_the_services_settings(
             assert ApiSettings.from_env(env).host == "0.0.0.0"
         elif verb == "gateway":
             from gateway.config import GatewaySettings
+            from ldpstream.settings import ConfigError
 
-            gw = GatewaySettings.from_env(env)
-            assert (gw.host, gw.port, gw.keys, gw.cors_origins) == ("0.0.0.0", 8080, {}, ("*",))
+            # closed by default: without keys (or the explicit open flag) it refuses
+            with pytest.raises(ConfigError, match="LDP_GATEWAY_OPEN"):
+                GatewaySettings.from_env(env)
+            gw = GatewaySettings.from_env({**env, "LDP_GATEWAY_KEYS": "fleet:k"})
+            assert (gw.host, gw.port, gw.access, gw.cors_origins) == (
+                "0.0.0.0", 8080, "keys", ("*",))
+            assert GatewaySettings.from_env({**env, "LDP_GATEWAY_OPEN": "true"}).access == \
+                "open"
+            assert gw.tokens == "off"
+        elif verb == "issuer":
+            from issuer.config import IssuerSettings
+            from ldpstream.settings import ConfigError
+
+            with pytest.raises(ConfigError, match="LDP_ISSUER_KEYS"):  # closed by default
+                IssuerSettings.from_env(env)
+            iss = IssuerSettings.from_env({**env, "LDP_ISSUER_KEYS": "app:k"})
+            assert (iss.host, iss.port) == ("0.0.0.0", 8090)
         else:
             KafkaSecurity.from_env(env)
+
+
+def test_replicated_profile_has_three_voters_sentinels_and_settings_the_services_accept(
+        docker_compose: str) -> None:
+    """deploy/compose.replicated.yml over docker-compose.yml: 3 KRaft brokers of one
+    cluster, RF 3 / min ISR 2, Redis replica + 3 Sentinels, services through them."""
+    import base64
+
+    from aggregator.config import WorkerSettings
+    from gateway.config import GatewaySettings
+    from query_api.config import ApiSettings
+
+    out = run(docker_compose, "-f", "docker-compose.yml", "-f", "deploy/compose.replicated.yml",
+              "--profile", "simulator", "config")
+    services = yaml.safe_load(out.stdout)["services"]
+    brokers = {n: s for n, s in services.items() if n in ("kafka", "kafka-2", "kafka-3")}
+    assert len(brokers) == 3
+    ids = {str(s["environment"]["KAFKA_NODE_ID"]) for s in brokers.values()}
+    assert ids == {"1", "2", "3"}
+    for s in brokers.values():
+        env = s["environment"]
+        assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == (
+            "1@kafka:9093,2@kafka-2:9093,3@kafka-3:9093")
+        assert str(env["KAFKA_MIN_INSYNC_REPLICAS"]) == "2"
+        assert str(env["KAFKA_DEFAULT_REPLICATION_FACTOR"]) == "3"
+        assert str(env["KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE"]) == "false"
+        cid = env["CLUSTER_ID"]
+        assert len(base64.urlsafe_b64decode(cid + "==")) == 16  # a KRaft cluster id
+    assert len({s["environment"]["CLUSTER_ID"] for s in brokers.values()}) == 1
+    assert "--replicaof" in services["redis-replica"]["command"]
+    sentinels = [n for n in services if n.startswith("sentinel-")]
+    assert len(sentinels) == 3
+    for n in sentinels:
+        assert "sentinel monitor ldp redis 6379 2" in " ".join(services[n]["command"])
+    for name in ("aggregator", "api", "gateway"):
+        env = {k: str(v) for k, v in services[name]["environment"].items() if v is not None}
+        env["LDP_COLLECTIONS_FILE"] = str(ROOT / "deploy" / "collections.yaml")
+        if name == "gateway":  # closed by default: it starts with device keys
+            env["LDP_GATEWAY_KEYS"] = "fleet:k"
+        settings: Any = {"aggregator": WorkerSettings, "api": ApiSettings,
+                         "gateway": GatewaySettings}[name].from_env(env)
+        opts = settings.redis_options
+        assert opts.mode == "sentinel" and opts.master_name == "ldp"
+        assert [f"{h}:{p}" for h, p in opts.sentinels] == [f"{n}:26379" for n in sentinels]
+        assert len(env["LDP_KAFKA_BOOTSTRAP"].split(",")) == 3
+        if name == "aggregator":
+            assert (settings.topic_replication, settings.topic_min_isr) == (3, 2)
+            assert settings.release_replicas == 1
+
+
+def test_the_oidc_profile_puts_a_login_in_front_of_the_api(docker_compose: str) -> None:
+    out = run(docker_compose, "-f", "docker-compose.yml", "--profile", "oidc", "config")
+    services = yaml.safe_load(out.stdout)["services"]
+    proxy, api = services["oauth2-proxy"], services["api"]
+    assert proxy["profiles"] == ["oidc"] and proxy["image"].startswith(
+        "quay.io/oauth2-proxy/oauth2-proxy:v7.")
+    assert "--provider=oidc" in proxy["command"] and "--pass-basic-auth=true" in proxy["command"]
+    assert "--upstream=http://api:8000/" in proxy["command"]
+    assert api["environment"]["LDP_API_PORT"] == "8000"
+    # Prometheus scrapes the API's metrics port, which needs no read token
+    prom = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    job = next(j for j in prom["scrape_configs"] if j["job_name"] == "ldp-api")
+    assert job["static_configs"][0]["targets"] == [
+        f"api:{api['environment']['LDP_API_METRICS_PORT']}"]
+    assert _binds(api)["deploy/access"] == "/etc/ldpstream/access"

@@ -196,7 +196,8 @@ def test_rendered_environment_is_accepted_by_the_services_settings(
         for key, val in list(env.items()):
             if val.startswith("/etc/ldpstream/") and key != "LDP_COLLECTIONS_FILE":
                 f = tmp_path / key
-                f.write_text("-----BEGIN CERTIFICATE-----\n")
+                f.write_text(f"{'0' * 64}\n" if key == "LDP_READ_TOKENS"  # a token hash
+                             else "-----BEGIN CERTIFICATE-----\n")
                 env[key] = str(f)
         env["LDP_COLLECTIONS_FILE"] = str(tmp_path / "collections.yaml")
         (tmp_path / "collections.yaml").write_text("collections: []\n")
@@ -205,5 +206,95 @@ def test_rendered_environment_is_accepted_by_the_services_settings(
             WorkerSettings.from_env(env)
         elif verb == "serve":
             ApiSettings.from_env(env)
+        elif verb == "issuer":
+            from issuer.config import IssuerSettings
+
+            env["LDP_ISSUER_KEYS"] = "fleet:" + env["LDP_ISSUER_KEYS"]  # a key from the Secret
+            assert IssuerSettings.from_env(env).host == "0.0.0.0"
         else:
             KafkaSecurity.from_env(env)
+
+
+def test_replicated_values_point_every_service_at_the_sentinels_and_a_redis_cluster_too(
+        helm: str) -> None:
+    from aggregator.config import WorkerSettings
+
+    docs = load_all(render(helm, CHART / "ci" / "replicated-values.yaml").stdout)
+    for name, c in containers(docs):
+        env = {e["name"]: str(e.get("value", "")) for e in c["env"]}
+        if c["args"][0] in ("aggregate", "serve", "gateway"):
+            assert env["LDP_REDIS_MASTER_NAME"] == "mymaster", name
+            assert len(env["LDP_REDIS_SENTINELS"].split(",")) == 3, name
+        if c["args"][0] == "aggregate":
+            assert (env["LDP_TOPIC_REPLICATION"], env["LDP_TOPIC_MIN_ISR"],
+                    env["LDP_RELEASE_REPLICAS"]) == ("3", "2", "1")
+            env["LDP_REDIS_PASSWORD"] = "x"
+            s = WorkerSettings.from_env({k: v for k, v in env.items()
+                                         if k != "LDP_COLLECTIONS_FILE"})
+            assert s.redis_options.mode == "sentinel" and s.topic_min_isr == 2
+    cluster = load_all(render(helm, None, "--set", "redis.cluster=r-0:6379\\,r-1:6379").stdout)
+    envs = [{e["name"]: e.get("value") for e in c["env"]} for _, c in containers(cluster)]
+    assert any(e.get("LDP_REDIS_CLUSTER") == "r-0:6379,r-1:6379" for e in envs)
+    both = render(helm, None, "--set", "redis.cluster=r:1", "--set", "redis.sentinels=s:2",
+                  ok=False)
+    assert both.returncode != 0 and "cannot both be set" in both.stderr
+
+
+def test_read_tokens_come_from_the_secret_as_a_rotatable_file_and_metrics_move_port(
+        helm: str) -> None:
+    docs = load_all(render(helm, CHART / "ci" / "production-values.yaml").stdout)
+    api = next(c for n, c in containers(docs) if n.endswith("-api"))
+    env = {e["name"]: e for e in api["env"]}
+    path = env["LDP_READ_TOKENS"]["value"]
+    mount = next(m for m in api["volumeMounts"] if m["name"] == "read-tokens")
+    # no subPath: the kubelet updates a whole-directory Secret mount, the API re-reads it
+    assert "subPath" not in mount and path.startswith(mount["mountPath"] + "/")
+    pod = next(d for d in docs if d["kind"] == "Deployment"
+               and d["metadata"]["name"].endswith("-api"))["spec"]["template"]["spec"]
+    vol = next(v for v in pod["volumes"] if v["name"] == "read-tokens")
+    assert vol["secret"]["items"] == [{"key": "read-tokens", "path": path.rsplit("/", 1)[1]}]
+    assert env["LDP_API_METRICS_PORT"]["value"] == "9101"
+    monitor = next(d for d in docs if d["kind"] == "ServiceMonitor"
+                   and d["metadata"]["name"].endswith("-api"))
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+
+
+def test_the_ingress_points_at_the_oidc_proxy_which_forwards_to_the_api(helm: str) -> None:
+    docs = load_all(render(helm, CHART / "ci" / "production-values.yaml").stdout)
+    ingress = next(d for d in docs if d["kind"] == "Ingress")
+    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+    assert backend["name"].endswith("-oidc-proxy")
+    proxy = next(c for n, c in containers(docs) if n.endswith("-oidc-proxy"))
+    args = proxy["args"]
+    assert "--provider=oidc" in args and "--pass-basic-auth=true" in args
+    api_svc = next(d for d in docs if d["kind"] == "Service"
+                   and d["metadata"]["name"].endswith("-api"))
+    assert f"--upstream=http://{api_svc['metadata']['name']}:80/" in args
+    env = {e["name"]: e for e in proxy["env"]}
+    assert env["OAUTH2_PROXY_BASIC_AUTH_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == \
+        "oidc-read-token"
+
+
+@pytest.mark.parametrize(("flags", "named"), [
+    (["api.readTokens.enabled=true"], "api.metricsPort"),
+    (["api.readTokens.enabled=true", "api.metricsPort=9101"], "api.readTokens.hashes"),
+    (["oidcProxy.enabled=true", "oidcProxy.issuerUrl=https://x", "oidcProxy.clientId=c"],
+     "oidcProxy.clientSecret"),
+])
+def test_incomplete_access_settings_fail_naming_the_value(
+        helm: str, flags: list[str], named: str) -> None:
+    extra = [arg for f in flags for arg in ("--set", f)]
+    proc = render(helm, None, *extra, ok=False)
+    assert proc.returncode != 0 and named in proc.stderr
+
+
+@pytest.mark.parametrize(("flags", "want"), [
+    ([], "false"), (["gateway.open=true"], "true")])
+def test_the_gateway_is_closed_unless_keys_come_from_the_secret_or_it_is_opened(
+        helm: str, flags: list[str], want: str) -> None:
+    docs = load_all(render(helm, None, *[a for f in flags for a in ("--set", f)]).stdout)
+    gw = next(c for n, c in containers(docs) if n.endswith("-gateway"))
+    env = {e["name"]: e for e in gw["env"]}
+    assert env["LDP_GATEWAY_OPEN"]["value"] == want
+    assert env["LDP_GATEWAY_KEYS"]["valueFrom"]["secretKeyRef"]["key"] == "gateway-keys"
+    assert env["LDP_GATEWAY_HOST"]["value"] == "0.0.0.0"  # so only keys or the flag open it

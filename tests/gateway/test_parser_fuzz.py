@@ -16,11 +16,13 @@ from gateway.parse import (
     FRAMES,
     JSON,
     OCTETS,
+    TOKEN_FRAMES,
     BodyError,
     Catalogue,
     UnknownCollection,
     frame,
     parse_body,
+    token_frame,
 )
 from ldpcore import Reports
 from ldpcore.errors import ReportError
@@ -69,6 +71,13 @@ bodies = st.one_of(
                                          st.binary(max_size=12)).map(
         lambda t: frame(_message(s, "binary") for s in t[0]) + t[1])),
     st.tuples(st.just(JSON), st.integers(0, 2**32).map(lambda s: _message(s, "json"))),
+    # Privacy Pass token frames: garbage, and messages with (possibly cut) token bytes
+    st.tuples(st.just(TOKEN_FRAMES), st.binary(max_size=800)),
+    st.tuples(st.just(TOKEN_FRAMES), st.tuples(
+        st.lists(st.tuples(st.integers(0, 2**32), st.integers(0, 2),
+                           st.binary(min_size=354, max_size=354)), min_size=1, max_size=4),
+        st.integers(0, 40)).map(lambda t: token_frame(
+            ([tok] * k, _message(s, "binary")) for s, k, tok in t[0])[:-t[1] or None])),
     st.tuples(st.just(JSON), st.lists(st.integers(0, 2**32), min_size=1, max_size=5).map(
         lambda seeds: b"[" + b",".join(_message(s, "json") for s in seeds) + b"]")),
 )

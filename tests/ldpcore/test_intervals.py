@@ -159,6 +159,7 @@ def test_a_tilted_world_holds_the_set_total_and_keeps_proportions() -> None:
 STATLOG_A5 = np.array([53, 30, 59, 51, 10, 54, 38, 146, 64, 25, 78, 3, 41, 38]) / 690
 
 
+@pytest.mark.slow
 def test_auto_subset_answer_is_not_worse_than_base_at_statlog_size() -> None:
     """GRR, ε = 1, n = 690, the top-2 set of Statlog's A5 (truth 0.325, se ≈ 0.12).
 
@@ -193,6 +194,7 @@ TOP, MID, TAIL = 0, 8, 15
 TOPK, ARBITRARY = [0, 1], [1, 8, 15]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mechanism", ["grr", "oue", "olh", "hr"])
 def test_default_intervals_cover_the_truth_at_their_level(mechanism: str) -> None:
     """300 independent collections of 4,000 reports (Zipf 1.2 over 16 values, ε = 1): each

@@ -61,6 +61,39 @@ def test_every_registered_mechanism_has_documented_ranges() -> None:
 
 
 @pytest.mark.parametrize("mech", ALL)
+def test_every_mechanism_class_declares_its_own_ranges(mech: str) -> None:
+    # Declared in the class body itself (not inherited by accident from a parent), and
+    # ldpcore.limits only lists what the classes declare.
+    cls = oracle_class(mech)
+    declaring = cls if isinstance(cls, type) else type(cls)  # adaptive: a factory object
+    for attr in ("epsilon_bounds", "domain_size_bounds", "parameter_ranges"):
+        assert attr in vars(declaring), f"{declaring.__name__} does not declare {attr}"
+    assert EPSILON_RANGES[mech] == cls.epsilon_bounds
+    assert DOMAIN_RANGES[mech] == cls.domain_size_bounds
+    assert PARAMETER_RANGES[mech] == dict(cls.parameter_ranges)
+    lo, hi = cls.epsilon_bounds
+    assert PARAMETER_RANGES[mech]["epsilon"].startswith(f"real in [{lo}, {hi}]")
+    assert exact_epsilon_max(mech) == cls.exact_epsilon_max()
+
+
+def test_a_subclass_that_declares_narrower_ranges_is_held_to_them() -> None:
+    from ldpcore.frequency.grr import GRR
+
+    class NarrowGRR(GRR):
+        mechanism = "narrow-grr"
+        epsilon_bounds = (0.5, 2.0)
+        domain_size_bounds = (2, 8)
+
+    assert NarrowGRR(epsilon=2.0, domain_size=8).epsilon == 2.0
+    with pytest.raises(ldpcore.ParameterError, match=r"epsilon .*\[0.5, 2.0\]"):
+        NarrowGRR(epsilon=2.5, domain_size=8)
+    with pytest.raises(ldpcore.ParameterError, match=r"domain_size .*\[2, 8\]"):
+        NarrowGRR(epsilon=1.0, domain_size=9)
+    # Unregistered: the views fall back to the defaults every Mechanism has.
+    assert epsilon_range("narrow-grr") == ldpcore.Mechanism.epsilon_bounds == (0.001, 29.8)
+
+
+@pytest.mark.parametrize("mech", ALL)
 def test_upper_bound_is_the_exact_bound_rounded_down_to_a_tenth(mech: str) -> None:
     hi = epsilon_range(mech)[1]
     exact = exact_epsilon_max(mech)
@@ -125,7 +158,9 @@ def test_hh_epsilon_is_bounded_by_its_base() -> None:
 
 
 # ---- other parameters --------------------------------------------------------------------
-@pytest.mark.parametrize("mech", [m for m in ALL if m != "pem" and m not in COMPOSITE])
+# psi at its largest domain builds its default itemsets (every item: 2^22 of them).
+@pytest.mark.parametrize("mech", [pytest.param(m, marks=pytest.mark.slow) if m == "psi" else m
+                                  for m in ALL if m != "pem" and m not in COMPOSITE])
 def test_domain_size_bounds(mech: str) -> None:
     lo, hi = DOMAIN_RANGES[mech]
     key = "bins" if mech in NUMERIC else "domain_size"
@@ -295,6 +330,7 @@ PROPERTY = settings(max_examples=400, deadline=2000, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(oracle_params())
 def test_make_oracle_builds_or_raises_parameter_error(case: tuple[Any, dict[str, Any]]) -> None:
@@ -356,6 +392,7 @@ def bodies(draw: st.DrawFn) -> Any:
     return body
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(bodies())
 def test_collection_spec_parses_or_raises_parameter_error(body: Any) -> None:

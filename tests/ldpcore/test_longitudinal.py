@@ -122,6 +122,7 @@ _json = st.recursive(
     max_leaves=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(memo=_json | st.sampled_from(POLICIES), eps1=_json, per=_json,
        oracle=st.dictionaries(st.text(max_size=10) | st.integers(), _json, max_size=3)
@@ -201,6 +202,7 @@ D, N_DEV, M_REP, RUNS = 4, 200, 8, 500
 FREQS = np.array([0.4, 0.3, 0.2, 0.1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech", TWO_LEVEL_MECHANISMS)
 def test_two_level_estimates_are_unbiased_with_the_correlated_variance(mech: str) -> None:
     """N_DEV devices each send M_REP re-randomized reports of one permanent answer.
@@ -353,6 +355,7 @@ def _coverage(policy: str, tl: TwoLevel | None, seed: int) -> tuple[float, float
     return hit / total, naive_hit / total
 
 
+@pytest.mark.slow
 def test_multiwindow_intervals_cover_with_permanent_memoization() -> None:
     cover, naive = _coverage("permanent", None, seed=21)
     print(f"permanent memoization: coverage {cover:.3f}, naive (n = reports) {naive:.3f}")
@@ -360,6 +363,7 @@ def test_multiwindow_intervals_cover_with_permanent_memoization() -> None:
     assert naive < 0.80
 
 
+@pytest.mark.slow
 def test_multiwindow_intervals_cover_with_two_level_memoization() -> None:
     tl = TwoLevel(ldpcore.make_oracle("grr", epsilon=2.0, domain_size=D), epsilon_1=2.0)
     cover, naive = _coverage("two-level", tl, seed=22)

@@ -63,6 +63,7 @@ def test_no_memoization_draws_a_fresh_answer_every_window() -> None:
     assert len(set(answers)) > 1
 
 
+@pytest.mark.slow
 def test_two_level_rerandomizes_a_permanent_answer() -> None:
     spec = _spec(oracle={"mechanism": "grr", "epsilon": 4.0}, memoization="two-level",
                  epsilon_1=1.0)

@@ -113,6 +113,7 @@ def test_rate_paces_each_window_from_its_start() -> None:
 RUNS, DEVICES, REPORTS = 300, 400, 3_200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [{}, {"memoization": "two-level", "epsilon_1": 2.0},
                                    {"memoization": "none"}],
                          ids=["permanent", "two-level", "none"])

@@ -102,6 +102,19 @@ app.kubernetes.io/component: {{ index . 1 }}
   value: {{ required "redis.url is required" .Values.redis.url | quote }}
 - name: LDP_REDIS_PREFIX
   value: {{ .Values.redis.prefix | quote }}
+{{- if and .Values.redis.sentinels .Values.redis.cluster }}
+{{- fail "redis.sentinels and redis.cluster cannot both be set" }}
+{{- end }}
+{{- with .Values.redis.sentinels }}
+- name: LDP_REDIS_SENTINELS
+  value: {{ . | quote }}
+- name: LDP_REDIS_MASTER_NAME
+  value: {{ $.Values.redis.masterName | quote }}
+{{- end }}
+{{- with .Values.redis.cluster }}
+- name: LDP_REDIS_CLUSTER
+  value: {{ . | quote }}
+{{- end }}
 {{- with .Values.redis.username }}
 - name: LDP_REDIS_USERNAME
   value: {{ . | quote }}

@@ -9,6 +9,11 @@ export {
   Column, Dtype, Oracle, OracleSpec, Report, Rerandomizer, TWO_LEVEL_MECHANISMS, Value,
   itemsOf, makeOracle, makeRerandomizer, pcg64Words, pemSchedule, sampleQuestions,
 } from "./mechanisms.js";
+export {
+  IssuanceError, IssuerOptions, RsaKey, TokenState, TokenWallet, authorizationHeader,
+  beginRequest, b64url, b64urlDecode, deviceCredential, finalizeToken, keyFromSpki, messageHead,
+  pssVerify, redemptionContext, tokenChallenge, tokenFrames,
+} from "./privacypass.js";
 export { CryptoSource, DrawSource, WordStream, below, bernoulli, uniform } from "./random.js";
 export { hmacSha256, sha256Hex } from "./sha256.js";
 export {

@@ -49,6 +49,7 @@ def test_consistent_methods_beat_base_on_the_full_domain(small_eps: tuple, metho
     assert mse(out, truth) < 0.5 * mse(est, truth)
 
 
+@pytest.mark.slow
 def test_norm_based_methods_win_on_large_random_subsets(small_eps: tuple) -> None:
     truth, est, o = small_eps
     rng = np.random.default_rng(3)

@@ -198,6 +198,7 @@ def test_the_effective_size_covers_the_sampling_term_for_every_frequency(epsilon
     assert make(3).attribute_effective_size("os", n, n) == n  # every report answers it
 
 
+@pytest.mark.slow
 def test_intervals_at_the_effective_size_cover_the_population_frequencies() -> None:
     # At ε = 6 the oracle's noise is small and which third of the devices answered an
     # attribute dominates: intervals from the oracle's variance at n_j alone cover the

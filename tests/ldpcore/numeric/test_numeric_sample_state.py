@@ -12,6 +12,7 @@ def skewed(d: int) -> np.ndarray:
     return np.asarray(np.random.default_rng(3).dirichlet(np.full(d, 0.5)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech", ["sw", "duchi", "pm"])
 def test_sampled_states_match_real_ones_in_mean_and_variance(mech: str) -> None:
     d, n, runs = 32, 3000, 300

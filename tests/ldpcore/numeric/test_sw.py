@@ -102,6 +102,7 @@ def test_mean_is_unbiased_with_variance_below_the_bound() -> None:
     assert means.var(ddof=1) <= bound * chi_hi
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", [1.0, 2.0])
 def test_ems_beats_em_beats_the_raw_inverse_on_a_smooth_distribution(eps: float) -> None:
     # Li et al. 2020, Section 6: run to convergence, EM fits the noise, smoothing does not;

@@ -212,6 +212,7 @@ def test_the_consistent_fit_is_cached_per_state_and_recomputed_for_a_new_one() -
 ACCURACY_CASES = [("hh", {}), ("hh", {"base": "olh"}), ("haar", {})]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("mech", "params"), ACCURACY_CASES, ids=["hh-hrr", "hh-olh", "haar"])
 @pytest.mark.parametrize("shape", ["beta", "zipf"])
 def test_consistent_is_more_accurate_for_cdf_ranges_and_histogram(mech: str, params: dict,

@@ -173,6 +173,7 @@ def test_bad_range_arguments_are_rejected() -> None:
         o.quantile(st, 1.5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("consistency", [False, True])
 @pytest.mark.parametrize(("d", "b"), [(64, 4), (100, 3), (256, 16), (1000, 8)])
 def test_cdf_answers_each_prefix_with_the_same_nodes_as_range_query(

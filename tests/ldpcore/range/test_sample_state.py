@@ -76,6 +76,7 @@ SAMPLER_CASES = [("hh", {"base": "hrr", "fanout": 4}), ("hh", {"base": "olh", "f
                  ("haar", {})]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("mech", "params"), SAMPLER_CASES,
                          ids=[f"{m}-{p.get('base', '')}" for m, p in SAMPLER_CASES])
 def test_estimates_from_sampled_states_match_real_ones_in_mean_and_variance(

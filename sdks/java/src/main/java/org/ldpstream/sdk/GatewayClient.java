@@ -33,6 +33,7 @@ public final class GatewayClient {
   private long maxDelayMs = 30000;
   private int timeoutMs = 10000;
   private Sleeper sleeper = Thread::sleep;
+  private PrivacyPass.Wallet wallet;
 
   public GatewayClient(String baseUrl, String apiKey) {
     this.url = baseUrl.replaceAll("/+$", "") + "/v1/reports";
@@ -71,20 +72,82 @@ public final class GatewayClient {
     }
   }
 
+  /**
+   * Privacy Pass (docs/privacy-pass.md): every report then carries a token of its (collection,
+   * window), obtained from the issuer at {@code issuerUrl}, cached and redeemed here.
+   * {@code deviceSecret}: the device's persistent secret (the issuer sees only an HMAC of it
+   * and counts the quota against it).  The fleet key for the issuer is this client's key.
+   */
+  public GatewayClient tokens(String issuerUrl, byte[] deviceSecret) {
+    this.wallet = new PrivacyPass.Wallet(issuerUrl, deviceSecret, apiKey);
+    return this;
+  }
+
   /** Send one binary message. */
   public Accepted send(byte[] message) throws IOException {
-    return post("application/octet-stream", message);
+    if (wallet != null) {
+      return sendTokened(java.util.Collections.singletonList(message), 0);
+    }
+    return post("application/octet-stream", message, null);
   }
 
-  /** Send several binary messages as one {@code application/x-ldp-frames} body. */
+  /** Send several binary messages as one {@code application/x-ldp-frames} body (with tokens:
+   * {@code application/x-ldp-token-frames}). */
   public Accepted send(List<byte[]> messages) throws IOException {
-    return post("application/x-ldp-frames", Encoding.frames(messages));
+    if (wallet != null) {
+      return sendTokened(messages, 0);
+    }
+    return post("application/x-ldp-frames", Encoding.frames(messages), null);
   }
 
-  /** Send JSON message texts (one, or several as a JSON array). */
+  /** Send JSON message texts (one, or several as a JSON array); with tokens, each message
+   * gets its {@code tokens}. */
+  @SuppressWarnings("unchecked")
   public Accepted sendJson(List<String> messages) throws IOException {
+    if (wallet != null) {
+      long nowS = System.currentTimeMillis() / 1000;
+      List<String> out = new java.util.ArrayList<>();
+      for (String m : messages) {
+        Map<String, Object> obj = new java.util.LinkedHashMap<>((Map<String, Object>) Json.parse(m));
+        int n = ((List<?>) obj.get("reports")).size();
+        List<String> toks = new java.util.ArrayList<>();
+        for (byte[] t : wallet.take((String) obj.get("collection"), n, nowS, null)) {
+          toks.add(PrivacyPass.b64url(t));
+        }
+        obj.put("tokens", toks);
+        out.add(Json.write(obj));
+      }
+      messages = out;
+    }
     String body = messages.size() == 1 ? messages.get(0) : "[" + String.join(",", messages) + "]";
-    return post("application/json", body.getBytes(StandardCharsets.UTF_8));
+    return post("application/json", body.getBytes(StandardCharsets.UTF_8), null);
+  }
+
+  private Accepted sendTokened(List<byte[]> messages, int shift) throws IOException {
+    long nowS = System.currentTimeMillis() / 1000;
+    List<List<byte[]>> tokens = new java.util.ArrayList<>();
+    for (byte[] m : messages) {
+      Object[] head = PrivacyPass.messageHead(m);
+      String cid = (String) head[0];
+      long[] w = wallet.window(cid, nowS, null);
+      Long want = shift == 0 ? null : w[0] + shift * w[1];
+      tokens.add(wallet.take(cid, (int) (long) (Long) head[1], nowS, want));
+    }
+    try {
+      if (messages.size() == 1 && tokens.get(0).size() == 1) {
+        return post("application/octet-stream", messages.get(0),
+            PrivacyPass.authorizationHeader(tokens.get(0).get(0)));
+      }
+      return post("application/x-ldp-token-frames", PrivacyPass.tokenFrames(tokens, messages),
+          null);
+    } catch (GatewayException e) {
+      // the gateway's clock puts the reports in the neighbouring window: once, with its tokens
+      if (shift == 0 && ("token_window".equals(e.reason)
+          || "token_key_expired".equals(e.reason))) {
+        return sendTokened(messages, "token_key_expired".equals(e.reason) ? 1 : -1);
+      }
+      throw e;
+    }
   }
 
   /** Retry-After in ms (seconds or an HTTP date), or -1. */
@@ -115,7 +178,8 @@ public final class GatewayClient {
     return status == 429 || status == 502 || status == 503 || status == 504;
   }
 
-  private Accepted post(String contentType, byte[] body) throws IOException {
+  private Accepted post(String contentType, byte[] body, String authorization)
+      throws IOException {
     GatewayException last = null;
     for (int attempt = 0; attempt <= maxRetries; attempt++) {
       long delay;
@@ -129,7 +193,12 @@ public final class GatewayClient {
         conn.setFixedLengthStreamingMode(body.length);
         conn.setRequestProperty("Content-Type", contentType);
         conn.setRequestProperty("Accept", "application/json");
-        if (apiKey != null) {
+        if (authorization != null) {
+          conn.setRequestProperty("Authorization", authorization);
+          if (apiKey != null) {
+            conn.setRequestProperty("X-LDP-Key", apiKey);
+          }
+        } else if (apiKey != null) {
           conn.setRequestProperty("Authorization", "Bearer " + apiKey);
         }
         try (OutputStream out = conn.getOutputStream()) {

@@ -1,0 +1,66 @@
+package org.ldpstream.sdk.tools;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.security.SecureRandom;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import org.ldpstream.sdk.CollectionSpec;
+import org.ldpstream.sdk.Device;
+import org.ldpstream.sdk.GatewayClient;
+import org.ldpstream.sdk.GatewayException;
+import org.ldpstream.sdk.Json;
+import org.ldpstream.sdk.PrivacyPass;
+
+/**
+ * Devices with Privacy Pass tokens (the end-to-end test's driver): {@code Tokens request.json}
+ * with {collection, gateway, issuer, key, honest, greedy_posts, values}.  Honest devices (each
+ * its own secret) send one message each (binary and JSON alternately); one greedy device sends
+ * {@code greedy_posts}.  Prints JSON counts of what was accepted and refused.
+ */
+public final class Tokens {
+  private Tokens() {}
+
+  @SuppressWarnings("unchecked")
+  public static void main(String[] args) throws Exception {
+    Map<String, Object> req = (Map<String, Object>) Json.parse(
+        new String(Files.readAllBytes(Paths.get(args[0])), StandardCharsets.UTF_8));
+    CollectionSpec spec = CollectionSpec.fromJson(req.get("collection"));
+    String gw = (String) req.get("gateway");
+    String issuer = (String) req.get("issuer");
+    String key = (String) req.get("key");
+    List<Object> values = (List<Object>) req.get("values");
+    SecureRandom rnd = new SecureRandom();
+    long honest = 0;
+    long n = (Long) req.get("honest");
+    for (int i = 0; i < n; i++) {
+      byte[] secret = new byte[16];
+      rnd.nextBytes(secret);
+      GatewayClient client = new GatewayClient(gw, key).tokens(issuer, secret);
+      Device dev = new Device(spec);
+      honest += i % 2 == 0 ? client.send(dev.message(values.get(i))).reports
+          : client.sendJson(Collections.singletonList(dev.messageJson(values.get(i)))).reports;
+    }
+    byte[] secret = new byte[16];
+    rnd.nextBytes(secret);
+    GatewayClient greedy = new GatewayClient(gw, key).tokens(issuer, secret);
+    long accepted = 0;
+    long refused = 0;
+    StringBuilder reasons = new StringBuilder();
+    for (int j = 0; j < (Long) req.get("greedy_posts"); j++) {
+      try {
+        accepted += greedy.send(new Device(spec).message(values.get(0))).reports;
+      } catch (PrivacyPass.IssuanceException e) {
+        refused++;
+        reasons.append(reasons.length() > 0 ? "," : "").append(e.reason);
+      } catch (GatewayException e) {
+        refused++;
+        reasons.append(reasons.length() > 0 ? "," : "").append("gateway:").append(e.reason);
+      }
+    }
+    System.out.print("{\"honest\":" + honest + ",\"greedy_accepted\":" + accepted
+        + ",\"greedy_refused\":" + refused + ",\"reasons\":\"" + reasons + "\"}");
+  }
+}

@@ -76,6 +76,17 @@ SPEC_EXAMPLES: dict[str, dict[str, Any]] = {
 """Collection specs the document shows (and a stateful client can create)."""
 
 
+FLEET_POLICY: dict[str, Any] = {
+    "type": "object", "required": ["budget"], "additionalProperties": False,
+    "properties": {"budget": {"oneOf": [
+        {"type": "null"},
+        {"type": "object", "additionalProperties": False, "properties": {
+            "epsilon_per_day": {"oneOf": [{"type": "null"}, {
+                "type": "number", "exclusiveMinimum": 0, "maximum": 1_000_000}]},
+            "values_per_day": {"type": "integer", "minimum": 1, "maximum": 1_000_000}}}]}}}
+"""The body of ``PUT /v1/fleet`` (``ldpcore.budget.FleetBudget.from_dict``)."""
+
+
 def event_schema() -> dict[str, Any]:
     """One Server-Sent Event as clients (and schemathesis) parse it."""
     return {"oneOf": [
@@ -163,4 +174,12 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         create["responses"][status]["links"] = links
     create["security"] = [{"adminToken": []}]
     paths["/v1/collections/{cid}"]["delete"]["security"] = [{"adminToken": []}]
+    fleet = paths.get("/v1/fleet", {}).get("put")
+    if fleet is not None:  # the fleet policy (query_api.routes.fleet)
+        fleet["requestBody"] = {"required": True, "content": {"application/json": {
+            "schema": FLEET_POLICY, "example": {"budget": {"epsilon_per_day": 8}}}}}
+        fleet["security"] = [{"adminToken": []}]
+        fleet["description"] = (fleet.get("description", "") + "\n\nA rule the schema cannot "
+                                "state: a budget below what one report of a registered "
+                                "collection costs is a 400 naming the collection.")
     return schema

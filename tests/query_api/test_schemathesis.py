@@ -8,10 +8,11 @@ real aggregator wrote, with the admin token, once per kind of collection: the pa
 collection, so answers are real.  The event stream is read (one event) and checked against
 its documented event schema.
 
-The only expectation changed from schemathesis' defaults is the documented one: a spec
+The only expectations changed from schemathesis' defaults are the documented ones: a spec
 valid by the ``CollectionSpec`` schema may break a rule the schema cannot state (listed
-in the operation's description, :data:`query_api.spec_schema.SPEC_RULES`), a 400 that
-names the key.  Every other 400 to a schema-valid request is a failure.
+in the operation's description, :data:`query_api.spec_schema.SPEC_RULES`), and a fleet
+budget may be below what a registered collection's report costs: a 400 that names the
+key.  Every other 400 to a schema-valid request is a failure.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ headers = {{ Authorization = "Bearer {ADMIN}" }}
 include-path = "/v1/collections"
 include-method = "POST"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "409"]
+
+[[operations]]
+include-name = "PUT /v1/fleet"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403"]
 
 # The admin token deletes what the run created (the stateful phase follows the link from
 # POST), not the collection under test before the other operations have run.

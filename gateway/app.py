@@ -11,95 +11,72 @@ SIGTERM/SIGINT stop accepting connections, answer what is queued, then exit 0.
 from __future__ import annotations
 
 import asyncio
-import json
+import ipaddress
 import logging
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from ldpcore.collection import CollectionSpec
-from ldpstream.storage import Keys
+from ldpstream.catalogue import Catalogue as CatalogueClient
 
+from .auth import DeviceKeys, FailureThrottle
 from .batcher import Batcher, KafkaSink
 from .config import GatewaySettings
 from .metrics import GatewayMetrics
 from .parse import Catalogue
 from .server import GatewayServer
 
-__all__ = ["CatalogueCache", "ensure_topic", "main", "serve"]
+__all__ = ["GatewayCatalogue", "ensure_topic", "main", "serve"]
 
 log = logging.getLogger("ldpstream.gateway")
 
-MISS_TTL = 1.0
-"""Seconds an unknown collection id stays unknown before Redis is asked again."""
 
+class GatewayCatalogue:
+    """The shared catalogue client (:class:`ldpstream.catalogue.Catalogue`: a version
+    key checked every second, misses merged and negatively cached) and, built from it on
+    every change, the gateway's :class:`~gateway.parse.Catalogue` of decoders (entries of
+    unchanged collections are kept)."""
 
-class CatalogueCache:
-    """The Redis collection catalogue (``P collections``), re-read every ``refresh`` s.
-
-    A message of an id missing here makes the gateway ask Redis for that one id (at
-    most once per :data:`MISS_TTL` seconds per id), so a collection registered a moment
-    ago is accepted at once and a flood of unknown ids costs Redis little.
-    """
-
-    def __init__(self, redis: Any, prefix: str, refresh: float) -> None:
-        self.redis, self.key, self.refresh = redis, Keys(prefix).collections, refresh
+    def __init__(self, redis: Any, prefix: str, reread: float) -> None:
         self.current = Catalogue()
-        self._misses: dict[str, float] = {}
+        self.client = CatalogueClient(redis, prefix, reread=reread, on_change=self._rebuild)
         self._task: asyncio.Task[None] | None = None
 
     def get(self) -> Catalogue:
         return self.current
 
-    def _rebuild(self, raw: dict[Any, Any]) -> None:
+    def _rebuild(self, specs: Mapping[str, CollectionSpec]) -> None:
         new = Catalogue()
         old = self.current.by_id
-        for k, v in raw.items():
-            try:
-                spec = CollectionSpec.from_dict(json.loads(v))
-            except Exception as exc:  # noqa: BLE001 - one bad entry must not stop the others
-                log.warning("catalogue entry %r is unreadable: %r", k, exc)
-                continue
-            prev = old.get(spec.id)
+        for cid, spec in specs.items():
+            prev = old.get(cid)
             if prev is not None and prev.fingerprint == spec.fingerprint:
-                new.by_id[spec.id] = prev
-                new.by_bytes[spec.id.encode("ascii")] = prev
+                new.by_id[cid] = prev
+                new.by_bytes[cid.encode("ascii")] = prev
             else:
-                new.add(spec)
+                try:
+                    new.add(spec)
+                except Exception as exc:  # noqa: BLE001 - one bad entry must not stop the rest
+                    log.warning("collection %r cannot be served: %r", cid, exc)
         self.current = new
 
     async def load(self) -> None:
-        self._rebuild(await self.redis.hgetall(self.key))
+        await self.client.load()
+
+    def known_absent(self, cid: str) -> bool:
+        return self.client.known_absent(cid)
 
     async def lookup(self, cid: str) -> bool:
-        """Re-read collection ``cid``; True if the catalogue has it now."""
-        if cid in self.current:
-            return True
-        now = time.monotonic()
-        if now - self._misses.get(cid, -MISS_TTL) < MISS_TTL:
-            return False
-        raw = await self.redis.hget(self.key, cid)
-        if raw is None:
-            if len(self._misses) > 10_000:
-                self._misses.clear()
-            self._misses[cid] = now
-            return False
-        cat = Catalogue()
-        cat.by_id, cat.by_bytes = dict(self.current.by_id), dict(self.current.by_bytes)
-        cat.add(CollectionSpec.from_dict(json.loads(raw)))
-        self.current = cat
-        return cid in cat
+        """True if ``cid`` is in the catalogue (after a merged check on a miss);
+        :class:`~ldpstream.catalogue.CatalogueUnavailable` if Redis cannot tell."""
+        await self.client.find(cid)
+        return cid in self.current
 
     def start(self) -> None:
-        async def loop() -> None:
-            while True:
-                await asyncio.sleep(self.refresh)
-                try:
-                    await self.load()
-                except Exception as exc:  # noqa: BLE001 - Redis away: keep the last catalogue
-                    log.warning("re-reading the catalogue failed: %r", exc)
-        self._task = asyncio.get_running_loop().create_task(loop())
+        self._task = asyncio.get_running_loop().create_task(self.client.run())
 
     def stop(self) -> None:
         if self._task is not None:
@@ -159,7 +136,7 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
     """Run the gateway until SIGTERM/SIGINT (or ``stop`` set on the returned server)."""
     loop = asyncio.get_running_loop()
     rds = settings.redis_options.connect_async(settings.redis_url, socket_timeout=5)
-    cache = CatalogueCache(rds, settings.redis_prefix, settings.catalog_refresh)
+    cache = GatewayCatalogue(rds, settings.redis_prefix, settings.catalog_refresh)
     for attempt in range(60):
         try:
             await cache.load()
@@ -181,7 +158,8 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
         gate = TokenGate(rds, settings.redis_prefix, mode=settings.tokens,
                          issuer_name=settings.token_issuer_name, skew=settings.token_skew,
                          window_seconds=window_seconds,
-                         collection_ids=lambda: list(cache.get().by_id))
+                         collection_ids=lambda: list(cache.get().by_id),
+                         verifier=settings.token_verifier)
     batcher = Batcher(sink.send_all, linger=settings.linger_ms / 1000.0,
                       batch_bytes=settings.batch_bytes, queue_bytes=settings.queue_bytes,
                       ack_timeout=settings.ack_timeout_ms / 1000.0,
@@ -199,12 +177,17 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
                                        "access": settings.access,
                                        "access_note": settings.access_note()}
 
-    server = GatewayServer(catalogue=cache.get, lookup=cache.lookup, batcher=batcher,
-                           keys=settings.keys, cors_origins=settings.cors_origins,
-                           max_body=settings.max_body, retry_after=settings.retry_after,
-                           ready=ready, metrics=metrics.page,
-                           max_connections=settings.max_connections)
-    metrics.stats, metrics.batcher = server.stats, batcher
+    s = settings
+    server = GatewayServer(
+        catalogue=cache.get, lookup=cache.lookup, known_absent=cache.known_absent,
+        batcher=batcher, cors_origins=s.cors_origins, retry_after=s.retry_after, ready=ready,
+        metrics=metrics.page, authenticator=DeviceKeys(s.keys) if s.keys else None,
+        throttle=FailureThrottle(burst=s.auth_fail_burst, rate=s.auth_fail_rate),
+        trusted_proxies=tuple(ipaddress.ip_network(p, strict=False)
+                              for p in s.trusted_proxies),
+        limits=s.limits())
+    metrics.stats, metrics.batcher, metrics.server = server.stats, batcher, server
+    metrics.catalogue = cache.client
     metrics.connections = lambda: len(server.connections)
     listener = await loop.create_server(server.protocol, settings.host, settings.port,
                                         backlog=4096, reuse_address=True)
@@ -218,7 +201,8 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
     print(f"ldpstream gateway: listening on http://{settings.host}:{port} "
           f"(topic {settings.reports_topic}, {len(cache.get())} collections, "
           f"{f'device keys of {fleets} fleets' if fleets else 'no device keys'}, "
-          f"Privacy Pass tokens {settings.tokens})", flush=True)
+          f"Privacy Pass tokens {settings.tokens}"
+          f"{'' if gate is None else ', RSA verification by ' + gate.verifier})", flush=True)
     print(f"ldpstream gateway: access {settings.access}: {settings.access_note()}", flush=True)
     if settings.access == "open":
         log.warning("the gateway is open: %s", settings.access_note())
@@ -238,12 +222,30 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
         await rds.aclose()
 
 
+def raise_open_files_limit(want: int) -> int:
+    """Lift the soft limit of open files towards ``want`` (within the hard limit); the
+    limit now.  Every client connection is a file."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return want
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if target > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return target
+
+
 def main() -> int:
     """Entry point of ``ldpstream gateway`` and ``python -m gateway``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                                                    "%(message)s")
     logging.getLogger("kafka").setLevel(logging.WARNING)
     settings = GatewaySettings.from_env()
+    files = raise_open_files_limit(settings.max_connections + 256)
+    if files < settings.max_connections + 256:
+        log.warning("at most %d open files (ulimit -n): fewer than LDP_GATEWAY_MAX_CONNECTIONS "
+                    "(%d) connections can be open", files, settings.max_connections)
     try:
         import uvloop
         run: Any = uvloop.run

@@ -17,18 +17,27 @@ Cases (``--cases``, comma separated):
   forwarding the messages of many devices: the per-message cost);
 * ``json``: one JSON message of one report per request;
 * ``latency``: ``single`` at depth 1 on 8 connections (the unloaded round trip);
+* ``slow``: ``single`` while ``--slow`` (1,000) other connections are slow senders, each
+  dripping one byte of a never-ending head every ``--slow-every`` seconds and opening a
+  new connection when the gateway closes it (so ``--slow`` of them are always open); the
+  case runs at least ``--slow-seconds`` (longer than the head deadline) and also prints
+  how many the gateway closed, how many with 408, and how long they lived.
 * ``tokens``: ``many``, but as ``application/x-ldp-token-frames``: each one-report message
   with its own Privacy Pass token (the gateway runs with ``LDP_GATEWAY_TOKENS=optional``,
   so the other cases carry none and are unchanged).  Every token is used once, so this
   case sends ``--token-reports`` distinct, pre-made tokens (signed by the bench, which
   publishes its key as the issuer would) and ends when they are all answered; its
-  reports/s are token-verified reports/s, and ``per gw core`` divides them by the
-  gateway's CPU share.
+  reports/s are token-verified reports/s, and ``per gateway core`` divides them by the
+  CPU seconds the gateway used.  Side by side: one gateway per
+  ``--token-verifiers`` (``LDP_GATEWAY_TOKEN_VERIFIER``; default ``openssl,auto``, each
+  on its own Redis prefix so that both spend the same tokens), in rounds that alternate
+  them, then the RSASSA-PSS verification alone per backend in the bench's process;
+  ratios to the first.
 
-Prints one row per case (requests/s, reports/s, p50/p99 latency, statuses) and the CPU
-seconds the gateway and the load generator used, and the load average before the run
-(other work on the machine skews every figure).  Every 202 is a report acknowledged by
-the broker: the gateway answers only then.
+Prints one row per case (requests/s, reports/s, p50/p99 latency, statuses), the CPU
+the gateway and the load generator used (cores), requests per gateway CPU-second (the
+figure least skewed by other work on the machine), and the load average before the run.
+Every 202 is a report acknowledged by the broker: the gateway answers only then.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +116,55 @@ class _Conn(asyncio.Protocol):
         self.sink.lost += 1
 
 
+class _Slow(asyncio.Protocol):
+    """A slow sender: one byte of a head that never ends, every ``every`` seconds."""
+
+    HEAD = b"POST /v1/reports HTTP/1.1\r\nHost: bench\r\nX-Slow: "
+
+    def __init__(self, every: float, stats: _SlowStats) -> None:
+        self.every, self.stats = every, stats
+        self.opened = time.perf_counter()
+        self.answer = b""
+        self.transport: Any = None
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        transport.write(self.HEAD)
+        self.timer = asyncio.get_running_loop().call_later(self.every, self._drip)
+
+    def _drip(self) -> None:
+        if not self.transport.is_closing():
+            self.transport.write(b"a")
+            self.timer = asyncio.get_running_loop().call_later(self.every, self._drip)
+
+    def data_received(self, data: bytes) -> None:
+        self.answer += data
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.stats.closed(self)
+
+
+class _SlowStats:
+    def __init__(self) -> None:
+        self.lifetimes: list[float] = []
+        self.answered_408 = 0
+        self.open = 0
+        self.stopping = False
+        self.reopen: Any = None
+
+    def closed(self, conn: _Slow) -> None:
+        self.open -= 1
+        if self.stopping:
+            return
+        self.lifetimes.append(time.perf_counter() - conn.opened)
+        self.answered_408 += conn.answer.startswith(b"HTTP/1.1 408 ")
+        if self.reopen is not None:
+            self.reopen()
+
+
 class _Sink:
     def __init__(self) -> None:
         self.status: dict[bytes, int] = {}
@@ -117,10 +176,28 @@ class _Sink:
 
 
 async def _drive(host: str, port: int, request: bytes, connections: int, depth: int,
-                 warmup: float, seconds: float) -> dict[str, Any]:
+                 warmup: float, seconds: float, slow: int = 0,
+                 slow_every: float = 1.0) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     sink = _Sink()
     conns = []
+    slow_stats = _SlowStats()
+    slow_conns: list[_Slow] = []
+
+    async def open_slow() -> None:
+        try:
+            _, proto = await loop.create_connection(lambda: _Slow(slow_every, slow_stats),
+                                                    host, port)
+        except OSError:
+            return
+        slow_stats.open += 1
+        slow_conns.append(proto)
+
+    def reopen() -> None:
+        loop.create_task(open_slow())
+    for i in range(slow):
+        await open_slow()
+    slow_stats.reopen = reopen
     for _ in range(connections):
         _, proto = await loop.create_connection(lambda: _Conn(request, depth, sink), host, port)
         conns.append(proto)
@@ -137,24 +214,41 @@ async def _drive(host: str, port: int, request: bytes, connections: int, depth: 
     done = sink.done - start_done
     status = {k.decode(): v for k, v in sink.status.items()}
     sink.stopping = True
+    slow_stats.stopping = True
+    open_slow_now = slow_stats.open
     await asyncio.sleep(0.3)
     for c in conns:
         c.transport.close()
+    for s in slow_conns:
+        if s.transport is not None and not s.transport.is_closing():
+            s.transport.abort()
     lat = np.asarray(sink.lat) * 1000.0
+    life = np.asarray(slow_stats.lifetimes)
+    slow_figures = {"slow_open_at_end": open_slow_now, "slow_closed": int(life.size),
+                    "slow_408": slow_stats.answered_408,
+                    "slow_life_p50_s": float(np.percentile(life, 50)) if life.size else None,
+                    "slow_life_max_s": float(life.max()) if life.size else None}
     return {"requests": done, "seconds": elapsed, "status": status, "loadgen_cpu": cpu,
+            **(slow_figures if slow else {}),
             "p50_ms": float(np.percentile(lat, 50)) if lat.size else float("nan"),
             "p99_ms": float(np.percentile(lat, 99)) if lat.size else float("nan"),
             "lost_connections": sink.lost}
 
 
 def load(host: str, port: int, request: bytes, connections: int, depth: int, warmup: float,
-         seconds: float) -> dict[str, Any]:
+         seconds: float, slow: int = 0, slow_every: float = 1.0) -> dict[str, Any]:
     """Run the load generator in this process (uvloop if installed); the case's figures."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard and soft < connections + slow + 256:  # every slow sender is a file
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, connections + slow + 256), hard))
+    drive = _drive(host, port, request, connections, depth, warmup, seconds, slow, slow_every)
     try:
         import uvloop
-        return uvloop.run(_drive(host, port, request, connections, depth, warmup, seconds))
+        return uvloop.run(drive)
     except ImportError:  # pragma: no cover
-        return asyncio.run(_drive(host, port, request, connections, depth, warmup, seconds))
+        return asyncio.run(drive)
 
 
 def _load_child(q: Any, *args: Any) -> None:
@@ -223,9 +317,10 @@ def _sign_tokens(args: tuple[bytes, bytes, int]) -> list[bytes]:
     return out
 
 
-def make_tokens(redis_url: str, prefix: str, spec: Any, count: int) -> list[bytes]:
-    """Publish a key of (spec, current window) as the issuer would, and sign ``count``
-    tokens for its challenge (what devices would hold after issuance)."""
+def make_tokens(redis_url: str, prefixes: Sequence[str], spec: Any, count: int) -> list[bytes]:
+    """Publish a key of (spec, current window) under each of ``prefixes`` as the issuer
+    would, and sign ``count`` tokens for its challenge (what devices would hold after
+    issuance)."""
     import redis
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
@@ -237,8 +332,9 @@ def make_tokens(redis_url: str, prefix: str, spec: Any, count: int) -> list[byte
     w = scheme.window_of(time.time(), spec.window_seconds)
     rec = scheme.KeyRecord.of(spec.id, w, spec.window_seconds, spki_der(sk.public_key()))
     rds = redis.Redis.from_url(redis_url)
-    rds.set(scheme.PPKeys(prefix).public(spec.id, w), rec.to_json(),
-            pxat=(rec.end + 86_400) * 1000)
+    for prefix in prefixes:
+        rds.set(scheme.PPKeys(prefix).public(spec.id, w), rec.to_json(),
+                pxat=(rec.end + 86_400) * 1000)
     rds.close()
     digest = scheme.challenge(scheme.DEFAULT_ISSUER_NAME, spec.id, w).digest()
     head = (2).to_bytes(2, "big") + digest + token_key_id(rec.spki)
@@ -270,7 +366,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     o = spec.oracle()
     work = Path(tempfile.mkdtemp(prefix="ldp-bench-gw-"))
     servers: list[Any] = []
-    gw: subprocess.Popen[bytes] | None = None
+    gateways: list[subprocess.Popen[bytes]] = []
     try:
         bootstrap, redis_url = args.bootstrap, args.redis
         if bootstrap is None:
@@ -289,26 +385,39 @@ def run_from_args(args: argparse.Namespace) -> int:
 
         topic = f"bench-gw-{os.getpid()}"
         prefix = f"benchgw{os.getpid()}:"
-        CollectionCatalog(redis.Redis.from_url(redis_url), prefix).register(spec)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
-        env.update({"LDP_KAFKA_BOOTSTRAP": bootstrap, "LDP_REDIS_URL": redis_url,
-                    "LDP_REDIS_PREFIX": prefix, "LDP_REPORTS_TOPIC": topic,
-                    "LDP_GATEWAY_PORT": "0", "LDP_GATEWAY_LINGER_MS": str(args.linger_ms),
-                    "LDP_GATEWAY_TOKENS": "optional", "PYTHONPATH": str(ROOT)})
-        log = open(work / "gateway.log", "wb")  # noqa: SIM115 - the child owns it
-        gw = subprocess.Popen([sys.executable, "-m", "gateway"], cwd=ROOT, env=env,
-                              stdout=log, stderr=subprocess.STDOUT)
-        port = 0
-        deadline = time.monotonic() + 60
-        mark = "ldpstream gateway: listening on http://"
-        while not port:
-            for line in (work / "gateway.log").read_text(errors="replace").splitlines():
-                if line.startswith(mark):
-                    port = int(line[len(mark):].split()[0].rsplit(":", 1)[1])
-            if gw.poll() is not None or time.monotonic() > deadline:
-                print((work / "gateway.log").read_text(errors="replace"), file=sys.stderr)
-                return 1
-            time.sleep(0.05)
+        prefixes: list[str] = []
+        base_env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
+        base_env.update({"LDP_KAFKA_BOOTSTRAP": bootstrap, "LDP_REDIS_URL": redis_url,
+                         "LDP_REPORTS_TOPIC": topic, "LDP_GATEWAY_PORT": "0",
+                         "LDP_GATEWAY_LINGER_MS": str(args.linger_ms),
+                         "LDP_GATEWAY_TOKENS": "optional", "PYTHONPATH": str(ROOT)})
+
+        def start_gateway(prefix: str, verifier: str) -> tuple[subprocess.Popen[bytes], int]:
+            """A gateway on ``prefix`` checking tokens with ``verifier`` (and its port)."""
+            if prefix not in prefixes:
+                CollectionCatalog(redis.Redis.from_url(redis_url), prefix).register(spec)
+                prefixes.append(prefix)
+            env = dict(base_env, LDP_REDIS_PREFIX=prefix, LDP_GATEWAY_TOKEN_VERIFIER=verifier)
+            log_path = work / f"gateway-{len(gateways)}.log"
+            log = open(log_path, "wb")  # noqa: SIM115 - the child owns it
+            proc = subprocess.Popen([sys.executable, "-m", "gateway"], cwd=ROOT, env=env,
+                                    stdout=log, stderr=subprocess.STDOUT)
+            gateways.append(proc)
+            deadline = time.monotonic() + 60
+            mark = "ldpstream gateway: listening on http://"
+            while True:
+                for line in log_path.read_text(errors="replace").splitlines():
+                    if line.startswith(mark):
+                        return proc, int(line[len(mark):].split()[0].rsplit(":", 1)[1])
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(log_path.read_text(errors="replace"))
+                time.sleep(0.05)
+
+        try:
+            gw, port = start_gateway(prefix, "auto")
+        except RuntimeError as exc:
+            print(exc, file=sys.stderr)
+            return 1
         host = "127.0.0.1"
         one = encode_message(spec, o.perturb([3], rng=rng))
         frames = b"".join(
@@ -329,122 +438,199 @@ def run_from_args(args: argparse.Namespace) -> int:
                                                              "json"), "application/json"),
                      1, args.connections, args.depth),
             "latency": (http_request(host, port, one, "application/octet-stream"), 1, 8, 1),
+            "slow": (http_request(host, port, one, "application/octet-stream"), 1,
+                     args.connections, args.depth),
         }
         print(f"load average before the run: {os.getloadavg()[0]:.2f}, "
               f"{os.getloadavg()[1]:.2f}, {os.getloadavg()[2]:.2f} on {os.cpu_count()} cores; "
               f"broker {'embedded ' + args.broker if args.bootstrap is None else bootstrap}; "
               f"linger {args.linger_ms} ms", flush=True)
         print(f"{'case':<8}{'conns×depth':>12}{'requests/s':>12}{'reports/s':>13}"
-              f"{'p50 ms':>9}{'p99 ms':>9}{'gw CPU':>8}{'gen CPU':>8}  statuses", flush=True)
+              f"{'p50 ms':>9}{'p99 ms':>9}{'gw CPU':>8}{'gen CPU':>8}{'req/CPU-s':>11}"
+              "  statuses", flush=True)
         ctx = mp.get_context("spawn")
         results = {}
         for name in [c.strip() for c in args.cases.split(",") if c.strip()]:
             if name == "tokens":
-                results[name] = _tokens_case(args, host, port, gw.pid, redis_url, prefix,
-                                             spec, rng)
+                results[name] = _tokens_case(args, host, redis_url, spec, rng, {
+                    v: (gw, port, prefix) if v == "auto" else
+                    (*start_gateway(f"{prefix}{v}:", v), f"{prefix}{v}:")
+                    for v in _verifiers(args)})
                 continue
             request, per, conns, depth = cases[name]
             q = ctx.Queue()
             cpu0 = _cpu_seconds(gw.pid)
+            slow = args.slow if name == "slow" else 0
+            seconds = max(args.seconds, args.slow_seconds) if slow else args.seconds
             child = ctx.Process(target=_load_child, args=(q, host, port, request, conns, depth,
-                                                          args.warmup, args.seconds))
+                                                          args.warmup, seconds, slow,
+                                                          args.slow_every))
             t0 = time.perf_counter()
             child.start()
-            res = q.get(timeout=args.warmup + args.seconds + 120)
+            res = q.get(timeout=args.warmup + seconds + 120)
             child.join(30)
             gw_cpu = (_cpu_seconds(gw.pid) - cpu0) / (time.perf_counter() - t0)
             rps = res["requests"] / res["seconds"]
             res.update(name=name, rps=rps, reports_per_s=rps * per, gateway_cpu=gw_cpu,
                        loadgen_cpu_share=res["loadgen_cpu"] / res["seconds"])
             results[name] = res
+            res["requests_per_cpu_second"] = rps / gw_cpu if gw_cpu else None
             print(f"{name:<8}{f'{conns}×{depth}':>12}{rps:>12,.0f}{rps * per:>13,.0f}"
                   f"{res['p50_ms']:>9.2f}{res['p99_ms']:>9.2f}{gw_cpu:>8.2f}"
-                  f"{res['loadgen_cpu_share']:>8.2f}  {res['status']}", flush=True)
+                  f"{res['loadgen_cpu_share']:>8.2f}{rps / max(gw_cpu, 1e-9):>11,.0f}"
+                  f"  {res['status']}", flush=True)
+            if slow:
+                print(f"{'':<8}{slow} slow senders (a byte every {args.slow_every:g} s) beside "
+                      f"it: {res['slow_closed']} closed by the gateway ({res['slow_408']} with "
+                      f"408), lifetime p50 {res['slow_life_p50_s'] or float('nan'):.1f} s, max "
+                      f"{res['slow_life_max_s'] or float('nan'):.1f} s; {res['slow_open_at_end']}"
+                      " open at the end", flush=True)
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1))
         return 0
     finally:
-        if gw is not None and gw.poll() is None:
-            gw.terminate()
+        for g in gateways:
+            if g.poll() is None:
+                g.terminate()
+        for g in gateways:
             try:
-                gw.wait(20)
+                g.wait(20)
             except subprocess.TimeoutExpired:
-                gw.kill()
+                g.kill()
         for s in reversed(servers):
             s.stop()
 
 
-def _tokens_case(args: argparse.Namespace, host: str, port: int, pid: int, redis_url: str,
-                 prefix: str, spec: Any, rng: Any) -> dict[str, Any]:
+def _verifiers(args: argparse.Namespace) -> list[str]:
+    from ldpstream.privacypass.blindrsa import BACKENDS
+
+    out = [v.strip() for v in args.token_verifiers.split(",") if v.strip()]
+    for v in out:
+        if v not in BACKENDS:
+            raise SystemExit(f"--token-verifiers: {v!r} is not one of {', '.join(BACKENDS)}")
+    return list(dict.fromkeys(out))
+
+
+def _tokens_case(args: argparse.Namespace, host: str, redis_url: str, spec: Any, rng: Any,
+                 gateways: dict[str, tuple[Any, int, str]]) -> dict[str, Any]:
+    """Case ``tokens`` against one gateway per verifier (``gateways``: verifier → (process,
+    port, Redis prefix)), side by side: the same tokens (each gateway has its own spent
+    set), sent in ``--token-rounds`` rounds that alternate the gateways, so that the load
+    of the machine weighs on each alike; then the RSA verification alone, per backend, in
+    this process."""
     from gateway.parse import token_frame
     from ldpcore.collection import encode_message
 
     o = spec.oracle()
-    tokens = make_tokens(redis_url, prefix, spec, args.token_reports)
+    tokens = make_tokens(redis_url, [p for _, _, p in gateways.values()], spec,
+                         args.token_reports)
     per = args.many
     bodies = []
     for start in range(0, len(tokens) - per + 1, per):
         items = [([tokens[start + i]], encode_message(spec, o.perturb([int(v)], rng=rng)))
                  for i, v in enumerate(rng.integers(0, 64, per))]
-        bodies.append(http_request(host, port, token_frame(items),
+        bodies.append(http_request(host, 0, token_frame(items),
                                    "application/x-ldp-token-frames"))
+    rounds = max(1, min(args.token_rounds, len(bodies)))
     ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    cpu0 = _cpu_seconds(pid)
-    child = ctx.Process(target=_once_child, args=(q, host, port, bodies,
-                                                  args.batch_connections, args.batch_depth))
-    t0 = time.perf_counter()
-    child.start()
-    res: dict[str, Any] = q.get(timeout=600)
-    child.join(30)
-    wall = time.perf_counter() - t0
-    cpu = _cpu_seconds(pid) - cpu0
-    gw_cpu = cpu / wall
-    rps = res["requests"] / res["seconds"]
-    verified = res["status"].get("202", 0) * per
-    res.update(name="tokens", rps=rps, reports_per_s=rps * per, gateway_cpu=gw_cpu,
-               loadgen_cpu_share=res["loadgen_cpu"] / res["seconds"],
-               reports_per_gateway_core=verified / max(cpu, 1e-9),
-               verify_only_per_core=_verify_rate(tokens[:2000], redis_url, prefix, spec))
     conns, depth = args.batch_connections, args.batch_depth
-    print(f"{'tokens':<8}{f'{conns}×{depth}':>12}{rps:>12,.0f}{rps * per:>13,.0f}"
-          f"{res['p50_ms']:>9.2f}{res['p99_ms']:>9.2f}{gw_cpu:>8.2f}"
-          f"{res['loadgen_cpu_share']:>8.2f}  {res['status']}  "
-          f"({res['reports_per_gateway_core']:,.0f} token-verified reports/s per gateway "
-          f"core: {verified} in {cpu:.2f} CPU s; the RSA verification alone, in this "
-          f"process now: {res['verify_only_per_core']:,.0f}/s per core) {res['errors'] or ''}",
-          flush=True)
-    return res
+    totals: dict[str, dict[str, Any]] = {
+        v: {"verified": 0, "cpu": 0.0, "requests": 0, "seconds": 0.0, "status": {}}
+        for v in gateways}
+    rows: dict[str, Any] = {}
+    for r in range(rounds):
+        part = bodies[r * len(bodies) // rounds:(r + 1) * len(bodies) // rounds]
+        order = list(gateways) if r % 2 == 0 else list(reversed(gateways))
+        for v in order:
+            proc, port, _ = gateways[v]
+            q = ctx.Queue()
+            cpu0 = _cpu_seconds(proc.pid)
+            child = ctx.Process(target=_once_child, args=(q, host, port, part, conns, depth))
+            t0 = time.perf_counter()
+            child.start()
+            res: dict[str, Any] = q.get(timeout=600)
+            child.join(30)
+            wall = time.perf_counter() - t0
+            cpu = _cpu_seconds(proc.pid) - cpu0
+            verified = res["status"].get("202", 0) * per
+            tot = totals[v]
+            tot["verified"] += verified
+            tot["cpu"] += cpu
+            tot["requests"] += res["requests"]
+            tot["seconds"] += res["seconds"]
+            for code, c in res["status"].items():
+                tot["status"][code] = tot["status"].get(code, 0) + c
+            rps = res["requests"] / res["seconds"]
+            name = f"tokens/{v}"
+            print(f"{name:<15}{f'{conns}×{depth}':>5}{rps:>12,.0f}{rps * per:>13,.0f}"
+                  f"{res['p50_ms']:>9.2f}{res['p99_ms']:>9.2f}{cpu / wall:>8.2f}"
+                  f"{res['loadgen_cpu'] / res['seconds']:>8.2f}  {res['status']}  "
+                  f"round {r + 1}/{rounds}: {verified / max(cpu, 1e-9):,.0f} token-verified "
+                  f"reports/s per gateway core ({verified} in {cpu:.2f} CPU s) "
+                  f"{res['errors'] or ''}", flush=True)
+            rows.setdefault(v, []).append(dict(res, verified=verified, gateway_cpu_s=cpu))
+    verify = _verify_rate(tokens[:2000], redis_url, next(iter(gateways.values()))[2], spec,
+                          list(gateways))
+    out: dict[str, Any] = {"name": "tokens", "rounds": rows, "verify_only_per_core": verify,
+                           "load_after": os.getloadavg()}
+    for v, tot in totals.items():
+        out[v] = dict(tot, reports_per_gateway_core=tot["verified"] / max(tot["cpu"], 1e-9),
+                      rps=tot["requests"] / max(tot["seconds"], 1e-9))
+    print(f"tokens, all rounds (load average now {os.getloadavg()[0]:.2f}):", flush=True)
+    for v in gateways:
+        label = "auto = " + _auto_backend() if v == "auto" else v
+        print(f"  {label:<16}{out[v]['reports_per_gateway_core']:>10,.0f} token-verified "
+              f"reports/s per gateway core ({out[v]['verified']} in {out[v]['cpu']:.2f} CPU s)"
+              f"; RSASSA-PSS verification alone here: {verify[v]:,.0f}/s per core", flush=True)
+    if len(gateways) > 1:
+        first, *rest = list(gateways)
+        for v in rest:
+            gate = out[v]["reports_per_gateway_core"] / out[first]["reports_per_gateway_core"]
+            print(f"  ratio {v} / {first}: {gate:.2f} (gate), {verify[v] / verify[first]:.2f} "
+                  "(verification alone)", flush=True)
+    return out
 
 
-def _verify_rate(tokens: list[bytes], redis_url: str, prefix: str, spec: Any) -> float:
-    """RSASSA-PSS verifications per CPU second of this process (the ceiling of the gate)."""
+def _auto_backend() -> str:
+    from ldpstream.privacypass.blindrsa import default_backend
+
+    return default_backend()
+
+
+def _verify_rate(tokens: list[bytes], redis_url: str, prefix: str, spec: Any,
+                 backends: Sequence[str]) -> dict[str, float]:
+    """RSASSA-PSS verifications per CPU second of this process, per backend (the ceiling
+    of the gate), the backends interleaved in 4 rounds."""
     import redis
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import padding
 
     from ldpstream.privacypass import scheme
-    from ldpstream.privacypass.tokens import public_key_from_spki
+    from ldpstream.privacypass.blindrsa import PSSVerifier
+    from ldpstream.privacypass.tokens import VARIANT, public_key_from_spki
 
     rds = redis.Redis.from_url(redis_url)
     w = scheme.window_of(time.time(), spec.window_seconds)
     raw = rds.get(scheme.PPKeys(prefix).public(spec.id, w))
     rds.close()
     if raw is None or not tokens:
-        return 0.0
+        return {b: 0.0 for b in backends}
     pk = public_key_from_spki(scheme.KeyRecord.from_json(raw).spki)
-    pad, h = padding.PSS(mgf=padding.MGF1(hashes.SHA384()), salt_length=48), hashes.SHA384()
-    t0 = time.process_time()
-    for t in tokens:
-        pk.verify(t[98:], t[:98], pad, h)
-    return len(tokens) / max(time.process_time() - t0, 1e-9)
+    cpu = {b: 0.0 for b in backends}
+    for _ in range(4):
+        for b in backends:
+            verify = PSSVerifier(pk, VARIANT, backend=b).verify
+            t0 = time.process_time()
+            for t in tokens:
+                if not verify(t[:98], t[98:]):
+                    raise RuntimeError(f"a bench token does not verify with {b}")
+            cpu[b] += time.process_time() - t0
+    return {b: 4 * len(tokens) / max(c, 1e-9) for b, c in cpu.items()}
 
 
 def add_bench_gateway_parser(bsub: Any) -> None:
     p = bsub.add_parser("gateway", help="HTTP gateway: requests/s, reports/s, p50/p99 latency "
                                         "(embedded broker + Redis, load generator included)")
-    p.add_argument("--cases", default="single,batch,latency",
-                   help="comma separated: single, batch, many, json, latency, tokens")
+    p.add_argument("--cases", default="single,batch,latency,slow",
+                   help="comma separated: single, batch, many, json, latency, slow, tokens")
     p.add_argument("--seconds", type=float, default=10.0, help="measured time per case")
     p.add_argument("--warmup", type=float, default=2.0)
     p.add_argument("--connections", type=int, default=64)
@@ -455,8 +641,21 @@ def add_bench_gateway_parser(bsub: Any) -> None:
     p.add_argument("--batch", type=int, default=1024, help="reports per message (batched)")
     p.add_argument("--many", type=int, default=256,
                    help="one-report messages per request (case many)")
+    p.add_argument("--slow", type=int, default=1000,
+                   help="slow senders beside the load of case slow")
+    p.add_argument("--slow-every", type=float, default=1.0,
+                   help="seconds between two bytes of a slow sender")
+    p.add_argument("--slow-seconds", type=float, default=25.0,
+                   help="case slow runs at least this long (past the head deadline)")
     p.add_argument("--token-reports", type=int, default=40_000,
-                   help="tokens (one per report) the 'tokens' case sends, each once")
+                   help="tokens (one per report) the 'tokens' case sends, each once to each "
+                        "gateway")
+    p.add_argument("--token-verifiers", default="openssl,auto",
+                   help="case tokens: one gateway per RSASSA-PSS verifier "
+                        "(LDP_GATEWAY_TOKEN_VERIFIER: auto, gmpy2, openssl), measured side by "
+                        "side; ratios to the first")
+    p.add_argument("--token-rounds", type=int, default=4,
+                   help="case tokens: rounds alternating the gateways")
     p.add_argument("--linger-ms", type=float, default=5.0)
     p.add_argument("--broker", choices=("tansu", "kafka"), default="tansu")
     p.add_argument("--bootstrap", default=None, help="use this broker instead")

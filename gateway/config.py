@@ -20,8 +20,29 @@ LDP_GATEWAY_OPEN             (unset: loopback only)    ``true``: run without dev
                                                        tokens on any address (demos: anyone who
                                                        reaches it may post); ``false``: never
 LDP_GATEWAY_CORS_ORIGINS     ``*``                     origins allowed by CORS (comma separated,
-                                                       ``*`` = any; empty string = CORS off)
+                                                       ``*`` = any; empty string = CORS off);
+                                                       unset: ``LDP_CORS_ORIGINS`` if set
 LDP_GATEWAY_MAX_BODY         4194304                   largest request body in bytes (else 413)
+LDP_GATEWAY_MAX_HEAD         16384                     largest request head (request line and
+                                                       headers) in bytes (else 431)
+LDP_GATEWAY_MAX_HEADERS      100                       most header fields (else 431)
+LDP_GATEWAY_MAX_TARGET       8192                      longest request target (URL) in bytes
+                                                       (else 414)
+LDP_GATEWAY_HEAD_TIMEOUT     10                        seconds for a request's head, from the
+                                                       connection or the request's first byte
+                                                       (else 408 and close)
+LDP_GATEWAY_BODY_MIN_RATE    1024                      bytes/s a body must keep up ...
+LDP_GATEWAY_BODY_GRACE       5                         ... with this many seconds of credit
+                                                       (else 408 and close)
+LDP_GATEWAY_IDLE_TIMEOUT     75                        seconds a keep-alive connection may wait
+                                                       for its next request
+LDP_GATEWAY_BODY_BUDGET      67108864                  bytes of request bodies being received,
+                                                       all connections together (else 503)
+LDP_GATEWAY_AUTH_FAIL_BURST  20                        failed authentications an address may
+                                                       have at once ...
+LDP_GATEWAY_AUTH_FAIL_RATE   1                         ... and earns back per second (else 429)
+LDP_GATEWAY_TRUSTED_PROXIES  (unset)                   CIDRs of proxies whose X-Forwarded-For
+                                                       names the client (comma separated)
 LDP_GATEWAY_LINGER_MS        5                         longest wait of an accepted report before
                                                        its batch goes to Kafka
 LDP_GATEWAY_BATCH_BYTES      1000000                   a collection's Kafka message is cut at
@@ -35,6 +56,10 @@ LDP_GATEWAY_MAX_CONNECTIONS  10000                     open connections beyond t
 LDP_GATEWAY_TOKENS           off                       Privacy Pass tokens: ``required`` (one per
                                                        report), ``optional`` (checked when sent)
                                                        or ``off`` (docs/privacy-pass.md)
+LDP_GATEWAY_TOKEN_VERIFIER   auto                      RSASSA-PSS verification of the tokens:
+                                                       ``gmpy2`` (GMP, the least CPU),
+                                                       ``openssl`` (cryptography) or ``auto``
+                                                       (gmpy2 if installed); same answers
 LDP_TOKEN_ISSUER_NAME        ldpstream                 issuer_name of the token challenges
 LDP_TOKEN_SKEW_SECONDS       30                        a spent token is remembered this long
                                                        after its window's end
@@ -68,6 +93,7 @@ from ldpstream.settings import (
     env_int,
     env_min_isr,
     env_name,
+    env_origins,
     env_redis_prefix,
     env_redis_url,
     key_digest,
@@ -75,8 +101,8 @@ from ldpstream.settings import (
 )
 from ldpstream.storage import DEFAULT_PREFIX
 
-__all__ = ["ConfigError", "GatewaySettings", "parse_keys", "key_digest", "access_mode",
-           "is_loopback"]
+__all__ = ["ConfigError", "GatewaySettings", "Limits", "parse_keys", "key_digest",
+           "access_mode", "is_loopback"]
 
 
 def is_loopback(host: str) -> bool:
@@ -124,6 +150,32 @@ def access_mode(env: Mapping[str, str], host: str, keys: Mapping[bytes, str], *,
                       "on purpose (demos)")
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one client may take, as the server reads it (:meth:`GatewaySettings.limits`;
+    the defaults and the variables are those of :class:`GatewaySettings`)."""
+
+    max_body: int
+    """Largest body (413)."""
+    max_head: int
+    """Largest request line + headers, in bytes (431)."""
+    max_headers: int
+    """Most header fields (431)."""
+    max_target: int
+    """Longest request target (414)."""
+    head_timeout: float
+    """Seconds from the connection (or the request's first byte) to the end of its head."""
+    body_min_rate: float
+    """Bytes per second a body must keep up, after ..."""
+    body_grace: float
+    """... this many seconds of credit."""
+    idle_timeout: float
+    """Seconds a keep-alive connection may wait for its next request."""
+    body_budget: int
+    """Bytes of bodies being received, all connections together (503 beyond)."""
+    max_connections: int
+
+
 @dataclass(frozen=True)
 class GatewaySettings:
     """Gateway settings (see the module docstring for the variables)."""
@@ -147,13 +199,33 @@ class GatewaySettings:
     retry_after: int = 1
     catalog_refresh: float = 5.0
     max_connections: int = 10_000
+    max_head: int = 16384
+    max_headers: int = 100
+    max_target: int = 8192
+    head_timeout: float = 10.0
+    body_min_rate: int = 1024
+    body_grace: float = 5.0
+    idle_timeout: float = 75.0
+    body_budget: int = 64 << 20
+    auth_fail_burst: int = 20
+    auth_fail_rate: float = 1.0
+    trusted_proxies: tuple[str, ...] = ()
     tokens: str = "off"
+    token_verifier: str = "auto"
     token_issuer_name: str = DEFAULT_ISSUER_NAME
     token_skew: int = DEFAULT_SKEW
     kafka_security: KafkaSecurity = KafkaSecurity()
     redis_options: RedisOptions = RedisOptions()
     access: str = "open"
     """``keys``, ``tokens`` or ``open`` (:func:`access_mode`)."""
+
+    def limits(self) -> Limits:
+        """The limits the server holds each client to."""
+        return Limits(max_body=self.max_body, max_head=self.max_head,
+                      max_headers=self.max_headers, max_target=self.max_target,
+                      head_timeout=self.head_timeout, body_min_rate=float(self.body_min_rate),
+                      body_grace=self.body_grace, idle_timeout=self.idle_timeout,
+                      body_budget=self.body_budget, max_connections=self.max_connections)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -170,22 +242,36 @@ class GatewaySettings:
                                           f"key with fleet {keys[digest]!r} of "
                                           "LDP_GATEWAY_KEYS")
                     keys[digest] = fleet
-        raw_origins = env.get("LDP_GATEWAY_CORS_ORIGINS")
-        origins = ("*",) if raw_origins is None else tuple(
-            o.strip().rstrip("/") for o in raw_origins.split(",") if o.strip())
+        # LDP_GATEWAY_CORS_ORIGINS wins; else the origins the query API allows; else any.
+        origins = env_origins(env, "LDP_GATEWAY_CORS_ORIGINS", "LDP_CORS_ORIGINS",
+                              default=("*",))
         host = env.get("LDP_GATEWAY_HOST") or cls.host
         tokens = _tokens_mode(env)
         access = access_mode(env, host, keys, tokens_required=tokens == "required")
-        for o in origins:
-            if o != "*" and not o.startswith(("http://", "https://")):
-                raise ConfigError("LDP_GATEWAY_CORS_ORIGINS must be '*' or http(s)://host[:port]"
-                                  f" origins, got {o!r}")
         max_body = env_int(env, "LDP_GATEWAY_MAX_BODY", cls.max_body, 64, 1 << 30)
         batch_bytes = env_int(env, "LDP_GATEWAY_BATCH_BYTES", cls.batch_bytes, 1024, 16 << 20)
         queue_bytes = env_int(env, "LDP_GATEWAY_QUEUE_BYTES", cls.queue_bytes, 1 << 16, 1 << 34)
         if queue_bytes < max_body:
             raise ConfigError(f"LDP_GATEWAY_QUEUE_BYTES ({queue_bytes}) must be at least "
                               f"LDP_GATEWAY_MAX_BODY ({max_body})")
+        body_budget = env_int(env, "LDP_GATEWAY_BODY_BUDGET", cls.body_budget, 1 << 16, 1 << 40)
+        if body_budget < max_body:
+            raise ConfigError(f"LDP_GATEWAY_BODY_BUDGET ({body_budget}) must be at least "
+                              f"LDP_GATEWAY_MAX_BODY ({max_body})")
+        max_head = env_int(env, "LDP_GATEWAY_MAX_HEAD", cls.max_head, 1024, 1 << 20)
+        max_target = env_int(env, "LDP_GATEWAY_MAX_TARGET", cls.max_target, 64, 1 << 20)
+        if max_target >= max_head:
+            raise ConfigError(f"LDP_GATEWAY_MAX_TARGET ({max_target}) must be smaller than "
+                              f"LDP_GATEWAY_MAX_HEAD ({max_head}): the target is part of the "
+                              "head")
+        proxies = tuple(p.strip() for p in (env.get("LDP_GATEWAY_TRUSTED_PROXIES") or ""
+                                            ).split(",") if p.strip())
+        for p in proxies:
+            try:
+                ipaddress.ip_network(p, strict=False)
+            except ValueError:
+                raise ConfigError("LDP_GATEWAY_TRUSTED_PROXIES must be IP addresses or CIDR "
+                                  f"networks (comma separated), got {p!r}") from None
         return cls(
             kafka_bootstrap=env_bootstrap(env),
             redis_url=url,
@@ -210,7 +296,24 @@ class GatewaySettings:
                                       0.1, 3600.0),
             max_connections=env_int(env, "LDP_GATEWAY_MAX_CONNECTIONS", cls.max_connections,
                                     1, 1_000_000),
+            max_head=max_head,
+            max_headers=env_int(env, "LDP_GATEWAY_MAX_HEADERS", cls.max_headers, 8, 10_000),
+            max_target=max_target,
+            head_timeout=env_float(env, "LDP_GATEWAY_HEAD_TIMEOUT", cls.head_timeout, 0.1,
+                                   3600.0),
+            body_min_rate=env_int(env, "LDP_GATEWAY_BODY_MIN_RATE", cls.body_min_rate, 1,
+                                  1 << 30),
+            body_grace=env_float(env, "LDP_GATEWAY_BODY_GRACE", cls.body_grace, 0.1, 3600.0),
+            idle_timeout=env_float(env, "LDP_GATEWAY_IDLE_TIMEOUT", cls.idle_timeout, 0.1,
+                                   86_400.0),
+            body_budget=body_budget,
+            auth_fail_burst=env_int(env, "LDP_GATEWAY_AUTH_FAIL_BURST", cls.auth_fail_burst, 1,
+                                    1_000_000),
+            auth_fail_rate=env_float(env, "LDP_GATEWAY_AUTH_FAIL_RATE", cls.auth_fail_rate,
+                                     0.001, 1_000_000.0),
+            trusted_proxies=proxies,
             tokens=tokens,
+            token_verifier=_token_verifier(env),
             token_issuer_name=env_issuer_name(env),
             token_skew=env_int(env, "LDP_TOKEN_SKEW_SECONDS", DEFAULT_SKEW, 0, 3600),
             kafka_security=KafkaSecurity.from_env(env),
@@ -234,3 +337,16 @@ def _tokens_mode(env: Mapping[str, str]) -> str:
     if mode not in ("required", "optional", "off"):
         raise ConfigError(f"LDP_GATEWAY_TOKENS must be required, optional or off, got {mode!r}")
     return mode
+
+
+def _token_verifier(env: Mapping[str, str]) -> str:
+    from ldpstream.privacypass.blindrsa import BACKENDS, default_backend
+
+    name = (env.get("LDP_GATEWAY_TOKEN_VERIFIER") or "auto").strip().lower()
+    if name not in BACKENDS:
+        raise ConfigError(f"LDP_GATEWAY_TOKEN_VERIFIER must be {', '.join(BACKENDS[:-1])} or "
+                          f"{BACKENDS[-1]}, got {name!r}")
+    if name == "gmpy2" and default_backend() != "gmpy2":
+        raise ConfigError("LDP_GATEWAY_TOKEN_VERIFIER=gmpy2 needs the gmpy2 package "
+                          "(pip install gmpy2), or set it to auto or openssl")
+    return name

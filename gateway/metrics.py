@@ -11,6 +11,18 @@ histograms.
 * ``ldp_gateway_queue_bytes`` / ``ldp_gateway_queue_requests``: accepted, not yet answered;
 * ``ldp_gateway_queue_limit_bytes``: the bound (``LDP_GATEWAY_QUEUE_BYTES``);
 * ``ldp_gateway_connections``: open client connections;
+* ``ldp_gateway_connections_closed_total{reason}``: closed without an answer (``idle``,
+  ``no_request``: opened and sent nothing within the head deadline, ``not_reading``);
+  the ones answered 408 are in ``ldp_gateway_rejected_total{reason="head_timeout"}`` and
+  ``{reason="body_too_slow"}``;
+* ``ldp_gateway_body_buffered_bytes`` / ``ldp_gateway_body_budget_bytes``: bytes of
+  request bodies being received, and their bound (``LDP_GATEWAY_BODY_BUDGET``);
+* ``ldp_gateway_auth_throttled_total``: requests refused 429 for too many failed
+  authentications from their address; ``ldp_gateway_auth_failures_total``;
+  ``ldp_gateway_auth_throttled_addresses``: addresses throttled now;
+* ``ldp_gateway_catalogue_collections``, ``ldp_gateway_catalogue_checks_total``,
+  ``ldp_gateway_catalogue_reloads_total``, ``ldp_gateway_catalogue_errors_total``: the
+  catalogue client (errors: Redis could not be read, apart from unknown ids);
 * ``ldp_gateway_broker_up``: 0 while the circuit breaker holds the broker for down;
 * ``ldp_gateway_produce_seconds``: from handing a batch to the producer to its last ack;
 * ``ldp_gateway_batch_reports`` / ``ldp_gateway_batch_bytes``: per Kafka message.
@@ -28,8 +40,10 @@ from prometheus_client.registry import Collector
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
+    from ldpstream.catalogue import CatalogueState
+
     from .batcher import Batcher
-    from .server import Stats
+    from .server import GatewayServer, Stats
 
 __all__ = ["GatewayMetrics"]
 
@@ -73,6 +87,40 @@ class _HotPath(Collector):
                                     b.broker_up) if b else 0)
         yield GaugeMetricFamily("ldp_gateway_connections", "Open client connections",
                                 value=m.connections())
+        closed = CounterMetricFamily("ldp_gateway_connections_closed",
+                                     "Connections closed without an answer, by reason",
+                                     labels=["reason"])
+        if m.stats is not None:
+            for reason, v in sorted(m.stats.closed.items()):
+                closed.add_metric([reason], v)
+        yield closed
+        srv = m.server
+        if srv is not None:
+            yield GaugeMetricFamily("ldp_gateway_body_buffered_bytes",
+                                    "Bytes of request bodies being received",
+                                    value=srv.body_buffered)
+            yield GaugeMetricFamily("ldp_gateway_body_budget_bytes",
+                                    "Bound of the bodies being received", value=srv.body_budget)
+            t = srv.throttle
+            yield CounterMetricFamily("ldp_gateway_auth_throttled",
+                                      "Requests refused for too many failed authentications "
+                                      "from their address", value=t.throttled)
+            yield CounterMetricFamily("ldp_gateway_auth_failures", "Failed authentications",
+                                      value=t.failures)
+            yield GaugeMetricFamily("ldp_gateway_auth_throttled_addresses",
+                                    "Client addresses throttled now",
+                                    value=t.blocked_addresses())
+        c = m.catalogue
+        if c is not None:
+            yield GaugeMetricFamily("ldp_gateway_catalogue_collections",
+                                    "Collections in the catalogue", value=len(c.specs))
+            yield CounterMetricFamily("ldp_gateway_catalogue_checks",
+                                      "Catalogue version checks that succeeded", value=c.checks)
+            yield CounterMetricFamily("ldp_gateway_catalogue_reloads",
+                                      "Catalogue re-reads", value=c.reloads)
+            yield CounterMetricFamily("ldp_gateway_catalogue_errors",
+                                      "Catalogue reads that failed (Redis unreachable)",
+                                      value=c.errors)
 
 
 def _zero() -> int:
@@ -86,6 +134,8 @@ class GatewayMetrics:
         self.registry = registry
         self.stats: Stats | None = None
         self.batcher: Batcher | None = None
+        self.server: GatewayServer | None = None
+        self.catalogue: CatalogueState | None = None
         self.accepted: dict[str, tuple[int, int]] = {}
         self.connections: Callable[[], int] = _zero
         self.produce_seconds = Histogram(

@@ -9,16 +9,36 @@ and one pre-built response; the answer is a callback of the
 that become ready in one turn of the event loop leave in one write per connection.
 
 HTTP features: keep-alive, pipelining (answers leave in request order),
-``Content-Length`` or chunked bodies, ``Expect: 100-continue``, 411 for a POST without
-a length, 413 as soon as a declared or received length passes the limit (then the
-connection closes), idle connections closed after ``idle_timeout`` seconds, at most
-``max_connections`` connections, reading paused while a client does not read its
-answers.
+``Content-Length`` or chunked bodies, ``Expect: 100-continue``, absolute-form targets,
+HEAD, reading paused while a client does not read its answers.
+
+Against hostile clients (see :class:`~gateway.config.Limits` and ``docs/gateway.md``), a
+connection is
+always in one phase with its own deadline, checked by a sweep (twice a second, and at
+the next deadline when one comes sooner: deadlines hold to within 0.1 s):
+
+* *open* (accepted, nothing received) and *head* (a request begun): the head must be
+  complete ``head_timeout`` seconds after the connection opened or the request began,
+  else 408 (a connection that sent nothing is closed without a word);
+* *body*: the body must arrive at ``body_min_rate`` bytes/s, with a credit of
+  ``body_grace`` seconds (a stall of the grace, or a slower average, gets 408);
+* *idle* (keep-alive between requests): closed after ``idle_timeout``;
+* *done* (answered with ``Connection: close``): the rest of the input is read and
+  dropped for at most :data:`LINGER` seconds so the answer is not lost to a reset.
+
+A head longer than ``max_head`` bytes or with more than ``max_headers`` fields gets 431,
+a target longer than ``max_target`` 414, as soon as the limit is passed (the rest is
+never read).  A POST to ``/v1/reports`` is authenticated when its head is complete
+(:mod:`gateway.auth`), before any byte of its body is read or ``100 Continue`` sent;
+the bodies being received share one budget of ``body_budget`` bytes (503 with
+``Retry-After`` beyond it).  Early refusals answer at once and close the connection.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import json
 import logging
 import time
@@ -29,17 +49,41 @@ from typing import Any, cast
 
 import httptools
 
+from ldpstream.catalogue import CatalogueUnavailable
+
+from .auth import Authenticator, AuthError, FailureThrottle, IPNetwork, client_address
 from .batcher import Batcher, Overloaded, Unavailable
+from .config import Limits
 from .parse import BodyError, Catalogue, UnknownCollection, media_type, parse_body
 
-__all__ = ["GatewayServer", "Stats"]
+__all__ = ["GatewayServer", "Limits", "Stats"]
 
 log = logging.getLogger("ldpstream.gateway")
 
 REPORTS_PATH = b"/v1/reports"
-_CORS_ALLOW_HEADERS = b"Authorization, Content-Type, X-LDP-Key"
-_WANTED = {b"content-type", b"content-length", b"authorization", b"x-ldp-key", b"origin",
-           b"transfer-encoding", b"expect", b"access-control-request-method"}
+_CORS_ALLOW_HEADERS = b"Authorization, Content-Type, X-LDP-Key, Idempotency-Key"
+_WANTED = frozenset({b"content-type", b"content-length", b"origin", b"transfer-encoding",
+                     b"expect", b"access-control-request-method", b"host", b"authorization",
+                     b"x-ldp-key"})  # Authorization also carries Privacy Pass tokens
+
+LINGER = 2.0
+"""Seconds a connection answered with ``Connection: close`` keeps reading (and dropping)
+its client's input before it is cut."""
+
+SWEEP = 0.5
+"""Seconds between two checks of the deadlines, at most ..."""
+
+SWEEP_MIN = 0.1
+"""... and at least (when a deadline is near): deadlines are kept to within this."""
+
+# Connection phases (see the module docstring).
+_OPEN, _IDLE, _HEAD, _BODY, _DONE = range(5)
+
+try:  # glibc keeps freed heap pages; after a burst of large bodies, hand them back
+    _malloc_trim: Callable[[int], int] | None = ctypes.CDLL(
+        ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+except (OSError, AttributeError):  # pragma: no cover - not glibc
+    _malloc_trim = None
 
 
 class Stats:
@@ -50,6 +94,8 @@ class Stats:
         """(route, status) → requests answered."""
         self.rejected: dict[str, int] = {}
         """reason → requests refused with 4xx/5xx."""
+        self.closed: dict[str, int] = {}
+        """reason → connections closed without an answer (idle, no request, not reading)."""
         self.connections = 0
 
     def count(self, route: str, status: int) -> None:
@@ -61,36 +107,56 @@ def _status_line(code: int) -> bytes:
     return f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\n".encode()
 
 
-_STATUS = {c: _status_line(c) for c in (200, 202, 204, 400, 401, 403, 404, 405, 411, 413,
-                                         415, 429, 500, 503)}
+_STATUS = {c: _status_line(c) for c in (200, 202, 204, 400, 401, 403, 404, 405, 408, 411, 413,
+                                         414, 415, 429, 431, 500, 503)}
+
+
+class _Refusal(Exception):
+    """Raised in a parser callback: answer ``error`` at once and close (``route`` for the
+    request counter, ``retry_after`` for its header)."""
+
+    def __init__(self, error: BodyError, route: str = "reports",
+                 retry_after: int | None = None) -> None:
+        super().__init__(error.reason)
+        self.error, self.route, self.retry_after = error, route, retry_after
 
 
 class Slot:
     """The answer of one request, in the order requests came on the connection."""
 
-    __slots__ = ("data", "close")
+    __slots__ = ("data", "close", "head_only")
 
-    def __init__(self) -> None:
+    def __init__(self, head_only: bool = False) -> None:
         self.data: bytes | None = None
         self.close = False
+        self.head_only = head_only
 
 
 class GatewayServer:
-    """Routes, authentication, CORS and the glue between the protocol and the batcher.
+    """Routes, authentication, CORS, limits and the glue between the protocol and the batcher.
 
     Parameters
     ----------
     catalogue : callable
         Returns the current :class:`~gateway.parse.Catalogue`.
     lookup : async callable
-        ``lookup(collection_id) -> bool``: re-read one collection from Redis (True if the
-        catalogue now has it).
+        ``lookup(collection_id) -> bool``: look for one collection missing from the
+        catalogue (True if the catalogue now has it); raises
+        :class:`~ldpstream.catalogue.CatalogueUnavailable` when that cannot be told.
+    known_absent : callable
+        ``known_absent(collection_id) -> bool``: True if it was looked for a moment ago
+        (answered 404 without a lookup).
     batcher : Batcher
-    keys : dict
-        SHA-256 digest of a device key → fleet; empty: no key needed.
+    authenticator : Authenticator or None
+        Called with the head of every POST to ``/v1/reports`` (None: no credential needed).
+    throttle : FailureThrottle or None
+        Failed authentications per client address.
+    trusted_proxies : tuple of networks
+        Peers whose ``X-Forwarded-For`` names the client.
     cors_origins : tuple of str
         ``("*",)``, a list of origins, or empty (no CORS headers).
-    max_body : int
+    limits : Limits
+        What one client may take (:meth:`gateway.config.GatewaySettings.limits`).
     retry_after : int
     ready : async callable
         ``ready() -> (ok, details)`` for ``/readyz``.
@@ -100,22 +166,44 @@ class GatewayServer:
 
     def __init__(self, *, catalogue: Callable[[], Catalogue],
                  lookup: Callable[[str], Awaitable[bool]], batcher: Batcher,
-                 keys: dict[bytes, str], cors_origins: tuple[str, ...], max_body: int,
-                 retry_after: int, ready: Callable[[], Awaitable[tuple[bool, dict[str, Any]]]],
-                 metrics: Callable[[], tuple[bytes, str]], max_connections: int = 10_000,
-                 idle_timeout: float = 75.0) -> None:
+                 cors_origins: tuple[str, ...], retry_after: int,
+                 ready: Callable[[], Awaitable[tuple[bool, dict[str, Any]]]],
+                 metrics: Callable[[], tuple[bytes, str]],
+                 known_absent: Callable[[str], bool] | None = None,
+                 authenticator: Authenticator | None = None,
+                 throttle: FailureThrottle | None = None,
+                 trusted_proxies: tuple[IPNetwork, ...] = (),
+                 limits: Limits) -> None:
         self.catalogue, self.lookup, self.batcher = catalogue, lookup, batcher
-        self.keys = keys
+        self.known_absent = known_absent or (lambda cid: False)
+        self.authenticator = authenticator
+        self.throttle = throttle or FailureThrottle(burst=20, rate=1.0)
+        self.trusted_proxies = trusted_proxies
+        self.wanted = _WANTED | (authenticator.headers if authenticator else frozenset()) | (
+            {b"x-forwarded-for"} if trusted_proxies else frozenset())
         self.cors_any = "*" in cors_origins
         self.cors_origins = {o.encode() for o in cors_origins if o != "*"}
         self.cors_on = bool(cors_origins)
-        self.max_body, self.retry_after = max_body, retry_after
+        self.retry_after = retry_after
         self.ready, self.metrics = ready, metrics
-        self.max_connections, self.idle_timeout = max_connections, idle_timeout
+        self.limits = limits
+        # the limits again as plain attributes: the hot path reads them per request
+        self.max_body, self.max_head = limits.max_body, limits.max_head
+        self.max_headers, self.max_target = limits.max_headers, limits.max_target
+        self.body_budget, self.body_grace = limits.body_budget, limits.body_grace
+        self.seconds_per_byte = 1.0 / limits.body_min_rate
+        self.max_connections = limits.max_connections
+        self.body_buffered = 0
+        """Bytes of bodies being received now (all connections)."""
+        self.body_peak = 0
+        self.clock = time.monotonic()
+        """Monotonic time of the last read or sweep (read by the hot path instead of a
+        clock call per request)."""
         self.stats = Stats()
         self.connections: set[HttpProtocol] = set()
         self._retry_header = f"Retry-After: {retry_after}\r\n".encode()
         self._sweeper: asyncio.TimerHandle | None = None
+        self._sweeps = 0
         self._dirty: list[HttpProtocol] = []
         self._write_scheduled = False
         self.stopping = False
@@ -143,11 +231,13 @@ class GatewayServer:
             str(len(body)).encode(), b"\r\n", self.cors_headers(origin), extra,
             b"Connection: close\r\n\r\n" if close else b"\r\n", body))
 
-    def error(self, exc: BodyError, origin: bytes | None, close: bool = False) -> bytes:
+    def error(self, exc: BodyError, origin: bytes | None, close: bool = False,
+              extra: bytes = b"", retry_after: int | None = None) -> bytes:
         self.stats.rejected[exc.reason] = self.stats.rejected.get(exc.reason, 0) + 1
-        extra = self._retry_header if exc.status in (429, 503) else b""
-        if exc.status == 405:
-            extra += b"Allow: POST, OPTIONS\r\n"
+        if retry_after is not None:
+            extra += b"Retry-After: %d\r\n" % retry_after
+        elif exc.status in (429, 503):
+            extra += self._retry_header
         if exc.www_authenticate:
             extra += b"WWW-Authenticate: " + exc.www_authenticate.encode() + b"\r\n"
         return self.response(exc.status, json.dumps(exc.body()).encode(), origin=origin,
@@ -157,35 +247,75 @@ class GatewayServer:
         body = b'{"accepted_messages":%d,"accepted_reports":%d}' % (messages, reports)
         return self.response(202, body, origin=origin)
 
-    # ---- requests ---------------------------------------------------------------------------
-    def authenticate(self, authorization: bytes | None, x_key: bytes | None) -> None:
-        if not self.keys:
-            return
-        key: bytes | None = None
-        if authorization is not None:
-            scheme, _, token = authorization.strip().partition(b" ")
-            if scheme.lower() == b"bearer" and token.strip():
-                key = token.strip()
-        if key is None and x_key is not None and x_key.strip():
-            key = x_key.strip()
-        if key is None:
-            raise BodyError(401, "missing_key", "this gateway needs a device key: "
-                            "'Authorization: Bearer <key>' or 'X-LDP-Key: <key>'")
-        import hashlib
-
-        if hashlib.sha256(key).digest() not in self.keys:
-            raise BodyError(403, "wrong_key", "the device key is not one of this gateway's")
-
+    # ---- deadlines -------------------------------------------------------------------------
     def start_sweeper(self) -> None:
         loop = asyncio.get_running_loop()
+        due = time.monotonic() + SWEEP
 
         def sweep() -> None:
-            now = time.monotonic()
-            for conn in list(self.connections):
-                if not conn.slots and now - conn.last_active > self.idle_timeout:
-                    conn.close()
-            self._sweeper = loop.call_later(5.0, sweep)
-        self._sweeper = loop.call_later(5.0, sweep)
+            nonlocal due
+            if time.monotonic() - due > 0.25 and due > 0:
+                # The loop was busy for a while: let it read what came meanwhile before
+                # anyone is judged (a client is not late because the gateway was).
+                due = 0.0
+                self._sweeper = loop.call_later(0.005, sweep)
+                return
+            wait = self.sweep()
+            due = time.monotonic() + wait
+            self._sweeper = loop.call_later(wait, sweep)
+        self._sweeper = loop.call_later(SWEEP, sweep)
+
+    def sweep(self) -> float:
+        """Close or answer 408 every connection past its deadline; the seconds until the
+        next sweep: :data:`SWEEP`, or less (not under :data:`SWEEP_MIN`) when a deadline
+        comes sooner, so a deadline is kept to within ``SWEEP_MIN`` seconds."""
+        now = self.clock = time.monotonic()
+        lim = self.limits
+        head_timeout, idle_timeout = lim.head_timeout, lim.idle_timeout
+        soonest = now + SWEEP
+        for conn in list(self.connections):
+            phase = conn.phase
+            if phase == _IDLE:
+                if not conn.slots and not conn.out:
+                    end = conn.began + idle_timeout
+                    if now > end:
+                        conn.drop("idle")
+                    elif end < soonest:
+                        soonest = end
+            elif phase == _HEAD:
+                end = conn.began + head_timeout
+                if now > end:
+                    conn.timeout("head_timeout", f"the request's head did not arrive within "
+                                 f"{head_timeout:g} s (LDP_GATEWAY_HEAD_TIMEOUT)")
+                elif end < soonest:
+                    soonest = end
+            elif phase == _BODY:
+                credit = conn.body_credit(now, lim)
+                if credit < 0:
+                    conn.timeout("body_too_slow", f"the body came slower than "
+                                 f"{lim.body_min_rate:g} bytes/s after a grace of "
+                                 f"{lim.body_grace:g} s (LDP_GATEWAY_BODY_MIN_RATE, "
+                                 "LDP_GATEWAY_BODY_GRACE)")
+                elif now + credit < soonest:
+                    soonest = now + credit
+            elif phase == _OPEN:
+                end = conn.began + head_timeout
+                if now > end:
+                    conn.drop("no_request")
+                elif end < soonest:
+                    soonest = end
+            elif conn.linger_until and now > conn.linger_until:
+                conn.abort()
+            if conn.paused and now - conn.paused_at > idle_timeout:
+                conn.drop("not_reading")  # it does not read its answers
+        self._sweeps += 1
+        if self._sweeps % 20 == 0:
+            self.throttle.prune()
+        if self.body_peak > (8 << 20) and self.body_buffered == 0:
+            self.body_peak = 0
+            if _malloc_trim is not None:  # the bodies are gone: give their pages back
+                _malloc_trim(0)
+        return min(SWEEP, max(SWEEP_MIN, soonest - now + 0.001))
 
     def stop_sweeper(self) -> None:
         if self._sweeper is not None:
@@ -194,6 +324,7 @@ class GatewayServer:
     def protocol(self) -> HttpProtocol:
         return HttpProtocol(self)
 
+    # ---- writing ---------------------------------------------------------------------------
     def schedule_write(self, conn: HttpProtocol) -> None:
         """Have ``conn`` write its ready answers at the end of this loop turn."""
         self._dirty.append(conn)
@@ -213,25 +344,48 @@ class GatewayServer:
 
 
 class HttpProtocol(asyncio.Protocol):
-    """One client connection."""
+    """One client connection; also the :class:`~gateway.auth.RequestHead` of its current
+    request (``method``, ``path``, ``headers``, ``client``)."""
 
     def __init__(self, server: GatewayServer) -> None:
         self.server = server
         self.parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport | None = None
         self.slots: deque[Slot] = deque()
-        self.last_active = time.monotonic()
         self.closing = False
         self.paused = False
+        self.paused_at = 0.0
         self.out: list[bytes] = []
-        self._reset()
-
-    def _reset(self) -> None:
+        self.phase = _OPEN
+        self.began = server.clock
+        """When the phase began (the connection, the request, the body, the last answer)."""
+        self.held = 0
+        """Bytes of the current body counted in the server's ``body_buffered``."""
+        self.credit = 0.0
+        self.swept = (0, 0, 0.0)  # (head number, body bytes, time) at the last sweep
+        self.linger_until = 0.0
+        self.head_bytes = 0
+        self.heads = 0
+        self.trusted = False
+        """True once a request of this connection has authenticated (never throttled)."""
+        self.principal: object = None
+        self.peer = ""
+        self.method = b""
+        self.path = b""
+        self.wanted = server.wanted
+        # the fields of the current request (reset by on_message_begin)
         self.url = b""
         self.headers: dict[bytes, bytes] = {}
+        self.nheaders = self.hosts = self.body_len = 0
         self.body: list[bytes] = []
-        self.body_len = 0
         self.refused: bytes | None = None  # an answer decided before the body ended
+
+    @property
+    def client(self) -> str:
+        """The client address (see :func:`gateway.auth.client_address`)."""
+        srv = self.server
+        return client_address(self.peer, self.headers.get(b"x-forwarded-for"),
+                              srv.trusted_proxies)
 
     # ---- asyncio.Protocol -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -243,28 +397,92 @@ class HttpProtocol(asyncio.Protocol):
                                                 "too many open connections"), None, True))
             transport.close()
             self.closing = True
+            self.phase = _DONE
             return
         srv.connections.add(self)
         srv.stats.connections += 1
+        self.began = srv.clock = time.monotonic()
+        peer = transport.get_extra_info("peername")
+        self.peer = str(peer[0]) if isinstance(peer, tuple) and peer else ""
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
+        self.phase = _DONE
+        self._release_body()
         self.server.connections.discard(self)
 
     def data_received(self, data: bytes) -> None:
-        if self.closing:
+        srv = self.server
+        srv.clock = time.monotonic()
+        self._read(data)
+        if self.phase == _BODY and self.body_len != self.held:
+            self._hold()  # a body goes on past this read: it now holds memory
+
+    def _read(self, data: bytes) -> None:
+        """Feed one read to the parser so that at most ``max_head`` bytes of a head reach it
+        (the parser keeps a head whole): a read that starts in a head and holds more than
+        that is fed in pieces (memoryview slices, no copies) cut at the end of the head; a
+        head that does not end within the limit gets 431.  A head that follows the end of
+        a body in the same read is bounded by the read (at most 256 KiB), then by the
+        limit from the next read on."""
+        srv = self.server
+        pos, size = 0, len(data)
+        view: memoryview | None = None
+        while True:
+            phase = self.phase
+            if phase == _DONE:  # answered with Connection: close: dropped unread
+                return
+            rest = size - pos
+            heads = self.heads
+            if phase != _BODY:
+                n = self.head_bytes + rest
+                if n > srv.max_head:
+                    # more than a head's worth: feed up to the end of this head (or up to
+                    # the limit, then 431); what follows is its body or the next head
+                    allowed = srv.max_head - self.head_bytes
+                    end = data.find(b"\r\n\r\n", pos, pos + allowed)
+                    stop = end + 4 if end >= 0 else pos + allowed
+                    self.head_bytes = srv.max_head
+                    if view is None:
+                        view = memoryview(data)
+                    if stop > pos:
+                        self._feed(view[pos:stop])
+                    pos = stop
+                    if self.phase == _DONE:
+                        return
+                    if self.heads == heads:  # no head ended within the limit
+                        self._refuse_now(self._head_refusal())
+                        return
+                    if pos >= size:
+                        return
+                    continue
+                self.head_bytes = n
+            # the rest of the read at once (the common case: it is small, or a body)
+            self._feed(data if view is None else view[pos:])
             return
-        self.last_active = time.monotonic()
+
+    def _feed(self, data: bytes | memoryview) -> None:
         try:
             self.parser.feed_data(data)
+        except httptools.HttpParserCallbackError as exc:
+            cause = exc.__context__
+            if isinstance(cause, _Refusal):
+                self._refuse_now(cause)
+            else:
+                log.error("internal error reading a request: %r", cause)
+                self._refuse_now(_Refusal(BodyError(500, "internal", "internal error"),
+                                          "other"))
         except httptools.HttpParserUpgrade:
-            self._fail(400, "upgrade", "protocol upgrades are not supported")
+            self._refuse_now(_Refusal(BodyError(400, "upgrade", "protocol upgrades are not "
+                                                "supported"), "other"))
         except httptools.HttpParserError as exc:
-            self._fail(400, "bad_request", f"malformed HTTP: {exc}")
+            self._refuse_now(_Refusal(BodyError(400, "bad_request", f"malformed HTTP: {exc}"),
+                                      "other"))
 
     def pause_writing(self) -> None:  # the client does not read its answers: stop reading
         if self.transport is not None and not self.paused:
             self.paused = True
+            self.paused_at = self.server.clock
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
@@ -274,79 +492,200 @@ class HttpProtocol(asyncio.Protocol):
 
     def close(self) -> None:
         self.closing = True
+        self.phase = _DONE
         if self.transport is not None:
             self.transport.close()
 
-    def _fail(self, status: int, reason: str, detail: str) -> None:
-        slot = Slot()
+    def abort(self) -> None:
+        self.closing = True
+        self.phase = _DONE
+        if self.transport is not None:
+            self.transport.abort()
+
+    def drop(self, reason: str) -> None:
+        """Close without an answer (idle, never sent a request, does not read)."""
+        closed = self.server.stats.closed
+        closed[reason] = closed.get(reason, 0) + 1
+        if reason == "not_reading":
+            self.abort()  # its unread answers would hold a graceful close forever
+        else:
+            self.close()
+
+    def timeout(self, reason: str, detail: str) -> None:
+        """408 and close: the head or the body did not come in time."""
+        route = "reports" if self.phase == _BODY and self.path == REPORTS_PATH else "other"
+        self._refuse_now(_Refusal(BodyError(408, reason, detail), route))
+
+    def body_credit(self, now: float, lim: Limits) -> float:
+        """Seconds of credit left to the body being received (< 0: too slow): a token
+        bucket of at most ``body_grace`` s, spent by time, earned at 1 s per
+        ``body_min_rate`` bytes (updated here, at each sweep, not per read)."""
+        heads, got, at = self.swept
+        if heads != self.heads:  # a body not seen before: full credit from its start
+            got, at, self.credit = 0, self.began, lim.body_grace
+        size = self.body_len
+        credit = self.credit - (now - at) + (size - got) / lim.body_min_rate
+        self.credit = credit if credit < lim.body_grace else lim.body_grace
+        self.swept = (self.heads, size, now)
+        return self.credit
+
+    def _hold(self) -> None:
+        """Count the part of the current body received so far in the shared budget."""
+        srv = self.server
+        srv.body_buffered += self.body_len - self.held
+        self.held = self.body_len
+        if srv.body_buffered > srv.body_peak:
+            srv.body_peak = srv.body_buffered
+            if srv.body_buffered > srv.body_budget:
+                self._refuse_now(_Refusal(_over_budget(srv)))
+
+    def _release_body(self) -> None:
+        if self.held:
+            self.server.body_buffered -= self.held
+            self.held = 0
+        self.body = []
+
+    def _refuse_now(self, refusal: _Refusal) -> None:
+        """Answer ``refusal`` after the answers before it, then close; read nothing more."""
+        if self.phase == _DONE:
+            return
+        self.phase = _DONE
+        self._release_body()
+        srv = self.server
+        err = refusal.error
+        try:
+            head_only = self.parser.get_method() == b"HEAD"
+        except httptools.HttpParserError:  # pragma: no cover - no request line yet
+            head_only = False
+        slot = Slot(head_only)
         self.slots.append(slot)
-        self._fill(slot, self.server.error(BodyError(status, reason, detail), None, True), True)
-        self.server.stats.count("other", status)
+        srv.stats.count(refusal.route, err.status)
+        self._fill(slot, srv.error(err, self.headers.get(b"origin"), close=True,
+                                   retry_after=refusal.retry_after), True)
 
     # ---- parser callbacks -------------------------------------------------------------------
     def on_message_begin(self) -> None:
-        self._reset()
+        # the fields of one request (set here, not in a helper: this runs per request)
+        self.url = b""
+        self.headers = {}
+        self.nheaders = self.hosts = self.body_len = 0
+        self.body = []
+        self.refused = None
+        if self.phase != _OPEN:  # a new connection's deadline runs from its opening
+            self.began = self.server.clock
+        self.phase = _HEAD
 
     def on_url(self, url: bytes) -> None:
-        self.url += url
+        self.url += url  # its length is checked with the head's (bounded by max_head)
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self.nheaders += 1
         name = name.lower()
-        if name in _WANTED:
+        if name in self.wanted:
+            if name == b"host":
+                self.hosts += 1
             self.headers[name] = value
 
-    def on_headers_complete(self) -> None:
-        h = self.headers
-        if self.parser.get_method() != b"POST":
-            return
-        length = h.get(b"content-length")
-        chunked = b"chunked" in h.get(b"transfer-encoding", b"").lower()
-        origin = h.get(b"origin")
+    def _head_refusal(self) -> _Refusal:
+        """431 or 414: the head, its fields or its target is too long (the limit named)."""
         srv = self.server
-        if length is None and not chunked:
-            self.refused = srv.error(BodyError(411, "length_required",
-                                               "a POST needs Content-Length (or chunked "
-                                               "transfer encoding)"), origin)
+        if len(self.url) > srv.max_target:
+            return _Refusal(BodyError(414, "target_too_long", f"the request target is longer "
+                                      f"than {srv.max_target} bytes (LDP_GATEWAY_MAX_TARGET)"),
+                            "other")
+        if self.nheaders > srv.max_headers:
+            return _Refusal(BodyError(431, "too_many_headers", f"the request has more than "
+                                      f"{srv.max_headers} header fields "
+                                      "(LDP_GATEWAY_MAX_HEADERS)"), "other")
+        return _Refusal(BodyError(431, "head_too_large", f"the request's head is longer than "
+                                  f"{srv.max_head} bytes (LDP_GATEWAY_MAX_HEAD)"), "other")
+
+    def on_headers_complete(self) -> None:
+        srv = self.server
+        self.heads += 1
+        self.phase = _BODY
+        self.head_bytes = 0
+        self.began = srv.clock
+        url = self.url
+        if len(url) > srv.max_target or self.nheaders > srv.max_headers:
+            raise self._head_refusal()
+        method = self.method = self.parser.get_method()
+        if url[:1] == b"/":
+            q = url.find(b"?")
+            path = self.path = url if q < 0 else url[:q]
+        else:
+            path = self.path = _origin_path(url)
+        if self.hosts != 1 and (self.hosts or self.parser.get_http_version() != "1.0"):
+            raise _Refusal(BodyError(400, "missing_host", "an HTTP/1.1 request needs exactly "
+                                     "one Host header"), "other")
+        if path != REPORTS_PATH or method != b"POST":
+            self.refused = b""  # no other route reads a body: dropped as it comes
             return
-        if length is not None and length.strip().isdigit() and int(length) > srv.max_body:
-            self._too_large(int(length))
-            return
-        if h.get(b"expect", b"").lower() == b"100-continue" and not self.slots and not self.out:
+        # A report: the lengths, the credential, the body budget, then 100 Continue, all
+        # before any byte of the body is read.
+        h = self.headers
+        length = h.get(b"content-length")
+        declared = 0
+        if length is None:
+            if b"chunked" not in h.get(b"transfer-encoding", b"").lower():
+                self.refused = srv.error(BodyError(411, "length_required",
+                                                   "a POST needs Content-Length (or chunked "
+                                                   "transfer encoding)"), h.get(b"origin"))
+                return
+        elif length.isdigit():
+            declared = int(length)
+            if declared > srv.max_body:
+                raise _Refusal(self._too_large(declared))
+        if srv.authenticator is not None:
+            self._authenticate(srv.authenticator)
+        if srv.body_buffered + declared > srv.body_budget:
+            raise _Refusal(_over_budget(srv))
+        if b"expect" in h and h[b"expect"].lower() == b"100-continue" and not self.slots \
+                and not self.out:
             assert self.transport is not None
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
-    def _too_large(self, size: int) -> None:
-        self.refused = self.server.error(BodyError(
-            413, "too_large", f"the body has {size} bytes or more, the limit is "
-            f"{self.server.max_body} (LDP_GATEWAY_MAX_BODY)"), self.headers.get(b"origin"),
-            close=True)
-        # Answer now and close: the rest of the body is never read.
-        slot = Slot()
-        self.slots.append(slot)
-        self.server.stats.count("reports", 413)
-        self._fill(slot, self.refused, True)
+    def _authenticate(self, authenticator: Authenticator) -> None:
+        throttle = self.server.throttle
+        client = None
+        if throttle.active and not self.trusted:
+            client = self.client
+            wait = throttle.wait(client)
+            if wait > 0:
+                raise _Refusal(BodyError(429, "auth_throttled", "too many failed "
+                                         "authentications from this address; retry later"),
+                               retry_after=throttle.retry_after(wait))
+        try:
+            self.principal = authenticator.authenticate(self)
+        except AuthError as exc:
+            throttle.failed(client or self.client)
+            raise _Refusal(exc) from None
+        self.trusted = True
+
+    def _too_large(self, size: int) -> BodyError:
+        return BodyError(413, "too_large", f"the body has {size} bytes or more, the limit is "
+                         f"{self.server.max_body} (LDP_GATEWAY_MAX_BODY)")
 
     def on_body(self, body: bytes) -> None:
         if self.refused is not None:
             return
-        self.body_len += len(body)
-        if self.body_len > self.server.max_body:
-            self.body.clear()
-            self._too_large(self.body_len)
-            return
+        size = self.body_len = self.body_len + len(body)
+        if size > self.server.max_body:
+            raise _Refusal(self._too_large(size))
         self.body.append(body)
 
     def on_message_complete(self) -> None:
         if self.closing:
             return
-        keep = self.parser.should_keep_alive()
-        slot = Slot()
-        self.slots.append(slot)
-        method = self.parser.get_method()
-        url = self.url
-        q = url.find(b"?")
-        path = url if q < 0 else url[:q]
         srv = self.server
+        self.phase = _IDLE  # idle from the last answer on (see write_out)
+        if self.held:  # the body is whole: it leaves the budget (the batcher's queue bounds
+            srv.body_buffered -= self.held  # it from here on)
+            self.held = 0
+        keep = self.parser.should_keep_alive()
+        method, path = self.method, self.path
+        slot = Slot(method == b"HEAD")
+        self.slots.append(slot)
         origin = self.headers.get(b"origin")
         if path == REPORTS_PATH:
             if method == b"POST":
@@ -357,30 +696,34 @@ class HttpProtocol(asyncio.Protocol):
                 self._fill(slot, self._preflight(origin), not keep)
                 return
             srv.stats.count("reports", 405)
-            self._fill(slot, srv.error(BodyError(405, "method", "use POST"), origin), not keep)
+            self._fill(slot, srv.error(BodyError(405, "method", "use POST"), origin,
+                                       extra=b"Allow: POST, OPTIONS\r\n"), not keep)
             return
-        if method not in (b"GET", b"HEAD"):
-            srv.stats.count("other", 404 if path not in _GET_ROUTES else 405)
-            err = (BodyError(404, "not_found", f"no route {path.decode('latin-1')!r}")
-                   if path not in _GET_ROUTES else BodyError(405, "method", "use GET"))
-            self._fill(slot, srv.error(err, origin), not keep)
+        if path in _GET_ROUTES:
+            if method != b"GET" and method != b"HEAD":
+                srv.stats.count("other", 405)
+                self._fill(slot, srv.error(BodyError(405, "method", "use GET"), origin,
+                                           extra=b"Allow: GET, HEAD\r\n"), not keep)
+            elif path == b"/healthz":
+                srv.stats.count("healthz", 200)
+                self._fill(slot, srv.response(200, b'{"status":"ok"}'), not keep)
+            elif path == b"/metrics":
+                body, ctype = srv.metrics()
+                srv.stats.count("metrics", 200)
+                self._fill(slot, srv.response(200, body, content_type=ctype.encode()),
+                           not keep)
+            else:
+                asyncio.get_running_loop().create_task(self._readyz(slot, keep))
             return
-        if path == b"/healthz":
-            srv.stats.count("healthz", 200)
-            self._fill(slot, srv.response(200, b'{"status":"ok"}'), not keep,
-                       head=method == b"HEAD")
-        elif path == b"/metrics":
-            body, ctype = srv.metrics()
-            srv.stats.count("metrics", 200)
-            self._fill(slot, srv.response(200, body, content_type=ctype.encode()), not keep,
-                       head=method == b"HEAD")
-        elif path == b"/readyz":
-            asyncio.get_running_loop().create_task(self._readyz(slot, keep, method == b"HEAD"))
-        else:
-            srv.stats.count("other", 404)
-            self._fill(slot, srv.error(BodyError(404, "not_found",
-                                                 f"no route {path.decode('latin-1')!r}"),
-                                       origin), not keep)
+        if path == b"*" and method == b"OPTIONS":
+            srv.stats.count("other", 204)
+            self._fill(slot, _STATUS[204] + b"Allow: GET, HEAD, POST, OPTIONS\r\n"
+                       b"Content-Length: 0\r\n\r\n", not keep)
+            return
+        srv.stats.count("other", 404)
+        self._fill(slot, srv.error(BodyError(404, "not_found", f"no route "
+                                             f"{path.decode('latin-1')[:200]!r}"), origin),
+                   not keep)
 
     # ---- routes -----------------------------------------------------------------------------
     def _preflight(self, origin: bytes | None) -> bytes:
@@ -392,36 +735,31 @@ class HttpProtocol(asyncio.Protocol):
                      b"Access-Control-Max-Age: 600\r\n")
         return _STATUS[204] + cors + b"Content-Length: 0\r\n\r\n"
 
-    async def _readyz(self, slot: Slot, keep: bool, head: bool) -> None:
+    async def _readyz(self, slot: Slot, keep: bool) -> None:
         ok, details = await self.server.ready()
         code = 200 if ok else 503
         self.server.stats.count("readyz", code)
         body = json.dumps({"status": "ready" if ok else "not ready", **details}).encode()
-        self._fill(slot, self.server.response(code, body), not keep, head=head)
+        self._fill(slot, self.server.response(code, body), not keep)
 
     def _post(self, slot: Slot, origin: bytes | None, keep: bool) -> None:
         srv = self.server
         if self.refused is not None:
-            status = int(self.refused[9:12])
-            srv.stats.count("reports", status)
-            if status == 413:  # already answered when the limit was passed
-                self.slots.pop()
-                return
+            srv.stats.count("reports", int(self.refused[9:12]))
             self._fill(slot, self.refused, not keep)
             return
         if srv.stopping:
             self._refuse(slot, origin, keep, 503, "unavailable", "the gateway is stopping")
             return
-        h = self.headers
         body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
         try:
-            srv.authenticate(h.get(b"authorization"), h.get(b"x-ldp-key"))
             self._submit(slot, origin, keep, body)
         except UnknownCollection as unknown:
-            asyncio.get_running_loop().create_task(
-                self._post_unknown(slot, origin, keep, body, unknown))
-        except BodyError as exc:
-            self._reject(slot, origin, keep, exc)
+            if srv.known_absent(unknown.collection):  # looked for a moment ago
+                self._unknown(slot, origin, keep, unknown)
+            else:
+                asyncio.get_running_loop().create_task(
+                    self._post_unknown(slot, origin, keep, body, unknown))
 
     def _submit(self, slot: Slot, origin: bytes | None, keep: bool, body: bytes) -> None:
         """Parse the body and queue its messages, or answer why not.
@@ -449,24 +787,23 @@ class HttpProtocol(asyncio.Protocol):
                 detail: str) -> None:
         self._reject(slot, origin, keep, BodyError(status, reason, detail))
 
+    def _unknown(self, slot: Slot, origin: bytes | None, keep: bool,
+                 unknown: UnknownCollection) -> None:
+        self._reject(slot, origin, keep, BodyError(
+            404, "unknown_collection", f"collection {unknown.collection!r} is not in the "
+            "catalogue", unknown.index))
+
     async def _post_unknown(self, slot: Slot, origin: bytes | None, keep: bool, body: bytes,
                             unknown: UnknownCollection) -> None:
-        srv = self.server
         try:
-            if not await srv.lookup(unknown.collection):
-                raise BodyError(404, "unknown_collection", f"collection {unknown.collection!r}"
-                                " is not in the catalogue", unknown.index)
+            if not await self.server.lookup(unknown.collection):
+                self._unknown(slot, origin, keep, unknown)
+                return
             self._submit(slot, origin, keep, body)
         except UnknownCollection as again:
-            self._reject(slot, origin, keep, BodyError(
-                404, "unknown_collection", f"collection {again.collection!r} is not in the "
-                "catalogue", again.index))
-        except BodyError as exc:
-            self._reject(slot, origin, keep, exc)
-        except Exception as exc:  # Redis down: the catalogue cannot be read
-            log.warning("catalogue lookup failed: %r", exc)
-            self._refuse(slot, origin, keep, 503, "unavailable",
-                         f"the collection catalogue cannot be read: {type(exc).__name__}")
+            self._unknown(slot, origin, keep, again)
+        except CatalogueUnavailable as exc:  # Redis away: not the same as "unknown"
+            self._refuse(slot, origin, keep, 503, "catalogue_unavailable", str(exc))
 
     def _answered(self, slot: Slot, origin: bytes | None, keep: bool,
                   result: tuple[int, int] | BaseException) -> None:
@@ -486,8 +823,8 @@ class HttpProtocol(asyncio.Protocol):
             self._refuse(slot, origin, keep, 500, "internal", "internal error")
 
     # ---- ordered writing --------------------------------------------------------------------
-    def _fill(self, slot: Slot, data: bytes, close: bool, head: bool = False) -> None:
-        if head:
+    def _fill(self, slot: Slot, data: bytes, close: bool) -> None:
+        if slot.head_only:  # the answer to HEAD: the head of the GET's, no body
             data = data[:data.index(b"\r\n\r\n") + 4]
         slot.data, slot.close = data, close
         slots = self.slots
@@ -501,6 +838,7 @@ class HttpProtocol(asyncio.Protocol):
             out.append(s.data)  # type: ignore[arg-type]
             if s.close:
                 self.closing = True  # nothing more is read or answered
+                self.phase = _DONE
                 slots.clear()
                 break
         if was_empty and out:
@@ -514,7 +852,43 @@ class HttpProtocol(asyncio.Protocol):
             return
         transport.write(out[0] if len(out) == 1 else b"".join(out))
         if self.closing:
-            transport.close()
+            self._linger(transport)
+        elif self.phase == _IDLE:
+            self.began = self.server.clock  # idle from the last answer on
+
+    def _linger(self, transport: asyncio.Transport) -> None:
+        """Half-close after the last answer and drop the client's input a while, so that
+        unread input does not turn the close into a reset that loses the answer."""
+        if self.linger_until:
+            return
+        self.linger_until = self.server.clock + LINGER
+        try:
+            if transport.can_write_eof():
+                transport.write_eof()
+                return
+        except (OSError, RuntimeError):  # pragma: no cover - already closing
+            pass
+        transport.close()
+
+
+def _over_budget(srv: GatewayServer) -> BodyError:
+    return BodyError(503, "body_budget", f"the gateway holds {srv.body_buffered} bytes of "
+                     f"bodies being received, its budget is {srv.body_budget} "
+                     "(LDP_GATEWAY_BODY_BUDGET); retry later")
+
+
+def _origin_path(url: bytes) -> bytes:
+    """The path of an absolute-form target (``http://host/path?query``, RFC 9112 §3.2.2),
+    ``*`` for the asterisk form; anything else is not a path of ours."""
+    scheme, sep, rest = url.partition(b"://")
+    if not sep or scheme.lower() not in (b"http", b"https"):
+        return url
+    slash = rest.find(b"/")
+    if slash < 0:
+        return b"/"
+    path = rest[slash:]
+    q = path.find(b"?")
+    return path if q < 0 else path[:q]
 
 
 _GET_ROUTES = {b"/healthz", b"/readyz", b"/metrics"}

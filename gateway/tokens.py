@@ -7,7 +7,9 @@ Every report of a message carries one token (type 2, RFC 9578) for the challenge
 1. **keys**: the public key of each token is looked up by its ``token_key_id``; unknown
    ids make the gate read the key records of every collection's previous, current and
    next windows from Redis (at most once a second per collection);
-2. **verify** each token: signature (``token_signature``), the key's collection
+2. **verify** each token: signature (``token_signature``; RSASSA-PSS by the key's
+   :class:`~ldpstream.privacypass.blindrsa.PSSVerifier`, built once per key: gmpy2's
+   ``powmod`` where it is installed, else OpenSSL), the key's collection
    (``token_collection``), its window — over: ``token_key_expired``, not yet open:
    ``token_window`` — and the challenge digest, which must be the one of the key's
    (collection, window) (another window: ``token_window``, another collection:
@@ -27,14 +29,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
-
-from ldpstream.privacypass import scheme
+from ldpstream.privacypass import blindrsa, scheme
 from ldpstream.privacypass.tokens import (
     TOKEN_LEN,
     VARIANT,
@@ -71,8 +69,15 @@ REASONS = {
 
 _SPEND = """
 local g = tonumber(ARGV[1])
-local out = {}
+local runs = 2 + g
+local expiry = {}
 local k = 1
+for r = 1, tonumber(ARGV[runs]) do
+  local e = ARGV[runs + 2 * r]
+  for j = 1, tonumber(ARGV[runs + 2 * r - 1]) do expiry[k] = e; k = k + 1 end
+end
+local out = {}
+k = 1
 for i = 1, g do
   local size = tonumber(ARGV[1 + i])
   local bad = 0
@@ -81,7 +86,7 @@ for i = 1, g do
   end
   if bad == 0 then
     for j = 0, size - 1 do
-      local ok = redis.call('SET', KEYS[k + j], '1', 'NX', 'PXAT', ARGV[1 + g + k + j])
+      local ok = redis.call('SET', KEYS[k + j], '1', 'NX', 'PXAT', expiry[k + j])
       if not ok then
         bad = j + 1
         for m = 0, j - 1 do redis.call('DEL', KEYS[k + m]) end
@@ -94,10 +99,11 @@ for i = 1, g do
 end
 return out
 """
-
-
-_PSS = padding.PSS(mgf=padding.MGF1(hashes.SHA384()), salt_length=VARIANT.salt_length)
-_SHA384 = hashes.SHA384()
+"""KEYS: the spend keys of every request, in order; ARGV: the number of requests g, each
+one's count of keys, then the expiries (ms) of all keys run-length encoded: the number
+of runs, then (length, expiry) per run (a batch's tokens share a few windows).  Answers
+per request 0, or 1 + the position of its first token seen before (none of its tokens
+is then spent)."""
 
 
 def _refuse(reason: str, detail: str, index: int) -> BodyError:
@@ -119,20 +125,29 @@ class TokenGate:
         Seconds a spent token is remembered after its window's end.
     window_seconds : callable
         ``window_seconds(collection_id) -> int | None`` from the catalogue.
+    verifier : {"auto", "gmpy2", "openssl"}
+        The RSASSA-PSS backend (:class:`ldpstream.privacypass.blindrsa.PSSVerifier`):
+        ``auto`` is gmpy2 where it is installed.  The same answers; gmpy2 costs less CPU.
     """
 
     def __init__(self, redis: Any, prefix: str, *, mode: str, issuer_name: str, skew: int,
                  window_seconds: Any, collection_ids: Any = tuple,
-                 clock: Any = time.time) -> None:
+                 clock: Any = time.time, verifier: str = "auto") -> None:
         if mode not in ("optional", "required"):
             raise ValueError(f"mode must be optional or required, got {mode!r}")
+        if verifier not in blindrsa.BACKENDS:
+            raise ValueError(f"verifier must be one of {', '.join(blindrsa.BACKENDS)}, "
+                             f"got {verifier!r}")
+        self.verifier = blindrsa.default_backend() if verifier == "auto" else verifier
         self.redis, self.names, self.mode = redis, scheme.PPKeys(prefix), mode
         self.issuer_name, self.skew, self.clock = issuer_name, skew, clock
         self.window_seconds, self.collection_ids = window_seconds, collection_ids
-        self.keys: dict[bytes, tuple[scheme.KeyRecord, rsa.RSAPublicKey, int, int, bytes,
-                                     bytes, int]] = {}
-        """key id → (record, public key, window start, end, the challenge digest of its
-        (collection, window), spend-key prefix, spend expiry in ms)."""
+        self.keys: dict[bytes, tuple[scheme.KeyRecord,
+                                     Callable[[Sequence[bytes], Sequence[bytes]], list[bool]],
+                                     str, int, int, bytes, bytes, int]] = {}
+        """key id → (record, its ``verify_many(messages, signatures)``, collection, window start,
+        end, the challenge digest of its (collection, window), spend-key prefix, spend
+        expiry in ms): all a token needs, computed once per key."""
         self.challenges: dict[bytes, tuple[str, int]] = {}
         self._loaded: dict[str, float] = {}
         self._load_lock: asyncio.Lock | None = None
@@ -151,8 +166,10 @@ class TokenGate:
             return
         expected = scheme.challenge(self.issuer_name, rec.collection, rec.window).digest()
         spent = self.names.spent(rec.collection, rec.window, b"").encode()
-        self.keys[rec.key_id] = (rec, public_key_from_spki(rec.spki), rec.window, rec.end,
-                                 expected, spent, (rec.end + self.skew) * 1000)
+        verify = blindrsa.PSSVerifier(public_key_from_spki(rec.spki), VARIANT,
+                                      backend=self.verifier).verify_many
+        self.keys[rec.key_id] = (rec, verify, rec.collection, rec.window, rec.end, expected,
+                                 spent, (rec.end + self.skew) * 1000)
         self.by_window[(rec.collection, rec.window)] = rec
         for w in (rec.window - rec.window_seconds, rec.window, rec.end):
             digest = scheme.challenge(self.issuer_name, rec.collection, w).digest()
@@ -186,35 +203,70 @@ class TokenGate:
             except (ValueError, KeyError, TokenError) as exc:
                 log.warning("an issuer key record is unreadable: %r", exc)
         if len(self.keys) > 50_000:  # old windows: forget them (they are expired anyway)
-            self.keys = {k: v for k, v in self.keys.items() if v[3] + 86_400 > now}
+            self.keys = {k: v for k, v in self.keys.items() if v[4] + 86_400 > now}
 
     # ---- one message --------------------------------------------------------------------------
-    def check(self, cid: str, tokens: Sequence[bytes], index: int, now: float
-              ) -> list[tuple[bytes, int]]:
-        """The (spend key, expiry ms) of each token of one message, or the BodyError.
+    def check(self, cid: str, tokens: Sequence[bytes], index: int, now: float,
+              messages: int = 1) -> list[tuple[bytes, int]]:
+        """The (spend key, expiry ms) of each token of one message, or the BodyError of
+        its first bad token.
+
+        ``messages`` > 1: a merged message of that many frames (:class:`Message`), the
+        tokens evenly theirs in order (a refusal names the frame of its token).  Raises
+        :class:`_UnknownKey` on a key id not loaded yet (the caller loads and retries).
 
         The hot path of a relay's batch: slices of the token instead of a decoded object,
-        one OpenSSL RSASSA-PSS verification, a dict lookup for the challenge."""
-        out = []
+        the signatures of each key verified in one call of its precomputed verifier, one
+        comparison for collection, window and challenge."""
         keys = self.keys
-        for t in tokens:
+        found = [keys.get(t[66:98]) for t in tokens]
+        # up to the first token that is malformed or of a key not loaded: the answer is
+        # the first bad token's, as if they were checked one by one
+        stop = len(tokens)
+        for j, (t, f) in enumerate(zip(tokens, found, strict=True)):
+            if f is None or len(t) != TOKEN_LEN or t[:2] != b"\x00\x02":
+                stop = j
+                break
+        valid = self._signatures(tokens[:stop], found[:stop])
+        out: list[tuple[bytes, int]] = []
+        append = out.append
+        for j in range(stop):
+            t, f = tokens[j], found[j]
+            assert f is not None  # (stop)
+            rec, _, coll, start, end, expected, prefix, expiry = f
+            if not valid[j]:
+                raise _refuse("token_signature", "the token's signature does not verify",
+                              index + j * messages // len(tokens))
+            if coll == cid and start <= now < end and t[34:66] == expected:
+                append((prefix + t[2:34], expiry))  # the common case
+                continue
+            self._why(t, cid, rec, index + j * messages // len(tokens), now)
+        if stop < len(tokens):
+            t = tokens[stop]
+            at = index + stop * messages // len(tokens)
             if len(t) != TOKEN_LEN or t[:2] != b"\x00\x02":
                 raise _refuse("token_malformed", f"a type 2 token is {TOKEN_LEN} bytes "
-                              "starting 0x0002", index)
-            found = keys.get(t[66:98])
-            if found is None:
-                raise _refuse("token_key", "the token's key is not one the issuer published",
-                              index)
-            rec, pk, start, stop, expected, prefix, expiry = found
-            try:
-                pk.verify(t[98:], t[:98], _PSS, _SHA384)
-            except InvalidSignature:
-                raise _refuse("token_signature", "the token's signature does not verify",
-                              index) from None
-            if rec.collection == cid and start <= now < stop and t[34:66] == expected:
-                out.append((prefix + t[2:34], expiry))  # the common case
-                continue
-            self._why(t, cid, rec, index, now)
+                              "starting 0x0002", at)
+            raise _UnknownKey(at)
+        return out
+
+    @staticmethod
+    def _signatures(tokens: Sequence[bytes], found: Sequence[Any]) -> list[bool]:
+        """Whether each token's authenticator signs its first 98 bytes under its key (all
+        of one key in one ``verify_many``)."""
+        if not tokens:
+            return []
+        first = found[0]
+        if all(f is first for f in found):  # a relay's batch: one key
+            return list(first[1]([t[:98] for t in tokens], [t[98:] for t in tokens]))
+        out = [False] * len(tokens)
+        by_key: dict[int, list[int]] = {}
+        for j, f in enumerate(found):
+            by_key.setdefault(id(f), []).append(j)
+        for js in by_key.values():
+            got = found[js[0]][1]([tokens[j][:98] for j in js], [tokens[j][98:] for j in js])
+            for j, ok in zip(js, got, strict=True):
+                out[j] = ok
         return out
 
     def _why(self, t: bytes, cid: str, rec: scheme.KeyRecord, index: int, now: float) -> None:
@@ -260,56 +312,88 @@ class TokenGate:
         """Verify and spend the tokens of ``reqs`` (those without ``error``); refused ones
         get ``error`` set.  Returns the spend keys written (to release if the batch fails)."""
         now = now_ms / 1000.0
-        unknown = any(_kid(t) not in self.keys for r in reqs if r.error is None
-                      for m in r.messages if m.tokens for t in m.tokens)
-        if unknown:  # a new window's key, or one of another collection: read them all
-            await self.load([m.entry.cid for r in reqs for m in r.messages]
+        groups: list[tuple[Request, list[tuple[bytes, int]], list[tuple[int, int, int, int]]]]
+        groups, later = self._check_all(reqs, now, retry=False)
+        if later:  # a new window's key, or one of another collection: read them all, retry
+            await self.load([m.entry.cid for r in later for m in r.messages]
                             + list(self.collection_ids()), now)
-        groups: list[tuple[Request, list[tuple[bytes, int]], list[int]]] = []
+            more, _ = self._check_all(later, now, retry=True)
+            groups += more
+        await self._challenge_missing(reqs, now)
+        if not groups:
+            return []
+        keys: list[bytes] = []
+        runs: list[int] = []
+        last, run = -1, 0
+        for _, s, _ in groups:
+            for k, e in s:
+                keys.append(k)
+                if e == last:
+                    run += 1
+                else:
+                    if run:
+                        runs += (run, last)
+                    last, run = e, 1
+        runs += (run, last)
+        bad = await self._spend(keys=keys, args=[len(groups), *[len(s) for _, s, _ in groups],
+                                                 len(runs) // 2, *runs])
+        spent: list[bytes] = []
+        for (req, s, where), b in zip(groups, bad, strict=True):
+            b = int(b)
+            if b:
+                self._count("token_replayed")
+                req.error = _refuse("token_replayed", "this token was redeemed before",
+                                    _owner(where, b - 1))
+            else:
+                spent += [k for k, _ in s]
+                self.verified += len(s)
+        return spent
+
+    def _check_all(self, reqs: Iterable[Request], now: float, *, retry: bool
+                   ) -> tuple[list[tuple[Request, list[tuple[bytes, int]],
+                                         list[tuple[int, int, int, int]]]], list[Request]]:
+        """Check the tokens of each standing request: (request, its spends, where its
+        tokens came from) per request that passed, and the requests that met a key not
+        loaded yet (``retry``: refused ``token_key`` instead)."""
+        groups = []
+        later: list[Request] = []
+        required = self.required
         for req in reqs:
             if req.error is not None:
                 continue
             spends: list[tuple[bytes, int]] = []
-            owners: list[int] = []
+            # (first spend, message index, frames, tokens) per message with tokens
+            where: list[tuple[int, int, int, int]] = []
             try:
                 idx = 0
                 for m in req.messages:
                     if m.tokens is None:
-                        if self.required:
+                        if required:
                             raise _refuse("token_missing", "this gateway needs one Privacy "
                                           "Pass token per report (docs/privacy-pass.md)", idx)
                     else:
                         if len(m.tokens) != m.n:
                             raise _refuse("token_count", f"{len(m.tokens)} token(s) for "
                                           f"{m.n} report(s)", idx)
-                        got = self.check(m.entry.cid, m.tokens, idx, now)
-                        spends += got
-                        owners += [idx] * len(got)
+                        if m.tokens:
+                            where.append((len(spends), idx, m.messages, len(m.tokens)))
+                            spends += self.check(m.entry.cid, m.tokens, idx, now, m.messages)
                     idx += m.messages
+            except _UnknownKey as unknown:
+                if not retry:
+                    later.append(req)
+                    continue
+                self._count("token_key")
+                req.error = _refuse("token_key", "the token's key is not one the issuer "
+                                    "published", unknown.index)
+                continue
             except BodyError as exc:
                 self._count(exc.reason)
                 req.error = exc
                 continue
             if spends:
-                groups.append((req, spends, owners))
-        await self._challenge_missing(reqs, now)
-        if not groups:
-            return []
-        keys = [k for _, s, _ in groups for k, _ in s]
-        args = [len(groups), *[len(s) for _, s, _ in groups], *[e for _, s, _ in groups
-                                                                  for _, e in s]]
-        bad = await self._spend(keys=keys, args=args)
-        spent: list[bytes] = []
-        for (req, s, owners), b in zip(groups, bad, strict=True):
-            b = int(b)
-            if b:
-                self._count("token_replayed")
-                req.error = _refuse("token_replayed", "this token was redeemed before",
-                                    owners[b - 1])
-            else:
-                spent += [k for k, _ in s]
-                self.verified += len(s)
-        return spent
+                groups.append((req, spends, where))
+        return groups, later
 
     async def _challenge_missing(self, reqs: Sequence[Request], now: float) -> None:
         """``WWW-Authenticate: PrivateToken challenge=…, token-key=…`` (RFC 9577 §2.1) on
@@ -345,6 +429,17 @@ class TokenGate:
         self.refused[reason] = self.refused.get(reason, 0) + 1
 
 
-def _kid(t: bytes) -> bytes:
-    """The token_key_id bytes of an encoded token (whatever its validity)."""
-    return t[66:98]
+class _UnknownKey(Exception):
+    """A token's key id is not among the loaded keys (yet)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
+
+
+def _owner(where: Sequence[tuple[int, int, int, int]], position: int) -> int:
+    """The message index of a request's ``position``-th spent token."""
+    for first, idx, frames, count in reversed(where):
+        if position >= first:
+            return idx + (position - first) * frames // count
+    raise IndexError(position)

@@ -33,6 +33,8 @@ Pure Python (slow: for vectors, SDK checks and tests, not for simulations).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
@@ -43,7 +45,8 @@ from ._field import _primitive_poly
 from .base import Mechanism, Reports
 from .errors import ParameterError, StateError
 
-__all__ = ["DrawSource", "WordStream", "OsWords", "NumpyWords", "uniform", "below",
+__all__ = ["DrawSource", "WordStream", "OsWords", "NumpyWords", "PermanentWords",
+           "PRR_LABEL", "uniform", "below",
            "bernoulli", "perturb_reference", "rerandomize_reference", "pcg64_words",
            "pem_hash_pool", "projective_point", "gf_mul", "padded_entry",
            "sample_questions"]
@@ -107,6 +110,58 @@ class NumpyWords:
         w = self._buf[self._at]
         self._at += 1
         return int(w)
+
+
+PRR_LABEL = b"ldpstream/prr/v1"
+"""Domain-separation label of the permanent-answer derivation (:class:`PermanentWords`)."""
+
+
+class PermanentWords:
+    r"""The word stream of a permanent answer, derived from a device secret (RAPPOR's PRR).
+
+    RAPPOR (Erlingsson et al., CCS 2014, §3) draws a client's permanent randomized
+    response from HMAC-SHA256 keyed by a per-client secret over the value, so the same
+    value always gets the same answer without the answer (or the value) being stored.
+    Here, for any mechanism, the permanent answer is the reference perturbation of the
+    value drawing its words from
+
+    .. math::
+
+        s = \mathrm{HMAC}(\mathit{secret},\ \texttt{"ldpstream/prr/v1"} \,\|\, 0
+            \,\|\, \mathit{fingerprint} \,\|\, 0 \,\|\, \mathit{key}),\qquad
+        B_i = \mathrm{HMAC}(s,\ \mathrm{u32be}(i)),\ i = 0, 1, \ldots
+
+    read as little-endian u32 words, 8 per block (HMAC in counter mode: a PRF stream).
+    ``fingerprint`` is the collection's 16 hex digits; ``key`` the value's memo key in
+    ASCII decimal (the domain index; for a set −1 − Σ 2^item; for an attribute tuple its
+    mixed-radix index).  See docs/wire-format.md, "Permanent answers".
+
+    >>> w = PermanentWords(bytes(32), "0123456789abcdef", 3)
+    >>> w.next_u32() == PermanentWords(bytes(32), "0123456789abcdef", 3).next_u32()
+    True
+    """
+
+    def __init__(self, secret: bytes, fingerprint: str, key: int | str) -> None:
+        if not isinstance(secret, bytes | bytearray) or not 16 <= len(secret) <= 64:
+            raise ParameterError("secret must be 16 to 64 bytes")
+        msg = b"".join((PRR_LABEL, b"\x00", fingerprint.encode("ascii"), b"\x00",
+                        str(int(key)).encode("ascii")))
+        self._seed = hmac.new(bytes(secret), msg, hashlib.sha256).digest()
+        self._block = 0
+        self._buf = b""
+        self._at = 0
+        self.used = 0
+
+    def next_u32(self) -> int:
+        if self._at >= len(self._buf):
+            self._buf = hmac.new(self._seed, self._block.to_bytes(4, "big"),
+                                 hashlib.sha256).digest()
+            self._block += 1
+            self._at = 0
+        w = int.from_bytes(self._buf[self._at:self._at + 4], "little")
+        self._at += 4
+        self.used += 1
+        return w
 
 
 def uniform(src: DrawSource) -> float:

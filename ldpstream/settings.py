@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 __all__ = ["ConfigError", "env_int", "env_float", "env_bool", "env_name", "env_file",
+           "env_origins",
            "env_redis_url", "env_redis_prefix", "env_bootstrap", "DEFAULT_REDIS_URL",
            "DEFAULT_BOOTSTRAP", "EnvRecorder", "parse_keys", "key_digest", "env_hostports",
            "env_min_isr"]
@@ -152,6 +153,26 @@ def env_redis_prefix(env: Mapping[str, str]) -> str:
     if any(c.isspace() for c in prefix):
         raise ConfigError(f"LDP_REDIS_PREFIX must be non-empty without spaces, got {prefix!r}")
     return prefix
+
+
+def env_origins(env: Mapping[str, str], *keys: str, default: tuple[str, ...] = ()
+                ) -> tuple[str, ...]:
+    """CORS origins from the first of ``keys`` that is set (``LDP_GATEWAY_CORS_ORIGINS``
+    before ``LDP_CORS_ORIGINS``): comma separated ``*`` or ``http(s)://host[:port]``; an
+    empty value means none (CORS off); none set means ``default``."""
+    for key in keys:
+        raw = env.get(key)
+        if raw is None:
+            continue
+        origins = tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
+        for o in origins:
+            scheme, sep, rest = o.partition("://")
+            if o != "*" and (scheme not in ("http", "https") or not sep or not rest
+                             or "/" in rest):
+                raise ConfigError(f"{key} must be '*' or http(s)://host[:port] origins "
+                                  f"(comma separated), got {o!r}")
+        return origins
+    return default
 
 
 def env_bootstrap(env: Mapping[str, str]) -> str:

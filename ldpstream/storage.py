@@ -3,6 +3,9 @@
 Key layout (``P`` = key prefix, default ``"ldp:"``; every value is plain Redis data)::
 
     P collections                 hash   collection id -> canonical spec JSON (with fingerprint)
+    P collections:version         string bumped (INCR) by every change of ``P collections``, in
+                                         the same atomic step: readers poll it
+                                         (:mod:`ldpstream.catalogue`)
     P state:{id}:{window_start}   hash   "n" -> reports counted; "t" -> wall time (ms) of
                                          the last flush into it; "{i}" -> count of cell i
                                          (i = flat C-order index into the oracle's state_shape;
@@ -49,6 +52,7 @@ __all__ = [
     "read_flush_times",
     "flush_args",
     "VERSION_SCRIPT",
+    "REGISTER_SCRIPT",
     "since_until_args",
 ]
 
@@ -94,6 +98,17 @@ return {1}
 """
 
 
+REGISTER_SCRIPT = """
+-- KEYS[1] = collections hash, KEYS[2] = its version key; ARGV = id, spec JSON.
+-- Store the spec unless the id exists; a new entry bumps the version in the same step.
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then
+  redis.call('INCR', KEYS[2])
+  return 1
+end
+return 0
+"""
+
+
 class CollectionConflict(ValueError):
     """An id is already registered with a different spec (specs are immutable)."""
 
@@ -107,6 +122,11 @@ class Keys:
     @property
     def collections(self) -> str:
         return f"{self.prefix}collections"
+
+    @property
+    def catalogue_version(self) -> str:
+        """Bumped with every change of :attr:`collections` (see :mod:`ldpstream.catalogue`)."""
+        return f"{self.prefix}collections:version"
 
     def state(self, collection: str, start: int) -> str:
         return f"{self.prefix}state:{collection}:{start}"
@@ -146,10 +166,14 @@ class CollectionCatalog:
     def __init__(self, redis: Any, prefix: str = DEFAULT_PREFIX) -> None:
         self.redis = redis
         self.keys = Keys(prefix)
+        self._register: Any = None
 
     def register(self, spec: CollectionSpec) -> bool:
         """Store ``spec``; True if newly created, False if already there (equal)."""
-        created = bool(self.redis.hsetnx(self.keys.collections, spec.id, spec.to_json()))
+        if self._register is None:
+            self._register = self.redis.register_script(REGISTER_SCRIPT)
+        created = bool(self._register(keys=[self.keys.collections, self.keys.catalogue_version],
+                                      args=[spec.id, spec.to_json()]))
         if created:
             return True
         check_same_spec(spec, self.get(spec.id))

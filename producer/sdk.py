@@ -1,53 +1,57 @@
-"""Device-side SDK: perturb with a collection spec, memoize, keep the cadence, publish to Kafka.
+"""Device-side SDK: perturb with a collection spec, keep the cadence, queue, publish.
 
 A :class:`Device` follows its collection's longitudinal policy (see
 :mod:`ldpcore.longitudinal` and ``docs/longitudinal.md``):
 
-* **cadence**: :meth:`Device.message` returns ``None`` when the device has already
-  sent ``spec.reports_per_window`` reports (default 1) to that collection in the
-  current window (the same tumbling windows the aggregator counts in);
+* **cadence**: :meth:`Device.message` / :meth:`Device.enqueue` make nothing when the
+  device has already made ``spec.reports_per_window`` reports (default 1) for that
+  collection in the current window (the windows the aggregator counts in);
 * **memoization** per (collection fingerprint, true value):
 
-  - ``"permanent"`` (the default; RAPPOR's permanent randomized response): the
-    randomized answer is drawn once and sent verbatim every time.  Averaging
-    repeats gains nothing, so one value costs ε however often it is sent; but the
-    stable answer can link reports of one device, and a *change* of value draws a
-    new answer (k values cost up to k·ε and hint at the change);
-  - ``"two-level"`` (RAPPOR's PRR + IRR): a permanent answer at ε∞ is memoized and
-    every report re-randomizes it afresh at ε₁: one report costs less than ε∞,
-    any number at most ε∞ per value, and reports of one device differ;
-  - ``"none"``: a fresh answer per report (each report costs ε: only for values
-    reported once, e.g. one-off events).
+  - ``"permanent"`` (the default; RAPPOR's permanent randomized response): the answer
+    is *derived* from the device secret (HMAC-SHA256 over the collection fingerprint
+    and the value, :class:`ldpcore.reference.PermanentWords`): the same every time,
+    across restarts and in every SDK, with nothing stored but the secret.  Averaging
+    repeats gains nothing, so one value costs ε however often it is sent; a *change*
+    of value gives another answer (k values cost up to k·ε);
+  - ``"two-level"`` (RAPPOR's PRR + IRR): the derived permanent answer at ε∞ is
+    re-randomized afresh at ε₁ for every report;
+  - ``"none"``: a fresh answer per report (for values reported once).
 
-* **persistence**: with ``memo_path`` the memo and the cadence bookkeeping are
-  written to that file after every change (atomically, mode 0600) and reloaded by
-  the next :class:`Device` built with the same path, so a restarted app neither
-  draws a new answer nor reports twice in a window.  The file holds the value
-  indices the answers belong to: keep it in app-private storage.  Several
-  collections may share one file (entries are keyed by fingerprint).
+* **store** (:mod:`producer.store`): the device secret, the cadence and the outbox live
+  in the platform's private store — by default a file under the user data directory
+  (``platformdirs``), changed under a lock so that threads, several Device instances and
+  processes agree.  ``store=MemoryStore()`` opts out: then every start is a new device
+  with new permanent answers (averaging over restarts reveals the true value).
 * **privacy budget**: with ``budget`` (the fleet's ``epsilon_per_day``, :mod:`ldpcore.budget`,
   ``GET /v1/fleet``) the device keeps a :class:`~ldpcore.budget.DailyLedger` of what it
-  spent per UTC day, over every collection (persisted in the memo file beside the
-  memos, or shared by passing one ``ledger`` to several devices), charges each report
-  :func:`~ldpcore.budget.report_charge` (a repeated memoized answer costs nothing, a new
-  value's draw costs ε, a two-level report ε_report until the value's ε∞) and
-  :meth:`Device.message` returns ``None`` for a report that would exceed the budget;
-* **randomness**: OS entropy (a generator freshly seeded from the OS for every
-  draw) unless a ``rng`` is given (tests and simulations only).
-* **set-valued collections** (mechanisms ``ps``, ``psi``, ``setsize``): the value is
-  a set of labels (any iterable); it is memoized per set like a single value.  In
-  a phase of a partitioned protocol (``protocol: {name: svim | svsm, ...}``) the
-  device takes part in the one phase :func:`ldpcore.setvalued.phases.device_phase`
-  picks from its ``secret`` (default: drawn once and kept in the memo file, else
-  per :class:`Device`); :meth:`Device.message` returns ``None`` for the others, so
-  a device spends ``protocol.epsilon_total`` once per group.
+  spent per UTC day over every collection, in its store (so every Device on the store
+  shares it), or in one ``ledger`` object passed to several devices; each report is
+  charged :func:`~ldpcore.budget.report_charge` (a repeated permanent answer costs
+  nothing, a new value's answer ε, a two-level report ε_report until the value's ε∞) in
+  the same store change as the cadence, and a report beyond the budget is not made
+  (``None`` / ``False``).  The per-value report counts it needs are kept under a keyed
+  hash of the value (HMAC with the device secret), not the value itself.
+* **offline**: :meth:`Device.enqueue` makes the report and queues it durably in the
+  store in one step (the cadence is spent when the report is made, never re-perturbed);
+  :meth:`GatewayClient.send_queued` posts the queue and forgets a report only once the
+  gateway acknowledged it.
+* **randomness**: every fresh draw comes from the OS CSPRNG (``os.urandom``); a
+  seeded generator can be injected for tests and simulations only
+  (``test_only_rng``).  Every draw follows the reference order of
+  docs/wire-format.md, so the three SDKs give byte-identical answers.
+* **set-valued collections** (``ps``, ``psi``, ``setsize``): the value is a set of
+  labels; in a phase of a partitioned protocol (``protocol: {name: svim | svsm, ...}``)
+  the device takes part in the one phase
+  :func:`ldpcore.setvalued.phases.device_phase` picks from its secret.
 
 >>> from ldpcore.collection import CollectionSpec
+>>> from producer.store import MemoryStore
 >>> spec = CollectionSpec.from_dict({"id": "os", "oracle": {"mechanism": "grr", "epsilon": 1.0},
 ...     "domain": {"kind": "categories", "labels": ["linux", "mac", "win"]}})
->>> dev = Device(spec)
->>> a, b = dev.report("mac"), dev.report("mac")
->>> a == b
+>>> store = MemoryStore()
+>>> dev = Device(spec, store=store)
+>>> dev.report("mac") == Device(spec, store=store).report("mac")    # same secret, same answer
 True
 >>> first = dev.message("mac", now=7200.0)
 >>> dev.message("mac", now=7201.0) is None          # same window: refused
@@ -58,23 +62,34 @@ True
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
-import tempfile
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ldpcore import Reports, wire
+from ldpcore import Reports
 from ldpcore.budget import DailyLedger, report_charge
 from ldpcore.collection import CollectionSpec, encode_message, window_start
+from ldpcore.reference import (
+    OsWords,
+    PermanentWords,
+    perturb_reference,
+    rerandomize_reference,
+)
 from ldpstream.collections_file import read_collections_file, select_collection
 
-__all__ = ["Device", "Client", "GatewayClient", "GatewayError", "load_spec", "fetch_spec"]
+from .store import DeviceStore, FileStore, MemoryStore, StoreError
+
+__all__ = ["Device", "Client", "GatewayClient", "GatewayError", "load_spec", "fetch_spec",
+           "DeviceStore", "FileStore", "MemoryStore", "StoreError"]
 
 
 def load_spec(path: str | Path, collection: str | None = None) -> CollectionSpec:
@@ -83,67 +98,96 @@ def load_spec(path: str | Path, collection: str | None = None) -> CollectionSpec
 
 
 def fetch_spec(api_url: str, collection: str, timeout: float = 10.0) -> CollectionSpec:
-    """GET ``{api_url}/v1/collections/{id}`` from the query API and parse the spec."""
+    """GET ``{api_url}/v1/collections/{id}`` from the query API and parse the spec
+    (ldpcore refuses a spec outside its parameter ranges or with a wrong fingerprint)."""
     url = f"{api_url.rstrip('/')}/v1/collections/{collection}"
     with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - operator URL
         raw = json.loads(resp.read())
     return CollectionSpec.from_dict(raw.get("spec", raw) if isinstance(raw, dict) else raw)
 
 
-MEMO_FORMAT = "ldpstream-device-memo"
-MEMO_VERSION = 1
+class _GeneratorWords:
+    """u32 words from a numpy Generator (``test_only_rng``)."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+
+    def next_u32(self) -> int:
+        return int(self._rng.integers(0, 1 << 32, dtype=np.uint64))
 
 
 class Device:
-    """One device of one collection: maps values to the domain, perturbs, memoizes, keeps
-    the cadence (see the module docstring).
+    """One device of one collection: maps values to the domain, perturbs, keeps the
+    cadence, queues (see the module docstring).
 
     Parameters
     ----------
     spec : CollectionSpec
-    rng : numpy Generator or int seed, optional
-        Only for tests and simulations; by default every draw uses OS entropy.
-    memo_path : path, optional
-        Persist the memo and the cadence here (reloaded if the file exists).
+    store : DeviceStore, optional
+        Where the secret, the cadence and the outbox live; default a :class:`FileStore`
+        under the user data directory.  ``MemoryStore()`` keeps nothing (see above).
     clock : callable, optional
-        Seconds since the epoch (default :func:`time.time`); decides the window and the day.
+        Seconds since the epoch (default :func:`time.time`); decides the window.
+    secret : bytes, optional
+        The device secret (16 to 64 bytes) instead of the store's: an app that keeps it
+        in its own keystore.
+    test_only_rng : numpy Generator or int seed, optional
+        Tests and simulations only: fresh draws (and a new secret) from this generator
+        instead of the OS CSPRNG.
+    memo_path : path, optional
+        Shorthand for ``store=FileStore(memo_path)`` (SDK 0.1's name).
     budget : float, optional
         The fleet's per-device budget, ε per UTC day (``GET /v1/fleet``: ``budget.
-        epsilon_per_day``); None: no ledger unless one is in the memo file or given.
+        epsilon_per_day``); None: no ledger unless one is in the store or given.
     ledger : DailyLedger, optional
-        Share one ledger between the devices of several collections (with a memo file
-        they share it through the file).
+        Share one ledger between devices that do not share a store.
     """
 
-    def __init__(self, spec: CollectionSpec, rng: np.random.Generator | int | None = None, *,
-                 memo_path: str | Path | None = None,
+    def __init__(self, spec: CollectionSpec, *, store: DeviceStore | None = None,
                  clock: Callable[[], float] | None = None, secret: bytes | None = None,
-                 budget: float | None = None, ledger: DailyLedger | None = None) -> None:
+                 test_only_rng: np.random.Generator | int | None = None,
+                 memo_path: str | Path | None = None, budget: float | None = None,
+                 ledger: DailyLedger | None = None) -> None:
         self.spec = spec
         self.oracle = spec.oracle()
         self.two_level = spec.two_level()
-        self.rng = np.random.default_rng(rng) if isinstance(rng, int) else rng
         self.clock = clock or time.time
-        self.memo_path = Path(memo_path) if memo_path is not None else None
-        self.memo: dict[tuple[str, int], Reports] = {}
-        self.window: int | None = None
-        """Start (epoch s) of the window of the last message sent."""
-        self.sent_in_window = 0
-        self.secret = secret
-        self.value_reports: dict[tuple[str, int], int] = {}
-        """Reports sent per memoized value (two-level: what the next one costs)."""
-        self.ledger = ledger if ledger is not None else (
-            DailyLedger(float(budget)) if budget is not None else None)
-        if self.memo_path is not None and self.memo_path.exists():
-            self.load(self.memo_path)
-        if budget is not None and self.ledger is not None:
-            self.ledger.budget = float(budget)  # the fleet's current policy wins
+        if store is not None and memo_path is not None:
+            raise ValueError("give store or memo_path, not both")
+        self.store = (store if store is not None
+                      else FileStore(memo_path) if memo_path is not None else FileStore())
+        if secret is not None and not 16 <= len(secret) <= 64:
+            raise ValueError(f"secret must be 16 to 64 bytes, got {len(secret)}")
+        self._secret = bytes(secret) if secret is not None else None
+        if test_only_rng is None:
+            self._draws: Any = OsWords()
+            self._make_secret: Callable[[], bytes] | None = None
+        else:
+            gen = (np.random.default_rng(test_only_rng) if isinstance(test_only_rng, int)
+                   else test_only_rng)
+            self._draws = _GeneratorWords(gen)
+            self._make_secret = lambda: gen.bytes(32)
+        self._answers: dict[int, Reports] = {}
+        self._budget = None if budget is None else float(budget)
+        self._ledger = ledger if ledger is not None else (
+            DailyLedger(self._budget) if self._budget is not None else None)
 
-    # ---- set-valued collections ----------------------------------------------------------
-    def _set_key(self, value: Any) -> int:
-        """A memo key of a set of items: -1 - (bitmask of its indices) (never a value index)."""
-        batch = self.spec.index_sets([value])
-        return -1 - sum(1 << int(i) for i in batch.items)
+    @property
+    def secret(self) -> bytes:
+        """The device secret (the store's, drawn on first use, unless one was given)."""
+        if self._secret is None:
+            self._secret = self.store.secret(self._make_secret)
+        return self._secret
+
+    # ---- values ------------------------------------------------------------------------------
+    def _input(self, value: Any) -> tuple[Any, int]:
+        """The oracle's input and the memo key of a raw value: a domain index; for a set the
+        item indices (key -1 - their bitmask); for an attribute tuple its mixed-radix index."""
+        if self.spec.set_valued:
+            items = self.spec.index_sets([value]).to_lists()[0]
+            return items, -1 - sum(1 << int(i) for i in items)
+        idx = int(self.spec.domain.index([value])[0])
+        return idx, idx
 
     def takes_part(self) -> bool:
         """False when a partitioned protocol puts this device in another phase of the group."""
@@ -152,54 +196,32 @@ class Device:
             return True
         from ldpcore.setvalued.phases import PHASES, device_phase
 
-        if self.secret is None:
-            self.secret = os.urandom(16)
-            self._save()
         mine = device_phase(self.secret, str(proto["group"]), proto["fractions"])
         return bool(PHASES[proto["name"]][mine] == proto["phase"])
 
-    # ---- answers -------------------------------------------------------------------------
-    def _value_key(self, value: Any) -> tuple[str, int]:
-        """The memo key of ``value``: (fingerprint, index or set key)."""
-        idx = (self._set_key(value) if self.spec.set_valued
-               else int(self.spec.domain.index([value])[0]))
-        return self.spec.fingerprint, idx
-
-    def cost(self, value: Any) -> float:
-        """The ε reporting ``value`` now spends (:func:`ldpcore.budget.report_charge`)."""
-        key = self._value_key(value)
-        return report_charge(self.spec, fresh=key not in self.memo,
-                             value_reports=self.value_reports.get(key, 0))
+    # ---- answers -----------------------------------------------------------------------------
+    def permanent(self, value: Any) -> Reports:
+        """The permanent answer of a value: derived from the secret, the collection's
+        fingerprint and the value (docs/wire-format.md, "Permanent answers")."""
+        inp, key = self._input(value)
+        rep = self._answers.get(key)
+        if rep is None:
+            words = PermanentWords(self.secret, self.spec.fingerprint, key)
+            rep = self._answers[key] = perturb_reference(self.oracle, [inp], words)
+        return rep
 
     def report(self, value: Any) -> Reports:
         """The one-report batch for a label or number of the domain, per the memo policy.
 
-        It does not count toward the cadence (use :meth:`message` to send).  For a
-        set-valued collection ``value`` is a set of labels.
+        It does not count toward the cadence (use :meth:`message` or :meth:`enqueue`).
+        For a set-valued collection ``value`` is a set of labels.
         """
-        if self.spec.set_valued:
-            idx = self._set_key(value)
-            sets: Any = self.spec.index_sets([value])
-
-            def fresh() -> Reports:
-                out: Reports = self.oracle.perturb_sets(  # type: ignore[attr-defined]
-                    sets, rng=self.rng)
-                return out
-        else:
-            idx = int(self.spec.domain.index([value])[0])
-
-            def fresh() -> Reports:
-                return self.oracle.perturb([idx], rng=self.rng)
-        policy = self.spec.memoization
-        if policy == "none":
-            return fresh()
-        key = (self.spec.fingerprint, idx)
-        rep = self.memo.get(key)
-        if rep is None:
-            rep = self.memo[key] = fresh()
-            self._save()
+        if self.spec.memoization == "none":
+            inp, _ = self._input(value)
+            return perturb_reference(self.oracle, [inp], self._draws)
+        rep = self.permanent(value)
         if self.two_level is not None:
-            return self.two_level.rerandomize(rep, rng=self.rng)
+            return rerandomize_reference(self.two_level, rep, self._draws)
         return rep
 
     def current_window(self, now: float | None = None) -> int:
@@ -207,145 +229,139 @@ class Device:
         t = self.clock() if now is None else now
         return window_start(int(t * 1000), self.spec.window_seconds)
 
+    def _cadence(self, doc: dict[str, Any]) -> dict[str, Any]:
+        entry = doc["collections"].get(self.spec.fingerprint)
+        if not isinstance(entry, dict):
+            entry = {"collection": self.spec.id, "window": None, "sent": 0}
+        return entry
+
+    def _allowed(self, entry: dict[str, Any], window: int) -> bool:
+        return bool(entry.get("window") != window
+                    or int(entry.get("sent", 0)) < self.spec.reports_per_window)
+
     def can_report(self, now: float | None = None) -> bool:
         """True unless the cadence is used up in the current window."""
-        return (self.window != self.current_window(now)
-                or self.sent_in_window < self.spec.reports_per_window)
+        window = self.current_window(now)
+        return self._allowed(self._cadence(self.store.snapshot()), window)
+
+    @property
+    def window(self) -> int | None:
+        """Start (epoch s) of the window of the last report made."""
+        w = self._cadence(self.store.snapshot()).get("window")
+        return None if w is None else int(w)
+
+    @property
+    def sent_in_window(self) -> int:
+        """Reports made in :attr:`window`."""
+        return int(self._cadence(self.store.snapshot()).get("sent", 0))
+
+    # ---- the privacy budget -------------------------------------------------------------------
+    def _value_tag(self, key: int) -> str:
+        """The ledger's name of a value: a keyed hash (the store never names a value)."""
+        msg = f"ldpstream/ledger/v1\x00{self.spec.fingerprint}\x00{key}".encode()
+        return hmac.new(self.secret, msg, hashlib.sha256).hexdigest()[:32]
+
+    def _ledger_in(self, doc: dict[str, Any]) -> DailyLedger | None:
+        """The device's ledger, with what every Device of the store spent so far."""
+        raw = doc.get("ledger")
+        stored = None
+        if raw is not None:
+            try:
+                stored = DailyLedger.from_dict(raw)
+            except (TypeError, ValueError, AttributeError) as exc:
+                raise StoreError(f"the store has a bad ledger: {exc}") from None
+        if self._ledger is None and stored is not None:
+            self._ledger = stored
+        elif self._ledger is not None and stored is not None:
+            self._ledger.days = stored.days
+        if self._ledger is not None and self._budget is not None:
+            self._ledger.budget = self._budget  # the fleet's current policy wins
+        return self._ledger
+
+    @property
+    def ledger(self) -> DailyLedger | None:
+        """What this device spent per UTC day (None: no budget applies)."""
+        return self.store.transact(self._ledger_in)
+
+    def _cost(self, doc: dict[str, Any], key: int) -> float:
+        counts = self._cadence(doc).get("reports") or {}
+        n = counts.get(self._value_tag(key)) if self.spec.memoization != "none" else None
+        return report_charge(self.spec, fresh=n is None, value_reports=int(n or 0))
+
+    def cost(self, value: Any) -> float:
+        """The ε reporting ``value`` now spends (:func:`ldpcore.budget.report_charge`)."""
+        key = self._input(value)[1]
+        return self.store.transact(lambda doc: self._cost(doc, key))
+
+    def _spend(self, window: int, then: Callable[[dict[str, Any]], None] | None = None,
+               key: int | None = None, t: float | None = None) -> bool:
+        """Take one report of ``window``'s cadence in the store, and its charge in the
+        ledger (atomically with ``then``)."""
+
+        def take(doc: dict[str, Any]) -> bool:
+            entry = self._cadence(doc)
+            if not self._allowed(entry, window):
+                return False
+            ledger = self._ledger_in(doc) if key is not None else None
+            counts = dict(entry.get("reports") or {})
+            if ledger is not None:
+                assert key is not None and t is not None
+                cost = self._cost(doc, key)
+                if not ledger.allows(cost, t):
+                    return False  # the day's privacy budget would be exceeded
+                ledger.charge(self.spec.id, cost, t)
+                doc["ledger"] = ledger.to_dict()
+                if self.spec.memoization != "none":
+                    tag = self._value_tag(key)
+                    counts[tag] = int(counts.get(tag, 0)) + 1
+            sent = int(entry.get("sent", 0)) + 1 if entry.get("window") == window else 1
+            out = {**entry, "collection": self.spec.id, "window": window, "sent": sent}
+            if counts:
+                out["reports"] = counts
+            doc["collections"][self.spec.fingerprint] = out
+            if then is not None:
+                then(doc)
+            return True
+
+        return self.store.transact(take)
+
+    def _make(self, value: Any, fmt: str, now: float | None
+              ) -> tuple[int, bytes, int, float] | None:
+        t = self.clock() if now is None else now
+        window = self.current_window(t)
+        if not self.can_report(t) or not self.takes_part():
+            return None
+        key = self._input(value)[1]
+        return window, encode_message(self.spec, self.report(value), fmt), key, t
 
     def message(self, value: Any, fmt: str = "binary", *, now: float | None = None
                 ) -> bytes | None:
-        """The Kafka message value for one report, or ``None`` when the device already sent
-        ``spec.reports_per_window`` reports to this collection in the current window.
-
-        Never contains the raw value.
+        """The message of one report (the cadence spent), or ``None`` when the device
+        already made ``spec.reports_per_window`` reports to this collection in the current
+        window, the day's privacy budget would be exceeded (or the device takes part in
+        another phase).  Not queued: the caller sends it (or
+        loses it) — see :meth:`enqueue`.  Never contains the raw value.
         """
-        t = self.clock() if now is None else now
-        window = self.current_window(t)
-        if window == self.window and self.sent_in_window >= self.spec.reports_per_window:
+        made = self._make(value, fmt, now)
+        if made is None or not self._spend(made[0], key=made[2], t=made[3]):
             return None
-        if not self.takes_part():
-            return None
-        ledger = self._current_ledger()
-        cost = self.cost(value) if ledger is not None else 0.0
-        if ledger is not None and not ledger.allows(cost, t):
-            return None  # the day's privacy budget would be exceeded
-        key = self._value_key(value)
-        msg = encode_message(self.spec, self.report(value), fmt)
-        if ledger is not None:
-            ledger.charge(self.spec.id, cost, t)
-        if self.spec.memoization != "none":
-            self.value_reports[key] = self.value_reports.get(key, 0) + 1
-        self.sent_in_window = self.sent_in_window + 1 if window == self.window else 1
-        self.window = window
-        self._save()
-        return msg
+        return made[1]
 
-    def _current_ledger(self) -> DailyLedger | None:
-        """The ledger, with what the other devices of the memo file spent since."""
-        if self.ledger is not None and self.memo_path is not None and self.memo_path.exists():
-            raw = _read_memo_file(self.memo_path).get("ledger")
-            if isinstance(raw, dict):
-                self.ledger.days = DailyLedger.from_dict(raw).days
-        return self.ledger
-
-    # ---- persistence ---------------------------------------------------------------------
-    def _entry(self) -> dict[str, Any]:
-        fp = self.spec.fingerprint
-        answers = {str(idx): wire.to_records(rep)[0]
-                   for (f, idx), rep in sorted(self.memo.items()) if f == fp}
-        out: dict[str, Any] = {"collection": self.spec.id, "memoization": self.spec.memoization,
-               "answers": answers, "window": self.window, "sent": self.sent_in_window}
-        counts = {str(idx): n for (f, idx), n in sorted(self.value_reports.items()) if f == fp}
-        if counts:
-            out["reports"] = counts
-        if self.secret is not None:
-            out["secret"] = self.secret.hex()
-        return out
-
-    def _save(self) -> None:
-        if self.memo_path is not None:
-            self.save(self.memo_path)
-
-    def save(self, path: str | Path) -> None:
-        """Write this collection's memo and cadence into ``path`` (other collections kept)."""
-        path = Path(path)
-        doc = _read_memo_file(path) if path.exists() else _empty_memo()
-        doc["collections"][self.spec.fingerprint] = self._entry()
-        if self.ledger is not None:
-            doc["ledger"] = self.ledger.to_dict()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".memo-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(doc, fh, separators=(",", ":"))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-    def load(self, path: str | Path) -> None:
-        """Restore this collection's memo and cadence from ``path`` (raises ValueError if the
-        file is not a memo file or holds answers that do not fit the collection)."""
-        doc = _read_memo_file(Path(path))
-        raw_ledger = doc.get("ledger")
-        if isinstance(raw_ledger, dict):
-            try:
-                loaded = DailyLedger.from_dict(raw_ledger)
-            except (TypeError, ValueError, AttributeError) as exc:
-                raise ValueError(f"memo file {path} has a bad ledger: {exc}") from None
-            if self.ledger is None:
-                self.ledger = loaded
-            else:
-                self.ledger.days = loaded.days
-        entry = doc["collections"].get(self.spec.fingerprint)
-        if entry is None:
-            return
-        try:
-            memo = {}
-            for idx_text, record in entry["answers"].items():
-                idx = int(idx_text)
-                if idx < 0 and self.spec.set_valued:
-                    pass  # a set's key (see _set_key)
-                elif not 0 <= idx < self.spec.domain.size:
-                    raise ValueError(f"value index {idx} outside the domain")
-                memo[(self.spec.fingerprint, idx)] = wire.from_records(self.oracle, [record])
-            window, sent = entry["window"], entry["sent"]
-            if window is not None and not isinstance(window, int):
-                raise ValueError("window must be an integer or null")
-            if not isinstance(sent, int) or sent < 0:
-                raise ValueError("sent must be an integer >= 0")
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"memo file {path} has a bad entry for collection "
-                             f"{self.spec.id!r}: {exc}") from None
-        counts = entry.get("reports") or {}
-        if not isinstance(counts, dict) or not all(
-                isinstance(n, int) and n >= 0 for n in counts.values()):
-            raise ValueError(f"memo file {path} has bad report counts for collection "
-                             f"{self.spec.id!r}")
-        self.memo.update(memo)
-        self.value_reports.update({(self.spec.fingerprint, int(i)): n
-                                   for i, n in counts.items()})
-        self.window, self.sent_in_window = window, sent
-        if self.secret is None and isinstance(entry.get("secret"), str):
-            self.secret = bytes.fromhex(entry["secret"])
-
-
-def _empty_memo() -> dict[str, Any]:
-    return {"format": MEMO_FORMAT, "version": MEMO_VERSION, "collections": {}}
-
-
-def _read_memo_file(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read memo file {path}: {exc}") from None
-    if (not isinstance(doc, dict) or doc.get("format") != MEMO_FORMAT
-            or doc.get("version") != MEMO_VERSION or not isinstance(doc.get("collections"), dict)):
-        raise ValueError(f"{path} is not a {MEMO_FORMAT} v{MEMO_VERSION} file")
-    return doc
+    def enqueue(self, value: Any, fmt: str = "binary", *, now: float | None = None) -> bool:
+        """Make one report and queue it in the store, in one step; ``False`` when the
+        cadence is used up, the budget would be exceeded (or the device is in another
+        phase).  The queue is posted by
+        :meth:`GatewayClient.send_queued`; the report is kept until the gateway took it."""
+        made = self._make(value, fmt, now)
+        if made is None:
+            return False
+        window, body, key, t = made
+        entry = {"key": str(uuid.uuid4()), "collection": self.spec.id,
+                 "fingerprint": self.spec.fingerprint,
+                 "type": "application/json" if fmt == "json" else "application/octet-stream",
+                 "body": body.hex(), "window": window}
+        limit = self.store.queue_limit
+        return self._spend(window, lambda doc: DeviceStore.push(doc, entry, limit), key, t)
 
 
 class Client:
@@ -394,13 +410,34 @@ class Client:
 
 
 class GatewayError(RuntimeError):
-    """The gateway refused a request for good (a 4xx other than 429): ``status``, ``reason``
-    (see docs/gateway.md) and ``index`` of the message at fault."""
+    """The gateway refused a request (a 4xx other than 429), or asked to come back later
+    than the client may wait: ``status``, ``reason`` (see docs/gateway.md), ``index`` of
+    the message at fault, ``retry_after`` (seconds, for 429/503)."""
 
-    def __init__(self, status: int, answer: dict[str, Any]) -> None:
+    def __init__(self, status: int, answer: dict[str, Any],
+                 retry_after: float | None = None) -> None:
         super().__init__(f"{status} {answer.get('reason')}: {answer.get('detail')}")
         self.status, self.reason = status, answer.get("reason")
         self.index = answer.get("index")
+        self.retry_after = retry_after
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """``Retry-After`` in seconds (delta seconds or an HTTP date), or ``None``."""
+    if not value:
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when - (time.time() if now is None else now))
 
 
 class GatewayClient:
@@ -410,10 +447,13 @@ class GatewayClient:
 
     One keep-alive connection; each ``send`` is one ``POST /v1/reports`` of one message
     (``application/octet-stream``, or ``application/json`` with ``fmt="json"``), answered
-    only once the broker holds it.  429, 503 and lost connections are retried after
-    ``Retry-After`` (at most ``retries`` times, then :class:`GatewayError` or the
-    ``OSError``); another 4xx raises :class:`GatewayError` at once.  A retried request
-    that had reached Kafka before its answer was lost is counted twice (docs/gateway.md).
+    only once the broker holds it.  Every request carries an ``Idempotency-Key`` (random,
+    the same on each retry of that request; a queued report keeps its own across
+    restarts), so the gateway can count a retried request once.  429 and 503 are retried
+    after exactly the ``Retry-After`` the gateway states when that is at most
+    ``max_wait`` seconds, else :class:`GatewayError` (with ``retry_after``) at once —
+    never earlier than asked; lost connections are retried with exponential backoff (at
+    most ``retries`` times); another 4xx raises :class:`GatewayError` at once.
 
     **Privacy Pass** (docs/privacy-pass.md): with ``issuer_url`` every report goes with
     one token of its (collection, window), obtained from ``ldpstream issuer`` and cached
@@ -422,7 +462,8 @@ class GatewayClient:
     ``X-LDP-Key``), a JSON message in ``"tokens"``, a binary message of several reports
     as token frames.  At a window's edge, a token refused as of the wrong window
     (``token_window``, ``token_key_expired``: the device's clock and the gateway's
-    disagree) is replaced by one of the neighbouring window, once.
+    disagree) is replaced by one of the neighbouring window, once.  (Queued reports,
+    :meth:`send_queued`, are posted without tokens.)
 
     Parameters
     ----------
@@ -430,6 +471,8 @@ class GatewayClient:
         Base URL of the gateway, e.g. ``http://127.0.0.1:8080``.
     key : str, optional
         Device key of the fleet (``Authorization: Bearer``) when the gateway needs one.
+    max_wait : float
+        Longest ``Retry-After`` (seconds) the client sleeps through.
     issuer_url : str, optional
         Base URL of the token issuer: reports then carry Privacy Pass tokens.
     device_secret : bytes, optional
@@ -441,8 +484,10 @@ class GatewayClient:
     """
 
     def __init__(self, url: str, fmt: str = "binary", key: str | None = None,
-                 timeout: float = 30.0, retries: int = 5, *, issuer_url: str | None = None,
-                 device_secret: bytes | None = None, issuer_key: str | None = None,
+                 timeout: float = 30.0, retries: int = 5, max_wait: float = 60.0,
+                 sleep: Callable[[float], None] = time.sleep, *,
+                 issuer_url: str | None = None, device_secret: bytes | None = None,
+                 issuer_key: str | None = None,
                  clock: Callable[[], float] | None = None) -> None:
         from urllib.parse import urlsplit
 
@@ -452,6 +497,7 @@ class GatewayClient:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"url must be http(s)://host[:port], got {url!r}")
         self.fmt, self.key, self.timeout, self.retries = fmt, key, timeout, retries
+        self.max_wait, self._sleep = max_wait, sleep
         self._scheme, self._host = parts.scheme, parts.hostname
         self._port = parts.port
         self._path = parts.path.rstrip("/") + "/v1/reports"
@@ -476,19 +522,27 @@ class GatewayClient:
             self._conn = cls(self._host, self._port, timeout=self.timeout)
         return self._conn
 
-    def post(self, body: bytes, content_type: str, token: bytes | None = None
-             ) -> dict[str, Any]:
-        """POST one body; the 202 answer (``accepted_messages``, ``accepted_reports``).
-        ``token``: a Privacy Pass token in ``Authorization: PrivateToken``."""
-        headers = {"Content-Type": content_type}
+    def headers(self, content_type: str, idempotency_key: str, token: bytes | None = None
+                ) -> dict[str, str]:
+        """The headers of one request (the one place they are built): with a Privacy Pass
+        ``token`` it goes in ``Authorization: PrivateToken`` and the device key in
+        ``X-LDP-Key``."""
+        out = {"Content-Type": content_type, "Idempotency-Key": idempotency_key}
         if token is not None:
             from ldpstream.privacypass.tokens import authorization_header
 
-            headers["Authorization"] = authorization_header(token)
+            out["Authorization"] = authorization_header(token)
             if self.key is not None:
-                headers["X-LDP-Key"] = self.key
+                out["X-LDP-Key"] = self.key
         elif self.key is not None:
-            headers["Authorization"] = f"Bearer {self.key}"
+            out["Authorization"] = f"Bearer {self.key}"
+        return out
+
+    def post(self, body: bytes, content_type: str, token: bytes | None = None, *,
+             idempotency_key: str | None = None) -> dict[str, Any]:
+        """POST one body; the 202 answer (``accepted_messages``, ``accepted_reports``).
+        ``token``: a Privacy Pass token in ``Authorization: PrivateToken``."""
+        headers = self.headers(content_type, idempotency_key or str(uuid.uuid4()), token)
         for attempt in range(self.retries + 1):
             try:
                 conn = self._connection()
@@ -499,15 +553,25 @@ class GatewayClient:
                 self.close_connection()
                 if attempt == self.retries:
                     raise
-                time.sleep(min(2.0 ** attempt * 0.1, 5.0))
+                self._sleep(min(2.0 ** attempt * 0.1, 5.0))
                 continue
-            answer = json.loads(raw) if raw else {}
+            try:
+                answer = json.loads(raw) if raw else {}
+            except ValueError:
+                answer = {"detail": raw[:200].decode("utf-8", "replace")}
+            if not isinstance(answer, dict):
+                answer = {}
             if resp.status == 202:
                 self.accepted_reports += int(answer.get("accepted_reports", 0))
                 return dict(answer)
-            if resp.status in (429, 503) and attempt < self.retries:
-                time.sleep(float(resp.getheader("Retry-After") or 1))
-                continue
+            if resp.status in (429, 503):
+                wait = retry_after_seconds(resp.getheader("Retry-After"))
+                if wait is None:
+                    wait = min(2.0 ** attempt * 0.1, 5.0)
+                if attempt < self.retries and wait <= self.max_wait:
+                    self._sleep(wait)
+                    continue
+                raise GatewayError(resp.status, answer, retry_after=wait)
             raise GatewayError(resp.status, answer)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -551,6 +615,42 @@ class GatewayClient:
         body = b"".join(len(m).to_bytes(4, "little") + m for m in messages)
         return self.post(body, "application/x-ldp-frames")
 
+    def send_queued(self, store: DeviceStore, *, now: float | None = None) -> dict[str, Any]:
+        """Post the reports :meth:`Device.enqueue` queued in ``store``, oldest first, one
+        request each with the report's own ``Idempotency-Key``; a report leaves the queue
+        only once the gateway accepted it (202) or refused it for good (a 4xx: counted in
+        ``refused``).  Stops at the first network failure or 429/503 (a ``Retry-After``
+        longer than ``max_wait`` is kept in the store: no request before it passes).
+
+        Returns ``{"sent", "refused", "pending", "dropped", "not_before"}``.
+        """
+        t = time.time() if now is None else now
+        doc = store.snapshot()
+        sent = refused = 0
+        not_before = doc.get("not_before")
+        if not_before is None or t >= float(not_before):
+            if not_before is not None:
+                _set_not_before(store, None)
+            for entry in doc["outbox"]:
+                try:
+                    self.post(bytes.fromhex(entry["body"]), entry["type"],
+                              idempotency_key=entry["key"])
+                except GatewayError as exc:
+                    if exc.status in (429, 503):
+                        if exc.retry_after is not None:
+                            _set_not_before(store, t + exc.retry_after)
+                        break
+                    refused += 1
+                    _forget(store, entry["key"], refused=True)
+                    continue
+                except OSError:
+                    break
+                sent += 1
+                _forget(store, entry["key"])
+        final = store.snapshot()
+        return {"sent": sent, "refused": refused, "pending": len(final["outbox"]),
+                "dropped": int(final["dropped"]), "not_before": final.get("not_before")}
+
     def flush(self, timeout: float | None = 60.0) -> None:
         """Nothing to do: every ``send`` returned once the broker held its reports."""
 
@@ -567,3 +667,21 @@ class GatewayClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _set_not_before(store: DeviceStore, until: float | None) -> None:
+    def put(doc: dict[str, Any]) -> None:
+        doc["not_before"] = until
+
+    store.transact(put)
+
+
+def _forget(store: DeviceStore, key: str, refused: bool = False) -> None:
+    """Remove the queued report ``key`` (another sender may have removed it already)."""
+
+    def drop(doc: dict[str, Any]) -> None:
+        doc["outbox"] = [e for e in doc["outbox"] if e.get("key") != key]
+        if refused:
+            doc["refused"] = int(doc.get("refused", 0)) + 1
+
+    store.transact(drop)

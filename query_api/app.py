@@ -18,6 +18,8 @@ registry are owned by its lifespan unless injected (tests inject both).  Routes
 Every read router depends on :func:`query_api.access.require_reader` (read tokens,
 private collections); ``/metrics`` may have its own port (:func:`create_metrics_app`).
 
+Browsers on other origins: :class:`query_api.middleware.Cors` (``LDP_CORS_ORIGINS``).
+
 Every answer is computed once per state version (:mod:`query_api.service`) and
 cached; every error is JSON naming the parameter and what is allowed.
 """
@@ -39,7 +41,7 @@ from .access import ReadAccess, require_reader
 from .config import ApiSettings
 from .errors import install_error_handlers
 from .metrics import ApiMetrics
-from .middleware import HeadAsGet, RequestMetrics
+from .middleware import Cors, HeadAsGet, RequestMetrics
 from .openapi import build_openapi
 from .routes.operations import STATIC
 from .schemas import errors
@@ -78,6 +80,8 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
     app.state.metrics = metrics
     install_error_handlers(app)
     app.add_middleware(HeadAsGet)
+    if settings.cors_origins:  # preflights are answered there, before any route
+        app.add_middleware(Cors, origins=settings.cors_origins)
     app.add_middleware(RequestMetrics, metrics=metrics)
     app.include_router(routes.operations)
     for router in (routes.collections, routes.estimates, routes.series, routes.stream,

@@ -15,6 +15,7 @@ from ldpstream.settings import (
     ConfigError,
     env_float,
     env_int,
+    env_origins,
     env_redis_prefix,
     env_redis_url,
 )
@@ -51,6 +52,9 @@ class ApiSettings:
                                                             re-read on change (ldpstream.access)
     LDP_API_METRICS_PORT        0 (on the API's port)       serve /metrics on this port instead
     LDP_API_METRICS_HOST        LDP_API_HOST                bind address of that port
+    LDP_CORS_ORIGINS            (unset: CORS off)           browser origins (comma separated
+                                                            http(s)://host[:port]; ``*`` = any,
+                                                            for the read routes only)
     ==========================  ==========================  ========================================
 
     ``LDP_CACHE_ENTRIES`` (a count bound) is gone: set it and start-up fails naming the
@@ -73,6 +77,7 @@ class ApiSettings:
     estimate_threads: int = 2
     auto_refresh_s: float = 300.0
     auto_refresh_factor: float = 1.25
+    cors_origins: tuple[str, ...] = ()
     redis_options: RedisOptions = RedisOptions()
     read_tokens: str | None = None
     metrics_port: int = 0
@@ -106,6 +111,7 @@ class ApiSettings:
             estimate_threads=env_int(env, "LDP_ESTIMATE_THREADS", 2, 1, 64),
             auto_refresh_s=env_float(env, "LDP_AUTO_REFRESH_S", 300.0, 1.0, 86_400.0),
             auto_refresh_factor=env_float(env, "LDP_AUTO_REFRESH_FACTOR", 1.25, 1.0, 100.0),
+            cors_origins=env_origins(env, "LDP_CORS_ORIGINS"),
             redis_options=RedisOptions.from_env(env, url=url),
             read_tokens=_read_tokens(env),
             metrics_port=env_int(env, "LDP_API_METRICS_PORT", 0, 0, 65535),

@@ -18,6 +18,7 @@ from ldpcore import State
 from ldpcore.collection import CollectionSpec
 from ldpstream.storage import (
     DEFAULT_PREFIX,
+    REGISTER_SCRIPT,
     VERSION_SCRIPT,
     CollectionConflict,
     Keys,
@@ -56,6 +57,7 @@ class Store:
         self.redis = redis
         self.keys = Keys(prefix)
         self._version_script = redis.register_script(VERSION_SCRIPT)
+        self._register_script = redis.register_script(REGISTER_SCRIPT)
         self._specs: dict[str, tuple[str, CollectionSpec]] = {}
 
     async def ping(self) -> bool:
@@ -83,7 +85,9 @@ class Store:
 
     async def register(self, spec: CollectionSpec) -> bool:
         """True if created, False if an equal spec exists; CollectionConflict otherwise."""
-        if await self.redis.hsetnx(self.keys.collections, spec.id, spec.to_json()):
+        # a new entry bumps the catalogue version (every reader sees it within its freshness)
+        if await self._register_script(keys=[self.keys.collections, self.keys.catalogue_version],
+                                       args=[spec.id, spec.to_json()]):
             return True
         check_same_spec(spec, await self.get(spec.id))
         return False
@@ -93,6 +97,7 @@ class Store:
         starts = await self.redis.zrange(self.keys.windows(cid), 0, -1)
         pipe = self.redis.pipeline(transaction=True)
         pipe.hdel(self.keys.collections, cid)
+        pipe.incr(self.keys.catalogue_version)
         for s in starts:
             pipe.delete(self.keys.state(cid, int(float(s))))
         pipe.delete(self.keys.windows(cid))

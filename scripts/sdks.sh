@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Build the device SDKs for their tests (tests/sdks; called by scripts/bootstrap.sh):
 #   sdks/js    npm ci (TypeScript and Node types, dev only) + tsc  -> sdks/js/dist
-#   sdks/java  mvn package + the JUnit console launcher            -> sdks/java/target,
-#              .tools/sdk-java/junit-platform-console-standalone.jar
+#   sdks/java  mvn package (and the test classes), with every plugin the later
+#              `mvn -o test` needs (surefire's JUnit 5 provider) -> sdks/java/target
 # Each is skipped while its sources are unchanged since its last build; after this no
-# test needs the network (Maven and npm run here only).
+# test needs the network (tests/sdks runs `npm test` and `mvn -o test`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .tools/sdk-java
@@ -15,8 +15,9 @@ digest() {  # sha256 over the named files and directories (sorted), one line
 }
 
 if command -v npm >/dev/null 2>&1; then
-  js_want=$(digest sdks/js/src sdks/js/test sdks/js/bin sdks/js/bench sdks/js/package.json \
-    sdks/js/package-lock.json sdks/js/tsconfig.json)
+  js_want=$(digest sdks/js/src sdks/js/test sdks/js/bin sdks/js/bench sdks/js/examples \
+    sdks/js/package.json sdks/js/tsconfig.build.json sdks/js/package-lock.json \
+    sdks/js/tsconfig.json)
   if [ "$(cat .tools/sdk-js.sha256 2>/dev/null)" != "$js_want" ] \
       || [ ! -f sdks/js/dist/src/index.js ]; then
     npm ci --silent --no-audit --no-fund --prefix sdks/js >/dev/null
@@ -29,18 +30,18 @@ else
 fi
 
 if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then
-  java_want=$(digest sdks/java/src sdks/java/pom.xml)
-  launcher=.tools/sdk-java/junit-platform-console-standalone.jar
+  java_want=$(digest sdks/java/src sdks/java/pom.xml sdks/java/examples)
   if [ "$(cat .tools/sdk-java.sha256 2>/dev/null)" != "$java_want" ] \
-      || [ ! -f "$launcher" ] || [ ! -d sdks/java/target/test-classes ]; then
+      || [ ! -d sdks/java/target/test-classes ]; then
+    # `test -Dtest=NONE` compiles the tests and fetches surefire's provider without running
+    # them (pytest runs `mvn -o test`).
     if ! out=$(mvn -q -B -f sdks/java/pom.xml clean package -DskipTests 2>&1 \
-        && mvn -q -B -f sdks/java/pom.xml dependency:copy-dependencies -DincludeScope=test \
-             -DoutputDirectory="$PWD/.tools/sdk-java/libs" 2>&1); then
+        && mvn -q -B -f sdks/java/pom.xml test -Dtest=NONE \
+             -Dsurefire.failIfNoSpecifiedTests=false 2>&1); then
       echo "$out" >&2
       echo "bootstrap: could not build the Java SDK with Maven (see above)" >&2
       exit 1
     fi
-    cp .tools/sdk-java/libs/junit-platform-console-standalone-*.jar "$launcher"
     echo "$java_want" > .tools/sdk-java.sha256
   fi
 else

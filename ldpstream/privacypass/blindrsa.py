@@ -21,30 +21,51 @@ Four variants (RFC 9474 §5): salt of the hash length (``PSS``) or empty
 prefix (``Randomized``).  Privacy Pass token type 2 (RFC 9578 §6) uses
 :data:`RSABSSA_SHA384_PSS_DETERMINISTIC`.
 
-The ``cryptography`` package does key generation, key (de)serialisation and the
-RSASSA-PSS verification (OpenSSL); the blind steps themselves are modular
-arithmetic on the key's integers.  Python's integers are not constant-time, so
-:func:`blind_sign` also blinds its own exponentiation with a fresh random base
-(RFC 9474 §7.1: timing side channels) and recomputes the result from the public
-key before answering (a fault check).
+The ``cryptography`` package does key generation and key (de)serialisation; the blind
+steps themselves are modular arithmetic on the key's integers.  Python's integers are
+not constant-time, so :func:`blind_sign` also blinds its own exponentiation with a
+fresh random base (RFC 9474 §7.1: timing side channels) and recomputes the result from
+the public key before answering (a fault check).
+
+RSASSA-PSS verification (:func:`verify`, :class:`PSSVerifier`) has two backends that
+give the same answer on every input: ``gmpy2`` (GMP's ``powmod`` for the public
+operation ``s^e mod n``, then EMSA-PSS-VERIFY of RFC 8017 §9.1.2 written out here, on
+integers and the interpreter's SHA-384) and ``openssl`` (``cryptography``'s ``verify``,
+which sets up an OpenSSL PSS context on every call: about 1.25× the CPU of the first
+for RSA-2048).  ``auto`` takes ``gmpy2`` when it is installed.  The tests hold them
+to agreement on the RFC vectors, random and mutated signatures and messages, and
+encoded messages mutated in each of their fields then signed with the raw private key.
+Both refuse a signature that is not exactly ``k`` octets long (RFC 8017 §8.1.2 step 1;
+OpenSSL alone would accept one whose leading zero octets were cut off).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
+import importlib
 import math
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+_gmpy2: Any
+try:
+    _gmpy2 = importlib.import_module("gmpy2")
+except ImportError:  # pragma: no cover - the openssl backend then
+    _gmpy2 = None
+
 __all__ = ["BlindRSAError", "Variant", "RSABSSA_SHA384_PSS_RANDOMIZED",
            "RSABSSA_SHA384_PSSZERO_RANDOMIZED", "RSABSSA_SHA384_PSS_DETERMINISTIC",
-           "RSABSSA_SHA384_PSSZERO_DETERMINISTIC", "VARIANTS", "prepare", "emsa_pss_encode",
-           "mgf1", "blind", "blind_sign", "finalize", "verify", "i2osp", "os2ip"]
+           "RSABSSA_SHA384_PSSZERO_DETERMINISTIC", "VARIANTS", "BACKENDS", "prepare",
+           "emsa_pss_encode", "emsa_pss_verify", "mgf1", "blind", "blind_sign", "finalize",
+           "verify", "PSSVerifier", "default_backend", "i2osp", "os2ip"]
 
 
 class BlindRSAError(ValueError):
@@ -195,13 +216,179 @@ def finalize(pk: rsa.RSAPublicKey, prepared: bytes, blind_sig: bytes, inv: bytes
     return sig
 
 
-def verify(pk: rsa.RSAPublicKey, prepared: bytes, sig: bytes, variant: Variant) -> bool:
-    """RSASSA-PSS-VERIFY (RFC 8017 §8.1.2) with the variant's parameters."""
-    try:
-        pk.verify(sig, prepared, variant.pss, hashes.SHA384())
-    except (InvalidSignature, ValueError):
+def verify(pk: rsa.RSAPublicKey, prepared: bytes, sig: bytes, variant: Variant, *,
+           backend: str = "auto") -> bool:
+    """RSASSA-PSS-VERIFY (RFC 8017 §8.1.2) with the variant's parameters (``backend``: see
+    :class:`PSSVerifier`; to verify many signatures of one key, build one of those)."""
+    return PSSVerifier(pk, variant, backend=backend).verify(prepared, sig)
+
+
+BACKENDS = ("auto", "gmpy2", "openssl")
+"""RSASSA-PSS verification backends (see the module docstring)."""
+
+
+def default_backend() -> str:
+    """The backend ``auto`` stands for here: ``gmpy2`` if it is installed, else ``openssl``."""
+    return "openssl" if _gmpy2 is None else "gmpy2"
+
+
+def _builtin_sha384() -> Any:
+    """The interpreter's own SHA-384 (``_sha2`` from 3.12, ``_sha512`` before), else
+    hashlib's.  The same function; for the one-block messages of EMSA-PSS it costs about
+    half of OpenSSL 3's per-call context set-up behind ``hashlib.sha384``."""
+    for name in ("_sha2", "_sha512"):
+        try:
+            return importlib.import_module(name).sha384
+        except (ImportError, AttributeError):
+            continue
+    return hashlib.sha384  # pragma: no cover - a Python built without them
+
+
+_SHA384 = _builtin_sha384()
+
+
+def _powmod_list(bases: list[int], e: Any, n: Any) -> list[Any]:
+    """``[b^e mod n for b in bases]`` by gmpy2, in one call where it has
+    ``powmod_base_list``."""
+    many = getattr(_gmpy2, "powmod_base_list", None)
+    if many is not None:
+        return list(many(bases, e, n))
+    return [_gmpy2.powmod(b, e, n) for b in bases]  # pragma: no cover - an older gmpy2
+
+
+@functools.lru_cache(maxsize=64)
+def _pss_layout(em_bits: int, salt_length: int) -> tuple[int, ...] | None:
+    """Per (emBits, sLen): (MGF1 blocks, the shift cutting MGF1's output to dbLen octets,
+    the mask of DB's low em_bits − 8·hLen − 8 bits, the mask of the salt), or None if
+    emLen < hLen + sLen + 2 (EMSA-PSS-VERIFY step 3: nothing is consistent)."""
+    em_len = (em_bits + 7) // 8
+    if em_len < _HLEN + salt_length + 2:
+        return None
+    db_len = em_len - _HLEN - 1
+    blocks = -(-db_len // _HLEN)
+    return (blocks, 8 * (blocks * _HLEN - db_len), (1 << (em_bits - 8 * _HLEN - 8)) - 1,
+            (1 << 8 * salt_length) - 1)
+
+
+_H_MASK = (1 << 8 * _HLEN) - 1
+_ZEROS8 = bytes(8)
+
+
+def emsa_pss_verify(msg: bytes, em: int, em_bits: int, salt_length: int) -> bool:
+    """EMSA-PSS-VERIFY (RFC 8017 §9.1.2) with SHA-384 and MGF1-SHA-384, on the encoded
+    message as the integer ``em = OS2IP(EM)`` (what RSAVP1 gives).
+
+    ``EM = maskedDB ‖ H ‖ 0xbc`` with ``emLen = ⌈emBits/8⌉`` octets; consistent iff the
+    top ``8·emLen − emBits`` bits are zero (this also covers the I2OSP of §8.1.2 2c),
+    the last octet is ``0xbc``, ``DB = maskedDB ⊕ MGF1(H, emLen − hLen − 1)`` with those
+    top bits cleared is exactly ``0…0 ‖ 0x01 ‖ salt`` (``salt_length`` octets of salt),
+    and ``H = SHA-384(0x00⁸ ‖ SHA-384(msg) ‖ salt)``.  On integers: ``DB`` must equal
+    ``2^(8·sLen) + salt``.
+    """
+    layout = _pss_layout(em_bits, salt_length)
+    if layout is None:  # step 3
         return False
-    return True
+    blocks, cut, db_mask, salt_mask = layout
+    if em >> em_bits or em & 0xFF != 0xBC:  # steps 6 (and 2c of §8.1.2), 4
+        return False
+    h = ((em >> 8) & _H_MASK).to_bytes(_HLEN, "big")  # step 5
+    sha = _SHA384
+    if blocks == 5:  # RSA-2048 (dbLen 207): unrolled
+        mgf = (sha(h + b"\0\0\0\0").digest() + sha(h + b"\0\0\0\1").digest()
+               + sha(h + b"\0\0\0\2").digest() + sha(h + b"\0\0\0\3").digest()
+               + sha(h + b"\0\0\0\4").digest())
+    else:
+        mgf = b"".join([sha(h + i.to_bytes(4, "big")).digest() for i in range(blocks)])
+    # steps 7–9: DB = maskedDB ⊕ MGF1(H, dbLen), its top 8·emLen − emBits bits cleared
+    db = ((em >> (8 * _HLEN + 8)) ^ (int.from_bytes(mgf, "big") >> cut)) & db_mask
+    if db >> (8 * salt_length) != 1:  # step 10: zeros, then 0x01, then the salt
+        return False
+    salt = (db & salt_mask).to_bytes(salt_length, "big")  # step 11
+    # steps 2, 12–14
+    return hmac.compare_digest(sha(_ZEROS8 + sha(msg).digest() + salt).digest(), h)
+
+
+class PSSVerifier:
+    """RSASSA-PSS-VERIFY (RFC 8017 §8.1.2) of signatures by one public key, its per-key
+    values computed once.
+
+    Parameters
+    ----------
+    pk : RSAPublicKey
+    variant : Variant
+        Salt length (SHA-384 and MGF1-SHA-384 always).
+    backend : {"auto", "gmpy2", "openssl"}
+        ``gmpy2``: ``m = s^e mod n`` by GMP's ``powmod``, then :func:`emsa_pss_verify`;
+        ``openssl``: ``cryptography``'s ``verify``; ``auto``: :func:`default_backend`.
+        Asking for ``gmpy2`` where it is not installed raises :class:`ImportError`.
+
+    Both refuse (answer False to) a signature of another length than the modulus' ``k``
+    octets, an ``s ≥ n`` and anything EMSA-PSS-VERIFY calls inconsistent.
+    """
+
+    __slots__ = ("pk", "variant", "backend", "k", "n", "e", "em_bits", "_n", "_e", "_pad",
+                 "_hash", "verify", "verify_many")
+
+    def __init__(self, pk: rsa.RSAPublicKey, variant: Variant, *, backend: str = "auto") -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if backend == "auto":
+            backend = default_backend()
+        if backend == "gmpy2" and _gmpy2 is None:
+            raise ImportError("the gmpy2 backend needs the gmpy2 package")
+        nums = pk.public_numbers()
+        self.pk, self.variant, self.backend = pk, variant, backend
+        self.n, self.e = nums.n, nums.e
+        self.k = (self.n.bit_length() + 7) // 8
+        self.em_bits = self.n.bit_length() - 1
+        self._pad, self._hash = variant.pss, hashes.SHA384()
+        self._n: Any = None if _gmpy2 is None else _gmpy2.mpz(self.n)
+        self._e: Any = None if _gmpy2 is None else _gmpy2.mpz(self.e)
+        self.verify = self._verify_gmpy2 if backend == "gmpy2" else self._verify_openssl
+        """``verify(msg, sig) -> bool``."""
+        self.verify_many = (self._verify_many_gmpy2 if backend == "gmpy2"
+                            else self._verify_many_openssl)
+        """``verify_many(msgs, sigs) -> [bool]``: the same answers as ``verify`` on each
+        pair (gmpy2: the public operations in one call, ≈ 5 % less CPU)."""
+
+    def _verify_gmpy2(self, msg: bytes, sig: bytes) -> bool:
+        if len(sig) != self.k:  # §8.1.2 step 1
+            return False
+        s = int.from_bytes(sig, "big")
+        if s >= self.n:  # RSAVP1 step 1: "signature representative out of range"
+            return False
+        m = int(_gmpy2.powmod(s, self._e, self._n))
+        return emsa_pss_verify(msg, m, self.em_bits, self.variant.salt_length)
+
+    def _verify_many_gmpy2(self, msgs: Sequence[bytes], sigs: Sequence[bytes]) -> list[bool]:
+        if len(msgs) != len(sigs):
+            raise ValueError(f"{len(msgs)} messages for {len(sigs)} signatures")
+        n, k = self.n, self.k
+        ints = [int.from_bytes(s, "big") if len(s) == k else n for s in sigs]
+        take = [i for i, s in enumerate(ints) if s < n]  # the others: §8.1.2 steps 1, 2b
+        out = [False] * len(sigs)
+        if not take:
+            return out
+        bases = ints if len(take) == len(ints) else [ints[i] for i in take]
+        ems = _powmod_list(bases, self._e, self._n)
+        em_bits, s_len = self.em_bits, self.variant.salt_length
+        for i, m in zip(take, ems, strict=True):
+            out[i] = emsa_pss_verify(msgs[i], int(m), em_bits, s_len)
+        return out
+
+    def _verify_many_openssl(self, msgs: Sequence[bytes], sigs: Sequence[bytes]) -> list[bool]:
+        if len(msgs) != len(sigs):
+            raise ValueError(f"{len(msgs)} messages for {len(sigs)} signatures")
+        return [self._verify_openssl(m, s) for m, s in zip(msgs, sigs, strict=True)]
+
+    def _verify_openssl(self, msg: bytes, sig: bytes) -> bool:
+        if len(sig) != self.k:  # OpenSSL would take a signature cut of its leading zeros
+            return False
+        try:
+            self.pk.verify(sig, msg, self._pad, self._hash)
+        except (InvalidSignature, ValueError):
+            return False
+        return True
 
 
 def constant_time_equal(a: bytes, b: bytes) -> bool:

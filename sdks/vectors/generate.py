@@ -8,6 +8,12 @@ message bytes (binary, as hex) and JSON text of :func:`ldpcore.collection.encode
 Two-level cases also hold the permanent answers and the re-randomized reports (same
 stream, continued).  Format: ``docs/wire-format.md``.
 
+``permanent/permanent.json`` holds the permanent answers each case's inputs get from a
+device secret (:class:`ldpcore.reference.PermanentWords`: HMAC-SHA256 over the collection
+fingerprint and the value), and ``limits/limits.json`` the parameter ranges ldpcore
+accepts, which each SDK enforces on a served spec; the generator also writes them into
+the SDKs' sources (``sdks/js/src/limits.ts``, ``sdks/java/.../LimitsData.java``).
+
 Run ``python sdks/vectors/generate.py`` to rewrite the files (``--check`` compares instead);
 ``tests/sdks/test_vectors.py`` runs the check.
 """
@@ -23,11 +29,18 @@ from ldpcore import wire
 from ldpcore.base import canonical_json
 from ldpcore.collection import CollectionSpec, encode_message
 from ldpcore.longitudinal import TwoLevel
-from ldpcore.reference import NumpyWords, WordStream, perturb_reference, rerandomize_reference
+from ldpcore.reference import (
+    NumpyWords,
+    PermanentWords,
+    WordStream,
+    perturb_reference,
+    rerandomize_reference,
+)
 from ldpcore.registry import make_oracle
 from ldpcore.setvalued.phases import PHASES, device_phase
 
 HERE = Path(__file__).resolve().parent
+SDKS = HERE.parent
 FORMAT = "ldpstream-sdk-vectors"
 VERSION = 1
 
@@ -208,16 +221,22 @@ SECRETS = [bytes.fromhex(h) for h in (
 """Device secrets of the phase-membership vectors (HMAC-SHA256 keys)."""
 
 
+def _values(spec: CollectionSpec, inputs: list[Any]) -> list[Any]:
+    """The oracle's inputs of raw values: domain indices; item indices of sets; per-attribute
+    indices of tuples."""
+    if spec.set_valued:
+        out: list[Any] = spec.index_sets(inputs).to_lists()
+    elif spec.domain.kind == "attributes":
+        out = spec.domain.attribute_indices(inputs).tolist()
+    else:
+        out = spec.domain.index(inputs).tolist()
+    return out
+
+
 def _case(name: str, decl: dict[str, Any], inputs: list[Any], seed: int) -> dict[str, Any]:
     spec = CollectionSpec.from_dict({"id": f"vec.{name}", **decl})
     oracle = spec.oracle()
-    values: list[Any]
-    if spec.set_valued:
-        values = spec.index_sets(inputs).to_lists()
-    elif spec.domain.kind == "attributes":
-        values = spec.domain.attribute_indices(inputs).tolist()
-    else:
-        values = spec.domain.index(inputs).tolist()
+    values = _values(spec, inputs)
     probe = NumpyWords(seed)
     record: list[int] = []
 
@@ -292,8 +311,117 @@ def _check_margin(spec: CollectionSpec, values: list[Any], words: list[int],
             {**r, "fingerprint": o.fingerprint} for r in wire.to_records(reports)], spec.id
 
 
+def _memo_key(spec: CollectionSpec, value: Any) -> int:
+    """The memo key of a domain value: its index; a set's -1 - bitmask; a tuple's mixed radix."""
+    if spec.set_valued:
+        return -1 - sum(1 << int(i) for i in value)
+    if spec.domain.kind == "attributes":
+        key = 0
+        for (_, dom), i in zip(spec.domain.attributes, value, strict=True):
+            key = key * dom.size + int(i)
+        return key
+    return int(value)
+
+
+def _permanent_case(name: str, decl: dict[str, Any], inputs: list[Any],
+                    secret: bytes) -> dict[str, Any]:
+    """The permanent answers a device with ``secret`` derives for ``inputs``."""
+    spec = CollectionSpec.from_dict({"id": f"prr.{name}", **decl})
+    oracle = spec.oracle()
+    values = _values(spec, inputs)
+    keys = [_memo_key(spec, v) for v in values]
+    if spec.domain.kind == "attributes":  # the key is the domain index of the tuple
+        assert keys == spec.domain.index(inputs).tolist()
+    records, reports = [], []
+    for v, k in zip(values, keys, strict=True):
+        rep = perturb_reference(oracle, [v], PermanentWords(secret, spec.fingerprint, k))
+        reports.append(rep)
+        records.extend(wire.to_records(rep))
+    first = PermanentWords(secret, spec.fingerprint, keys[0])
+    allrep = _concat(oracle, reports)
+    return {"name": name, "collection": json.loads(spec.to_json()), "secret": secret.hex(),
+            "inputs": inputs, "values": values, "keys": [str(k) for k in keys],
+            "words": [first.next_u32() for _ in range(10)], "permanent": records,
+            "message_binary": encode_message(spec, allrep).hex(),
+            "message_json": encode_message(spec, allrep, "json").decode()}
+
+
+def _concat(oracle: Any, reports: list[Any]) -> Any:
+    return wire.from_records(oracle, [r for rep in reports for r in wire.to_records(rep)])
+
+
+def permanent_cases() -> list[dict[str, Any]]:
+    """Every case whose collection memoizes (permanent or two-level), each with its own
+    secret (32 bytes; two cases with 16 and 64 to pin the key handling)."""
+    import hashlib
+
+    out = []
+    for name, decl, inputs in CASES:
+        if decl.get("memoization") == "none":
+            continue
+        secret = hashlib.sha256(f"ldpstream vector secret {name}".encode()).digest()
+        if name == "grr-labels":
+            secret = secret[:16]
+        elif name == "olh-default-g":
+            secret = secret + hashlib.sha256(secret).digest()
+        out.append(_permanent_case(name, decl, inputs, secret))
+    return out
+
+
+def limits() -> dict[str, Any]:
+    """The parameter ranges ldpcore accepts that an SDK must enforce on a served spec."""
+    from ldpcore.limits import PROB_FLOOR_64, SW_B_MIN, domain_range, epsilon_range
+    from ldpcore.longitudinal import EPSILON_1_MAX
+    from ldpcore.multi.attributes import MAX_ATTRIBUTES
+    from ldpcore.numeric.sw import SW_MAX_OUT_BINS
+    from ldpcore.range.hh import BASES
+    from ldpcore.registry import MECHANISMS
+    from ldpcore.setvalued.ps import MAX_LENGTH
+
+    mechs = sorted(m for m in MECHANISMS if m not in ("adaptive", "vector"))
+    return {
+        "format": "ldpstream-limits", "version": 1,
+        "source": "ldpcore (sdks/vectors/generate.py); see ldpcore/limits.py for the reasons",
+        "epsilon": {m: list(epsilon_range(m)) for m in mechs},
+        "domain_size": {m: list(domain_range(m)) for m in mechs},
+        "epsilon_1": [0.0, EPSILON_1_MAX],
+        "integers": {
+            "olh": {"g": [2, 1 << 16]}, "cms": {"m": [2, 1 << 16]}, "hcms": {"m": [2, 1 << 12]},
+            "hh": {"fanout": [2, 1024]}, "sw": {"out_bins": [2, SW_MAX_OUT_BINS]},
+            "pem": {"bits": [4, 62], "keep": [1, 4096], "eta": [1, 16], "pool": [1, 4096]},
+            "ps": {"length": [1, MAX_LENGTH]}, "psi": {"length": [1, MAX_LENGTH]},
+            "setsize": {"max_size": [1, MAX_LENGTH]}, "multi": {"attributes": [1, MAX_ATTRIBUTES]},
+        },
+        "reals": {"sw": {"b": [SW_B_MIN, 10.0]}},
+        "choices": {"hh": {"base": list(BASES)}},
+        "probability_floor": PROB_FLOOR_64,
+    }
+
+
+def _js_limits(doc: dict[str, Any]) -> str:
+    return ("/** Parameter ranges of ldpcore (generated by sdks/vectors/generate.py from "
+            "ldpcore: do not edit). */\n"
+            "/* eslint-disable */\n"
+            "export const LIMITS = {\n"
+            + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in doc.items())
+            + "\n} as const;\n")
+
+
+def _java_limits(doc: dict[str, Any]) -> str:
+    text = json.dumps(doc, separators=(",", ":"))
+    chunks = [text[i:i + 90] for i in range(0, len(text), 90)]
+    body = "\n      + ".join(json.dumps(c) for c in chunks)
+    return ("package org.ldpstream.sdk;\n\n"
+            "/** Parameter ranges of ldpcore (generated by sdks/vectors/generate.py: do not "
+            "edit). */\n"
+            "final class LimitsData {\n"
+            "  private LimitsData() {}\n\n"
+            f"  static final String JSON = {body};\n"
+            "}\n")
+
+
 def generate() -> dict[str, str]:
-    """File name → text of every vector file."""
+    """Path (relative to sdks/vectors) → text of every generated file."""
     by_mech: dict[str, list[dict[str, Any]]] = {}
     for i, (name, decl, inputs) in enumerate(CASES):
         case = _case(name, decl, inputs, seed=1000 + i)
@@ -303,6 +431,13 @@ def generate() -> dict[str, str]:
     for mech, cases in by_mech.items():
         doc = {"format": FORMAT, "version": VERSION, "mechanism": mech, "cases": cases}
         files[f"{mech}.json"] = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    doc = {"format": FORMAT, "version": VERSION, "mechanism": "permanent",
+           "derivation": "docs/wire-format.md, Permanent answers", "cases": permanent_cases()}
+    files["permanent/permanent.json"] = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    lim = limits()
+    files["limits/limits.json"] = json.dumps(lim, indent=1) + "\n"
+    files["../js/src/limits.ts"] = _js_limits(lim)
+    files["../java/src/main/java/org/ldpstream/sdk/LimitsData.java"] = _java_limits(lim)
     return files
 
 
@@ -316,6 +451,7 @@ def main(argv: list[str]) -> int:
             return 1
         return 0
     for n, text in files.items():
+        (HERE / n).parent.mkdir(parents=True, exist_ok=True)
         (HERE / n).write_text(text)
     print(f"wrote {len(files)} files to {HERE}")
     return 0

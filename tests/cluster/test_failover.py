@@ -96,15 +96,19 @@ def test_kill9_of_the_redis_primary_sentinel_promotes_and_recounts(
         cluster: LocalCluster) -> None:
     assert cluster.redis is not None
     before = cluster.redis.primary_port()
+    promoted: list[int] = []
 
     def fault() -> None:
         cluster.redis.primary().kill()  # type: ignore[union-attr]
-        cluster.redis.wait_failover(before)  # type: ignore[union-attr]
+        promoted.append(cluster.redis.wait_failover(before))  # type: ignore[union-attr]
         cluster.redis.node(before).start()  # type: ignore[union-attr]  # back as a replica
         cluster.redis.wait_replicas(1, 60)  # type: ignore[union-attr]
 
     report = run_scenario(cluster, "redis", fault)
-    assert cluster.redis.primary_port() != before
+    # the replica was promoted; with a 1 s down-after on a loaded 2-core host the
+    # Sentinels may later fail over again (even back to the restarted node), which
+    # the exact count in run_scenario must survive as well
+    assert promoted and promoted[0] != before
     # what users saw: answers, or 503 with Retry-After; never another error
     assert report["api_during"]["errors"] == (report["api_during"]["503_with_retry_after"]
                                               + report["api_during"]["refused"])

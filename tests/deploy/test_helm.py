@@ -206,6 +206,11 @@ def test_rendered_environment_is_accepted_by_the_services_settings(
             WorkerSettings.from_env(env)
         elif verb == "serve":
             ApiSettings.from_env(env)
+        elif verb == "gateway":
+            from gateway.config import GatewaySettings
+
+            env["LDP_GATEWAY_KEYS"] = "fleet:secret-from-gateway-keys"
+            GatewaySettings.from_env(env)
         elif verb == "issuer":
             from issuer.config import IssuerSettings
 
@@ -215,6 +220,34 @@ def test_rendered_environment_is_accepted_by_the_services_settings(
             KafkaSecurity.from_env(env)
 
 
+@pytest.mark.parametrize("values", VALUES, ids=IDS)
+def test_the_gateway_gets_its_limits_and_a_front_that_terminates_tls(
+        helm: str, values: Path | None) -> None:
+    from gateway.config import GatewaySettings
+
+    docs = load_all(render(helm, values).stdout)
+    gw = next(c for name, c in containers(docs) if name.endswith("-gateway"))
+    env = {e["name"]: str(e["value"]) for e in gw["env"] if "value" in e}
+    for key in ("LDP_GATEWAY_HEAD_TIMEOUT", "LDP_GATEWAY_BODY_MIN_RATE",
+                "LDP_GATEWAY_BODY_GRACE", "LDP_GATEWAY_IDLE_TIMEOUT", "LDP_GATEWAY_MAX_HEAD",
+                "LDP_GATEWAY_MAX_HEADERS", "LDP_GATEWAY_MAX_TARGET", "LDP_GATEWAY_BODY_BUDGET",
+                "LDP_GATEWAY_MAX_CONNECTIONS", "LDP_GATEWAY_AUTH_FAIL_BURST",
+                "LDP_GATEWAY_AUTH_FAIL_RATE"):
+        assert key in env, key
+    # (the whole environment passes GatewaySettings in the test above)
+    limits = {k: v for k, v in env.items() if k.startswith("LDP_GATEWAY_")}
+    limits["LDP_GATEWAY_KEYS"] = "fleet:a-key-from-the-secret"  # closed by default
+    settings = GatewaySettings.from_env(limits)
+    assert settings.head_timeout <= 10 and settings.body_budget >= settings.max_body
+    ingresses = [d for d in docs if d["kind"] == "Ingress"
+                 and d["metadata"]["name"].endswith("-gateway")]
+    if values is not None and values.stem == "production-values":
+        (ing,) = ingresses
+        assert ing["spec"]["tls"]
+        assert "nginx.ingress.kubernetes.io/limit-connections" in ing["metadata"]["annotations"]
+        assert settings.trusted_proxies == ("10.0.0.0/8",)
+    else:
+        assert not ingresses
 def test_replicated_values_point_every_service_at_the_sentinels_and_a_redis_cluster_too(
         helm: str) -> None:
     from aggregator.config import WorkerSettings

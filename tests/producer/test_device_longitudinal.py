@@ -1,4 +1,4 @@
-"""Device cadence (one report per window), memoization policies and memo persistence."""
+"""Device cadence (one report per window), memoization policies and the device store."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from ldpcore.collection import CollectionSpec, decode_message
+from ldpcore.reference import PermanentWords, perturb_reference
 from producer.sdk import Device
+from producer.store import FileStore, MemoryStore, StoreError
 
 LABELS = ["alpha", "bravo", "charlie", "delta"]
 BASE = {"id": "t", "oracle": {"mechanism": "grr", "epsilon": 0.5},
@@ -57,7 +59,7 @@ def test_permanent_memoization_repeats_the_answer_across_windows() -> None:
 
 def test_no_memoization_draws_a_fresh_answer_every_window() -> None:
     spec = _spec(memoization="none")
-    dev = Device(spec, rng=np.random.default_rng(1))
+    dev = Device(spec, test_only_rng=np.random.default_rng(1))
     answers = [_answer(spec, dev.message("charlie", now=T0 + 60 * w)) for w in range(40)]
     # GRR at ε = 0.5, d = 4 keeps the value w.p. 0.35: 40 identical answers ~ 1e-18.
     assert len(set(answers)) > 1
@@ -70,79 +72,108 @@ def test_two_level_rerandomizes_a_permanent_answer() -> None:
     tl = spec.two_level()
     assert tl is not None
     for seed in range(20):
-        dev = Device(spec, rng=np.random.default_rng(seed))
+        dev = Device(spec, store=MemoryStore(), test_only_rng=np.random.default_rng(seed))
         answers = [_answer(spec, dev.message("bravo", now=T0 + 60 * w)) for w in range(200)]
-        (z,) = {int(r.columns["y"][0]) for r in dev.memo.values()}
-        # Reports vary, and concentrate on the memoized z: it is kept w.p. p1 = 0.475, any
+        z = int(dev.permanent("bravo").columns["y"][0])
+        # Reports vary, and concentrate on the permanent z: it is kept w.p. p1 = 0.475, any
         # other value is sent w.p. q1 = 0.175 (threshold: 5 binomial s.d. above 200 q1).
         assert len(set(answers)) > 1
         counts = np.bincount(answers, minlength=4)
         assert counts[z] > 200 * tl.q1 + 5 * np.sqrt(200 * tl.q1 * (1 - tl.q1))
-    # Without a seed the permanent answers come from OS entropy: at ε∞ = 4 an answer is the
-    # true value w.p. 0.95, so 200 unseeded devices all agreeing has probability ~4e-5.
-    firsts = set()
-    for _ in range(200):
-        dev = Device(spec)
-        dev.message("bravo", now=T0)
-        firsts.add(int(next(iter(dev.memo.values())).columns["y"][0]))
+    # Without a seed every new device has a new secret from OS entropy: at ε∞ = 4 an answer
+    # is the true value w.p. 0.95, so 200 new devices all agreeing has probability ~4e-5.
+    firsts = {int(Device(spec, store=MemoryStore()).permanent("bravo").columns["y"][0])
+              for _ in range(200)}
     assert len(firsts) > 1
 
 
-def test_memo_and_cadence_survive_a_restart(tmp_path: Path) -> None:
-    path = tmp_path / "state" / "memo.json"
-    dev = Device(SPEC, memo_path=path)
+def test_the_default_store_is_a_private_file_under_the_user_data_dir(
+        _private_user_data_dir: Path) -> None:
+    dev = Device(SPEC)
     first = dev.message("delta", now=T0)
-    assert path.exists() and stat.S_IMODE(path.stat().st_mode) == 0o600
-    again = Device(SPEC, memo_path=path)
+    path = _private_user_data_dir / "ldpstream" / "device-store.json"
+    assert isinstance(dev.store, FileStore) and dev.store.path == path
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    again = Device(SPEC)                                         # the app restarts
     assert again.message("delta", now=T0 + 10) is None          # cadence remembered
-    assert again.message("delta", now=T0 + 60) == first         # answer remembered
-    assert again.memo == dev.memo
-
-
-def test_collections_share_a_memo_file(tmp_path: Path) -> None:
-    path = tmp_path / "memo.json"
-    other = _spec(id="u")
-    a, b = Device(SPEC, memo_path=path), Device(other, memo_path=path)
-    ma, mb = a.message("alpha", now=T0), b.message("bravo", now=T0)
+    assert again.message("delta", now=T0 + 60) == first         # the same answer
     doc = json.loads(path.read_text())
+    assert set(doc) >= {"format", "version", "secret", "collections", "outbox"}
+    # Nothing in the store names the value or the answer: only the secret and the cadence.
+    assert doc["collections"] == {SPEC.fingerprint: {"collection": "t", "window": T0 + 60,
+                                                     "sent": 1}}
+    assert "delta" not in path.read_text() and "answers" not in path.read_text()
+
+
+def test_a_restart_gives_the_same_permanent_answer_for_every_value(tmp_path: Path) -> None:
+    store = FileStore(tmp_path / "s.json")
+    spec = _spec(oracle={"mechanism": "oue", "epsilon": 1.0}, window_seconds=60)
+    first = {v: Device(spec, store=store).report(v) for v in LABELS}
+    for _ in range(5):
+        restarted = FileStore(tmp_path / "s.json")
+        assert all(Device(spec, store=restarted).report(v) == first[v] for v in LABELS)
+
+
+def test_the_permanent_answer_is_the_hmac_derivation_of_the_vectors() -> None:
+    secret = bytes(range(32))
+    dev = Device(SPEC, store=MemoryStore(), secret=secret)
+    want = perturb_reference(SPEC.oracle(), [2], PermanentWords(secret, SPEC.fingerprint, 2))
+    assert dev.report("charlie") == want
+    other = Device(_spec(id="u"), store=MemoryStore(), secret=secret)
+    # another collection (fingerprint) and another secret: independent answers
+    assert other.permanent("charlie") == perturb_reference(
+        other.oracle, [2], PermanentWords(secret, other.spec.fingerprint, 2))
+
+
+def test_collections_share_a_store(tmp_path: Path) -> None:
+    store = FileStore(tmp_path / "store.json")
+    other = _spec(id="u")
+    a, b = Device(SPEC, store=store), Device(other, store=store)
+    ma, mb = a.message("alpha", now=T0), b.message("bravo", now=T0)
+    doc = json.loads(store.path.read_text())
     assert set(doc["collections"]) == {SPEC.fingerprint, other.fingerprint}
-    assert Device(SPEC, memo_path=path).message("alpha", now=T0 + 60) == ma
-    assert Device(other, memo_path=path).message("bravo", now=T0 + 60) == mb
+    assert Device(SPEC, store=store).message("alpha", now=T0 + 60) == ma
+    assert Device(other, store=store).message("bravo", now=T0 + 60) == mb
 
 
-def test_two_level_memo_persists_the_permanent_answer(tmp_path: Path) -> None:
+def test_two_level_derives_the_same_permanent_answer_after_a_restart(tmp_path: Path) -> None:
     spec = _spec(memoization="two-level", epsilon_1=1.0)
-    path = tmp_path / "memo.json"
-    dev = Device(spec, memo_path=path)
-    dev.message("alpha", now=T0)
-    assert Device(spec, memo_path=path).memo == dev.memo
-
-
-def _memo_doc(entry: dict[str, Any]) -> str:
-    return json.dumps({"format": "ldpstream-device-memo", "version": 1,
-                       "collections": {SPEC.fingerprint: entry}})
+    path = tmp_path / "store.json"
+    first = Device(spec, store=FileStore(path)).permanent("alpha")
+    assert Device(spec, store=FileStore(path)).permanent("alpha") == first
 
 
 @pytest.mark.parametrize("text,match", [
-    ("not json", "cannot read memo file"),
-    ('{"format": "other"}', "is not a ldpstream-device-memo v1 file"),
-    (_memo_doc({"answers": {"9": {}}, "window": None, "sent": 0}),
-     "bad entry for collection 't'"),
-    (_memo_doc({"answers": {}, "window": "x", "sent": 0}), "window must be"),
+    ("not json", "is not JSON"),
+    ('{"format": "other"}', "is not a ldpstream-device-store v1 document"),
+    ('{"format": "ldpstream-device-memo", "version": 1, "collections": {}}',
+     "memo file of SDK 0.1"),
+    ('{"format": "ldpstream-device-store", "version": 1, "outbox": {}}', "'outbox'"),
 ])
-def test_corrupt_memo_files_are_refused_not_silently_redrawn(tmp_path: Path, text: str,
-                                                             match: str) -> None:
-    path = tmp_path / "memo.json"
+def test_corrupt_stores_are_refused_not_silently_replaced(tmp_path: Path, text: str,
+                                                          match: str) -> None:
+    path = tmp_path / "store.json"
     path.write_text(text)
-    with pytest.raises(ValueError, match=match):
-        Device(SPEC, memo_path=path)
+    with pytest.raises(StoreError, match=match):
+        Device(SPEC, store=FileStore(path)).message("alpha", now=T0)
+    assert path.read_text() == text
 
 
 def test_an_int_seed_makes_a_device_reproducible_without_repeating_draws() -> None:
     spec = _spec(memoization="none")
-    a = [Device(spec, rng=9).message(v, now=T0) for v in LABELS]
-    b = [Device(spec, rng=9).message(v, now=T0) for v in LABELS]
+    a = [Device(spec, store=MemoryStore(), test_only_rng=9).message(v, now=T0) for v in LABELS]
+    b = [Device(spec, store=MemoryStore(), test_only_rng=9).message(v, now=T0) for v in LABELS]
     assert a == b
-    dev = Device(spec, rng=9)
+    dev = Device(spec, test_only_rng=9)
     answers = [_answer(spec, dev.message("alpha", now=T0 + 60 * w)) for w in range(30)]
     assert len(set(answers)) > 1
+
+
+def test_memo_path_names_the_store_file(tmp_path: Path) -> None:
+    path = tmp_path / "app" / "store.json"
+    first = Device(SPEC, memo_path=path).message("bravo", now=T0)
+    assert json.loads(path.read_text())["format"] == "ldpstream-device-store"
+    assert Device(SPEC, store=FileStore(path)).message("bravo", now=T0 + 60) == first
+    with pytest.raises(ValueError, match="not both"):
+        Device(SPEC, memo_path=path, store=MemoryStore())

@@ -20,7 +20,7 @@ SPEC = CollectionSpec.from_dict({
 
 
 def test_a_device_reports_its_tuple_and_memoizes_the_whole_report() -> None:
-    dev = Device(SPEC, rng=1)
+    dev = Device(SPEC, test_only_rng=1)
     first = dev.report({"os": "mac", "age": 42})
     assert len(first) == 1 and first.mechanism == "multi"
     assert all(dev.report(("mac", 42.0)) == first for _ in range(5))  # same tuple, same memo

@@ -13,6 +13,7 @@ from ldpcore import Reports
 from ldpcore.collection import CollectionSpec
 from producer.sdk import Device, load_spec
 from producer.simulate import distribution, simulate, write_truth
+from producer.store import MemoryStore
 
 LABELS = ["alpha-label", "bravo-label", "charlie-label", "delta-label"]
 SPEC = CollectionSpec.from_dict({"id": "t", "oracle": {"mechanism": "grr", "epsilon": 0.5},
@@ -30,25 +31,25 @@ def test_device_repeats_the_same_answer_for_the_same_value() -> None:
         assert all(_key(dev.report(v)) == first[v] for v in LABELS)
 
 
-def test_devices_without_a_seed_draw_from_os_entropy() -> None:
-    # 200 fresh devices: with ε = 0.5 and d = 4 each answer is the true value w.p. ~0.35,
-    # so 200 identical answer vectors across two unseeded runs would have probability
-    # far below 1e-50.
-    a = [_key(Device(SPEC).report("alpha-label")) for _ in range(200)]
-    b = [_key(Device(SPEC).report("alpha-label")) for _ in range(200)]
+def test_new_devices_draw_their_secrets_from_os_entropy() -> None:
+    # 200 new devices (each its own store): with ε = 0.5 and d = 4 each answer is the true
+    # value w.p. ~0.35, so 200 identical answer vectors across two unseeded runs would have
+    # probability far below 1e-50.
+    a = [_key(Device(SPEC, store=MemoryStore()).report("alpha-label")) for _ in range(200)]
+    b = [_key(Device(SPEC, store=MemoryStore()).report("alpha-label")) for _ in range(200)]
     assert a != b and len(set(a)) > 1
 
 
 def test_seeded_devices_are_reproducible() -> None:
-    a = Device(SPEC, rng=np.random.default_rng(5)).message("bravo-label")
-    b = Device(SPEC, rng=np.random.default_rng(5)).message("bravo-label")
-    assert a == b
+    a = Device(SPEC, store=MemoryStore(), test_only_rng=np.random.default_rng(5))
+    b = Device(SPEC, store=MemoryStore(), test_only_rng=np.random.default_rng(5))
+    assert a.message("bravo-label") == b.message("bravo-label")
 
 
 def test_messages_never_carry_the_raw_label() -> None:
     for v in LABELS:
         for fmt in ("binary", "json"):
-            msg = Device(SPEC).message(v, fmt)
+            msg = Device(SPEC, store=MemoryStore()).message(v, fmt)
             assert msg is not None and v.encode() not in msg
 
 

@@ -10,6 +10,7 @@ import pytest
 from ldpcore.collection import CollectionSpec
 from producer.sdk import Device
 from producer.simulate import simulate
+from producer.store import FileStore
 
 SPEC = CollectionSpec.from_dict({
     "id": "emoji", "oracle": {"mechanism": "ps", "epsilon": 2.0, "length": 3},
@@ -17,11 +18,11 @@ SPEC = CollectionSpec.from_dict({
 
 
 def test_a_set_is_memoized_and_survives_a_restart(tmp_path: Path) -> None:
-    memo = tmp_path / "memo.json"
-    dev = Device(SPEC, memo_path=memo)
+    memo = tmp_path / "store.json"
+    dev = Device(SPEC, store=FileStore(memo))
     first = dev.report(["😂", "🔥"])
     assert dev.report(["🔥", "😂"]) == first  # the same set, in any order: the same answer
-    assert Device(SPEC, memo_path=memo).report({"😂", "🔥"}) == first
+    assert Device(SPEC, store=FileStore(memo)).report({"😂", "🔥"}) == first
     with pytest.raises(ValueError):
         dev.report(["🙃"])
 

@@ -17,6 +17,7 @@ from ldpcore.collection import CollectionSpec
 from ldpstream.storage import load_state
 from producer.sdk import Client, Device
 from producer.simulate import simulate
+from producer.store import MemoryStore
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
@@ -147,8 +148,9 @@ def test_a_device_takes_part_in_one_phase_of_a_partitioned_group() -> None:
     specs += [CollectionSpec.from_dict(p2), CollectionSpec.from_dict(p3)]
     per_phase = np.zeros(3, int)
     for i in range(600):
-        secret = i.to_bytes(4, "big")
-        sent = [Device(s, rng=i, secret=secret).message(["app0", "app2"], now=0.0) is not None
+        secret = i.to_bytes(16, "big")
+        sent = [Device(s, store=MemoryStore(), test_only_rng=i, secret=secret)
+                .message(["app0", "app2"], now=0.0) is not None
                 for s in specs]
         assert sum(sent) == 1
         per_phase[sent.index(True)] += 1

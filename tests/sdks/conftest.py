@@ -14,7 +14,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "sdks" / "js"
 JAVA = ROOT / "sdks" / "java"
-JUNIT = ROOT / ".tools" / "sdk-java" / "junit-platform-console-standalone.jar"
 SDKS = ("js", "java")
 
 
@@ -28,9 +27,20 @@ def sdk_command(sdk: str) -> list[str]:
     if sdk == "js":
         _need(JS / "dist" / "bin" / "perturb.js", "the TypeScript SDK")
         return [shutil.which("node") or "node", str(JS / "dist" / "bin" / "perturb.js")]
-    _need(JAVA / "target" / "classes", "the Java SDK")
-    return [shutil.which("java") or "java", "-cp", str(JAVA / "target" / "classes"),
-            "org.ldpstream.sdk.tools.Perturb"]
+    return java_tool("PerturbTool")
+
+
+def java_tool(name: str) -> list[str]:
+    """The command of a Java SDK developer tool (in the test classes, not in the jar)."""
+    _need(JAVA / "target" / "test-classes", "the Java SDK")
+    cp = f"{JAVA / 'target' / 'classes'}:{JAVA / 'target' / 'test-classes'}"
+    return [shutil.which("java") or "java", "-cp", cp, f"org.ldpstream.sdk.{name}"]
+
+
+def js_tool(name: str) -> list[str]:
+    """The command of a TypeScript SDK developer tool (dist/bin, not in the package)."""
+    _need(JS / "dist" / "bin" / f"{name}.js", "the TypeScript SDK")
+    return [shutil.which("node") or "node", str(JS / "dist" / "bin" / f"{name}.js")]
 
 
 def sdk_perturb_many(sdk: str, requests: list[tuple[dict[str, Any], list[int]]]
@@ -47,3 +57,13 @@ def sdk_perturb_many(sdk: str, requests: list[tuple[dict[str, Any], list[int]]]
                               timeout=600)
         assert proc.returncode == 0, proc.stderr
         return [(Path(tmp) / f"out{i}.bin").read_bytes() for i in range(len(requests))]
+
+
+@pytest.fixture(autouse=True)
+def _private_user_data_dir(tmp_path_factory: pytest.TempPathFactory,
+                           monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Devices keep their store under the user data directory: never the real one here
+    (the SDK processes the tests start inherit it)."""
+    path = tmp_path_factory.mktemp("user-data")
+    monkeypatch.setenv("XDG_DATA_HOME", str(path))
+    return path

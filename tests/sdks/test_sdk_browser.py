@@ -1,6 +1,7 @@
 """The TypeScript SDK runs in a browser: headless Chromium loads the built ES modules, passes
-every shared vector, and a Device there (crypto.getRandomValues, localStorage) builds a
-message that ldpcore decodes."""
+every shared vector (and every permanent-answer vector), and Devices there
+(crypto.getRandomValues, the default IndexedDB store) build messages that ldpcore decodes,
+sharing one cadence, and derive the same permanent answer after a page reload."""
 
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ pytestmark = pytest.mark.browser
 
 PAGE = """<!doctype html><meta charset="utf-8"><title>sdk</title>
 <script type="module">
-import { CollectionSpec, Device, WordStream, encodeBinary, encodeJson, makeRerandomizer }
-  from "/js/dist/src/index.js";
+import { CollectionSpec, Device, MemoryStore } from "/js/dist/src/index.js";
+import { encodeBinary, encodeJson } from "/js/dist/src/encode.js";
+import { makeRerandomizer } from "/js/dist/src/mechanisms.js";
+import { WordStream } from "/js/dist/src/random.js";
 const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 const failures = [];
 let checked = 0;
@@ -45,12 +48,28 @@ try {
       checked++;
     }
   }
+  const prr = await (await fetch("/vectors/permanent/permanent.json")).json();
+  for (const c of prr.cases) {
+    const spec = CollectionSpec.fromJson(c.collection);
+    const secret = new Uint8Array(c.secret.match(/../g).map((h) => parseInt(h, 16)));
+    const dev = new Device(spec, { store: new MemoryStore(), secret });
+    const reps = [];
+    for (const x of c.inputs) reps.push(await dev.permanent(x));
+    if (hex(encodeBinary(spec, spec.oracle().columns, reps)) !== c.message_binary) {
+      failures.push("permanent " + c.name);
+    }
+    checked++;
+  }
   const spec = CollectionSpec.fromJson(SPEC);
-  const dev = new Device(spec, { storage: window.localStorage });
-  const msg = hex(dev.message("b"));
-  const again = new Device(spec, { storage: window.localStorage }).message("b");
-  window.__result = { failures, checked, msg, again,
-                      stored: window.localStorage.getItem("ldpstream-device-memo") !== null };
+  // two Devices on the default store (IndexedDB) race for the window's one report
+  const clock = () => 7200.5;  // one window for both page loads
+  const made = await Promise.all([new Device(spec, { clock }).message("b"),
+                                  new Device(spec, { clock }).message("b")]);
+  const first = made.find((m) => m !== null);
+  const msg = first ? hex(first) : null;
+  const permanent = JSON.stringify(await new Device(spec).permanent("b"));
+  window.__result = { failures, checked, msg, nulls: made.filter((m) => m === null).length,
+                      permanent };
 } catch (e) {
   window.__result = { error: String(e && e.stack || e) };
 }
@@ -104,17 +123,25 @@ def test_typescript_sdk_passes_the_vectors_in_headless_chromium() -> None:
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=Service(driver_bin), options=opts)
     try:
-        driver.get(f"http://127.0.0.1:{server.server_address[1]}/")
-        result = WebDriverWait(driver, 60).until(
-            lambda d: d.execute_script("return window.__result || null"))
+        results = []
+        for _ in range(2):  # the page, then the page reloaded: the same device
+            driver.get(f"http://127.0.0.1:{server.server_address[1]}/")
+            results.append(WebDriverWait(driver, 60).until(
+                lambda d: d.execute_script("return window.__result || null")))
+        result = results[0]
     finally:
         driver.quit()
         server.shutdown()
         server.server_close()
     assert "error" not in result, result.get("error")
-    n_cases = sum(len(json.loads((ROOT / "sdks" / "vectors" / f).read_text())["cases"])
-                  for f in files)
+    vectors = ROOT / "sdks" / "vectors"
+    n_cases = sum(len(json.loads((vectors / f).read_text())["cases"]) for f in files)
+    n_cases += len(json.loads((vectors / "permanent" / "permanent.json").read_text())["cases"])
     assert result["checked"] == n_cases and result["failures"] == []
     cid, reports = decode_message(SPEC, SPEC.oracle(), bytes.fromhex(result["msg"]))
     assert cid == "browser" and len(reports) == 1
-    assert result["again"] is None and result["stored"]  # cadence kept in localStorage
+    assert result["nulls"] == 1  # one report per window, whichever Device made it
+    reloaded = results[1]
+    assert "error" not in reloaded, reloaded.get("error")
+    assert reloaded["nulls"] == 2  # the window's report was made before the reload
+    assert reloaded["permanent"] == result["permanent"]  # the secret survived in IndexedDB

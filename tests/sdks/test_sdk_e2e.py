@@ -28,7 +28,7 @@ from ldpstream.storage import CollectionCatalog, load_state
 
 from ..gateway.conftest import GatewayProcess, gateway_env
 from ..integration.helpers import WorkerProcess, wait_for, worker_env
-from .conftest import JAVA, JS, SDKS, _need
+from .conftest import SDKS, java_tool, js_tool
 
 pytestmark = pytest.mark.integration
 
@@ -111,13 +111,7 @@ def _simulate(sdk: str, url: str, spec: CollectionSpec, inputs: list[Any], fmt: 
     req = tmp / f"{spec.id}.json"
     req.write_text(json.dumps({"collection": json.loads(spec.to_json()), "values": inputs,
                                "format": fmt, "batch": 400}))
-    if sdk == "js":
-        _need(JS / "dist" / "bin" / "simulate.js", "the TypeScript SDK")
-        cmd = ["node", str(JS / "dist" / "bin" / "simulate.js"), url, str(req)]
-    else:
-        _need(JAVA / "target" / "classes", "the Java SDK")
-        cmd = ["java", "-cp", str(JAVA / "target" / "classes"),
-               "org.ldpstream.sdk.tools.Simulate", url, str(req)]
+    cmd = [*(js_tool("simulate") if sdk == "js" else java_tool("SimulateTool")), url, str(req)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     out: dict[str, int] = json.loads(proc.stdout)

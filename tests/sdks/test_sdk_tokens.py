@@ -26,7 +26,7 @@ from producer.sdk import Device, GatewayClient, GatewayError
 from ..gateway.conftest import GatewayProcess, gateway_env, post
 from ..integration.helpers import WorkerProcess, wait_for, worker_env
 from ..issuer.conftest import IssuerProcess, issuer_env
-from .conftest import JAVA, JS, _need
+from .conftest import JS, _need, java_tool
 
 pytestmark = [pytest.mark.integration, pytest.mark.brokers("kafka")]
 
@@ -147,15 +147,13 @@ def test_typescript_device_is_counted_at_most_k_times(stack: Stack, redis_client
 
 def test_java_device_is_counted_at_most_k_times(stack: Stack, redis_client: Any,
                                                 tmp_path: Path) -> None:
-    _need(JAVA / "target" / "classes", "the Java SDK")
     spec, honest, posts = _spec("java"), 16, 5
     req = tmp_path / "req.json"
     req.write_text(json.dumps({"collection": json.loads(spec.to_json()),
                                "gateway": stack.gateway.url(), "issuer": stack.issuer.url,
                                "key": FLEET, "honest": honest, "greedy_posts": posts,
                                "values": [LABELS[i % 8] for i in range(honest)]}))
-    proc = subprocess.run(["java", "-cp", str(JAVA / "target" / "classes"),
-                           "org.ldpstream.sdk.tools.Tokens", str(req)],
+    proc = subprocess.run([*java_tool("TokensTool"), str(req)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)

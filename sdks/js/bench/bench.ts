@@ -1,5 +1,8 @@
 /** Perturbation speed per mechanism (reports per second, CSPRNG draws included). */
-import { CollectionSpec, CryptoSource, Report, Value, encodeBinary } from "../src/index.js";
+import { encodeBinary } from "../src/encode.js";
+import { Report, Value } from "../src/mechanisms.js";
+import { CryptoSource } from "../src/random.js";
+import { CollectionSpec } from "../src/spec.js";
 import { BENCH_CASES } from "./cases.js";
 
 const src = new CryptoSource();

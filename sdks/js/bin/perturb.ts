@@ -8,7 +8,10 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 
-import { CollectionSpec, CryptoSource, Report, encodeBinary } from "../src/index.js";
+import { encodeBinary } from "../src/encode.js";
+import { Report } from "../src/mechanisms.js";
+import { CryptoSource } from "../src/random.js";
+import { CollectionSpec } from "../src/spec.js";
 
 const src = new CryptoSource();
 for (let i = 2; i + 1 < process.argv.length; i += 2) {

@@ -1,21 +1,28 @@
 /**
- * One device of one collection: maps values to the domain, perturbs, memoizes and keeps the
- * reporting cadence exactly as the Python SDK (producer/sdk.py):
+ * One device of one collection: maps values to the domain, perturbs, keeps the reporting
+ * cadence and queues reports, as the Python SDK (producer/sdk.py):
  *
- * - memoization "permanent": the answer of a value is drawn once and resent verbatim;
- *   "two-level": the permanent answer is re-randomized at epsilon_1 for every report;
- *   "none": a fresh answer per report;
- * - cadence: `message` returns null once `reports_per_window` messages were built in the
- *   current tumbling window;
- * - persistence: with a `storage` (localStorage-like) the memo and the cadence are saved
- *   after every change in the Python SDK's memo format and reloaded on construction;
- * - randomness: `crypto.getRandomValues` unless a DrawSource is injected (tests only).
+ * - memoization "permanent": a value's answer is *derived* from the device secret
+ *   (HMAC-SHA256 over the collection fingerprint and the value; docs/wire-format.md,
+ *   "Permanent answers"), so it is the same after every restart, in every SDK, with nothing
+ *   stored but the secret; "two-level": that answer re-randomized at epsilon_1 for every
+ *   report; "none": a fresh answer per report;
+ * - cadence: at most `reports_per_window` reports per tumbling window, counted in the store
+ *   (shared by every Device, tab and process on it);
+ * - store: the secret, the cadence and the outbox live in the platform's private store
+ *   (`defaultStore()`: IndexedDB in browsers, a file under the user data directory in Node);
+ * - randomness: `crypto.getRandomValues` only (`testOnlyDraws` replaces it in tests).
  */
+import { checkEpsilon1 } from "./checks.js";
 import { encodeBinary, encodeJson } from "./encode.js";
 import { Oracle, Report, Rerandomizer, Value } from "./mechanisms.js";
-import { CryptoSource, DrawSource } from "./random.js";
+import { CryptoSource, DrawSource, PermanentWords, randomUuid } from "./random.js";
 import { hmacSha256 } from "./sha256.js";
 import { CollectionSpec, Input, PHASES } from "./spec.js";
+import {
+  Cadence, DeviceStore, KeyValueStorage, KeyValueStore, StoreDocument, defaultStore, ensureSecret,
+  pushReport,
+} from "./store.js";
 
 /**
  * The phase (index) of a partitioned protocol group a device takes part in
@@ -37,65 +44,80 @@ export function devicePhase(secret: Uint8Array, group: string, fractions: number
   return Math.min(pos, fractions.length - 1);
 }
 
+const fromHex = (h: string): Uint8Array =>
+  new Uint8Array(h.match(/../g)?.map((x) => parseInt(x, 16)) ?? []);
 const toHex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, "0"))
   .join("");
 
-/** The part of the Web Storage API the device uses (e.g. `localStorage`). */
-export interface KeyValueStorage {
-  getItem(key: string): string | null;
-  setItem(key: string, value: string): void;
-}
-
 export interface DeviceOptions {
-  source?: DrawSource;
-  storage?: KeyValueStorage;
-  /** Storage key of the memo document (default "ldpstream-device-memo"). */
-  storageKey?: string;
+  /** Where the secret, the cadence and the queue live (default `defaultStore()`); a
+   * `MemoryStore` opts out of persistence (see the README for what that gives up). */
+  store?: DeviceStore;
   /** Seconds since the epoch (default Date.now() / 1000). */
   clock?: () => number;
-  /** The device secret that picks its phase of a partitioned protocol group (default: 16
-   * CSPRNG bytes drawn once and kept in the memo). */
+  /** The device secret (16 to 64 bytes) instead of the store's: an app that keeps it in its
+   * own keystore. */
   secret?: Uint8Array;
+  /** Tests only: fresh draws (and a new secret) from this source instead of the CSPRNG. */
+  testOnlyDraws?: DrawSource;
+  /** SDK 0.1's option: a localStorage-like storage, the same as
+   * `store: new KeyValueStore(storage, storageKey)`. */
+  storage?: KeyValueStorage;
+  storageKey?: string;
 }
 
-export const MEMO_FORMAT = "ldpstream-device-memo";
-export const MEMO_VERSION = 1;
-
-interface MemoEntry {
-  collection: string;
-  memoization: string;
-  answers: Record<string, Record<string, unknown>>;
-  window: number | null;
-  sent: number;
-  secret?: string;
-}
-
-interface MemoDoc {
-  format: string;
-  version: number;
-  collections: Record<string, MemoEntry>;
+/** Options of `enqueue`. */
+export interface EnqueueOptions {
+  format?: "binary" | "json";
+  /** Seconds since the epoch (default: the clock). */
+  now?: number;
 }
 
 export class Device {
   readonly oracle: Oracle;
   private readonly instant: Rerandomizer | null;
-  private readonly source: DrawSource;
+  private readonly draws: DrawSource;
   private readonly clock: () => number;
-  private readonly memo = new Map<string, Report>();
-  /** Start (epoch s) of the window of the last message built. */
-  window: number | null = null;
-  sentInWindow = 0;
-  /** The secret that picks this device's phase of a protocol group (null until needed). */
-  secret: Uint8Array | null;
+  private readonly answers = new Map<string, Report>();
+  private storeP: Promise<DeviceStore> | null;
+  private secretBytes: Uint8Array | null;
 
   constructor(readonly spec: CollectionSpec, private readonly options: DeviceOptions = {}) {
     const { oracle, instant } = spec.channels();
+    if (spec.epsilon1 !== null) checkEpsilon1(spec.epsilon1);
     this.oracle = oracle;
     this.instant = instant;
-    this.source = options.source ?? new CryptoSource();
+    this.draws = options.testOnlyDraws ?? new CryptoSource();
     this.clock = options.clock ?? (() => Date.now() / 1000);
-    this.secret = options.secret ?? null;
-    if (options.storage) this.load();
+    if (options.store && options.storage) throw new RangeError("give store or storage, not both");
+    const store = options.store ?? (options.storage
+      ? new KeyValueStore(options.storage, options.storageKey) : undefined);
+    this.storeP = store ? Promise.resolve(store) : null;
+    if (options.secret && (options.secret.length < 16 || options.secret.length > 64)) {
+      throw new RangeError("secret must be 16 to 64 bytes");
+    }
+    this.secretBytes = options.secret ? options.secret.slice() : null;
+  }
+
+  /** The store this device keeps its state in. */
+  store(): Promise<DeviceStore> {
+    if (!this.storeP) this.storeP = defaultStore();
+    return this.storeP;
+  }
+
+  /** The device secret (the store's, drawn on first use, unless one was given). */
+  async secret(): Promise<Uint8Array> {
+    if (!this.secretBytes) {
+      const make = this.options.testOnlyDraws ? (): Uint8Array => {
+        const out = new Uint8Array(32);
+        const v = new DataView(out.buffer);
+        for (let i = 0; i < 8; i++) v.setUint32(4 * i, this.draws.nextU32(), true);
+        return out;
+      } : undefined;
+      const hex = await (await this.store()).update((doc) => ensureSecret(doc, make));
+      this.secretBytes = fromHex(hex);
+    }
+    return this.secretBytes;
   }
 
   /** The oracle's input and the memo key of a raw value: a domain index; for a set-valued
@@ -116,31 +138,32 @@ export class Device {
   }
 
   /** False when a partitioned protocol (svim, svsm) puts this device in another phase of
-   * the collection's group: then `message` sends nothing. */
-  takesPart(): boolean {
+   * the collection's group: then it makes no report for this collection. */
+  async takesPart(): Promise<boolean> {
     const p = this.spec.protocol;
     if (!p || !p.fractions) return true;
-    if (this.secret === null) {
-      const c = (globalThis as { crypto?: { getRandomValues(a: Uint8Array): Uint8Array } }).crypto;
-      if (!c) throw new Error("crypto.getRandomValues is not available: the SDK needs a CSPRNG");
-      this.secret = c.getRandomValues(new Uint8Array(16));
-      this.save();
+    return PHASES[p.name][devicePhase(await this.secret(), p.group, p.fractions)] === p.phase;
+  }
+
+  /** The permanent answer of a value: derived from the secret, the collection's fingerprint
+   * and the value (docs/wire-format.md, "Permanent answers"). */
+  async permanent(value: Input): Promise<Report> {
+    const [idx, key] = this.input(value);
+    let rep = this.answers.get(key);
+    if (rep === undefined) {
+      rep = this.oracle.perturb(idx, new PermanentWords(await this.secret(),
+        this.spec.fingerprint, key));
+      this.answers.set(key, rep);
     }
-    return PHASES[p.name][devicePhase(this.secret, p.group, p.fractions)] === p.phase;
+    return rep;
   }
 
   /** The report of a value (a label / number; a set of them; an attribute tuple), per the
-   * memoization policy. */
-  report(value: Input): Report {
-    const [idx, key] = this.input(value);
-    if (this.spec.memoization === "none") return this.oracle.perturb(idx, this.source);
-    let rep = this.memo.get(key);
-    if (rep === undefined) {
-      rep = this.oracle.perturb(idx, this.source);
-      this.memo.set(key, rep);
-      this.save();
-    }
-    return this.instant ? this.instant.rerandomize(rep, this.source) : rep;
+   * memoization policy; it does not count toward the cadence. */
+  async report(value: Input): Promise<Report> {
+    if (this.spec.memoization === "none") return this.oracle.perturb(this.input(value)[0], this.draws);
+    const rep = await this.permanent(value);
+    return this.instant ? this.instant.rerandomize(rep, this.draws) : rep;
   }
 
   /** Start (epoch s) of the collection window holding `now` (default: the clock). */
@@ -148,90 +171,71 @@ export class Device {
     return this.spec.windowStart(now ?? this.clock());
   }
 
-  /** True unless the cadence is used up in the current window. */
-  canReport(now?: number): boolean {
-    return this.window !== this.currentWindow(now) ||
-      this.sentInWindow < this.spec.reportsPerWindow;
+  private cadence(doc: StoreDocument): Cadence {
+    return doc.collections[this.spec.fingerprint] ??
+      { collection: this.spec.id, window: null, sent: 0 };
   }
 
-  /** The binary message of one report, or null when the window's cadence is used up. */
-  message(value: Input, now?: number): Uint8Array | null {
-    const rep = this.next(value, now);
-    return rep && encodeBinary(this.spec, this.oracle.columns, [rep]);
+  private allowed(c: Cadence, window: number): boolean {
+    return c.window !== window || c.sent < this.spec.reportsPerWindow;
+  }
+
+  /** True unless the cadence is used up in the current window. */
+  async canReport(now?: number): Promise<boolean> {
+    const window = this.currentWindow(now);
+    return (await this.store()).update((doc) => this.allowed(this.cadence(doc), window));
+  }
+
+  /** Spend one report of `window`'s cadence in the store, atomically with `then`. */
+  private async spend(window: number, then?: (doc: StoreDocument) => void): Promise<boolean> {
+    return (await this.store()).update((doc) => {
+      const c = this.cadence(doc);
+      if (!this.allowed(c, window)) return false;
+      doc.collections[this.spec.fingerprint] = { ...c, collection: this.spec.id, window,
+        sent: c.window === window ? c.sent + 1 : 1 };
+      then?.(doc);
+      return true;
+    });
+  }
+
+  private async make(value: Input, json: boolean, now?: number
+  ): Promise<[number, Uint8Array | string] | null> {
+    const window = this.currentWindow(now);
+    if (!(await this.canReport(now)) || !(await this.takesPart())) return null;
+    const rep = await this.report(value);
+    const cols = this.oracle.columns;
+    return [window, json ? encodeJson(this.spec, cols, [rep]) : encodeBinary(this.spec, cols, [rep])];
+  }
+
+  /** The binary message of one report (the cadence spent), or null when the window's
+   * cadence is used up (or the device is in another phase). Not queued: see `enqueue`. */
+  async message(value: Input, now?: number): Promise<Uint8Array | null> {
+    const made = await this.make(value, false, now);
+    return made && (await this.spend(made[0])) ? made[1] as Uint8Array : null;
   }
 
   /** The JSON message text of one report, or null when the cadence is used up. */
-  messageJson(value: Input, now?: number): string | null {
-    const rep = this.next(value, now);
-    return rep && encodeJson(this.spec, this.oracle.columns, [rep]);
+  async messageJson(value: Input, now?: number): Promise<string | null> {
+    const made = await this.make(value, true, now);
+    return made && (await this.spend(made[0])) ? made[1] as string : null;
   }
 
-  private next(value: Input, now?: number): Report | null {
-    const window = this.currentWindow(now);
-    if (window === this.window && this.sentInWindow >= this.spec.reportsPerWindow) return null;
-    if (!this.takesPart()) return null;
-    const rep = this.report(value);
-    this.sentInWindow = window === this.window ? this.sentInWindow + 1 : 1;
-    this.window = window;
-    this.save();
-    return rep;
-  }
-
-  // ---- persistence ---------------------------------------------------------------------
-  private get key(): string {
-    return this.options.storageKey ?? MEMO_FORMAT;
-  }
-
-  private readDoc(): MemoDoc {
-    const text = this.options.storage?.getItem(this.key);
-    if (!text) return { format: MEMO_FORMAT, version: MEMO_VERSION, collections: {} };
-    const doc = JSON.parse(text) as MemoDoc;
-    if (doc.format !== MEMO_FORMAT || doc.version !== MEMO_VERSION || !doc.collections) {
-      throw new Error(`storage key ${this.key} does not hold a ${MEMO_FORMAT} document`);
-    }
-    return doc;
-  }
-
-  private save(): void {
-    const storage = this.options.storage;
-    if (!storage) return;
-    const doc = this.readDoc();
-    const answers: MemoEntry["answers"] = {};
-    const keys = Array.from(this.memo.keys())
-      .sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0));
-    for (const k of keys) {
-      const rec: Record<string, unknown> = { mechanism: this.oracle.mechanism,
-        fingerprint: this.spec.oracleFingerprint };
-      const rep = this.memo.get(k) as Report;
-      for (const c of this.oracle.columns) rec[c.name] = rep[c.name];
-      answers[k] = rec;
-    }
-    const entry: MemoEntry = { collection: this.spec.id,
-      memoization: this.spec.memoization, answers, window: this.window,
-      sent: this.sentInWindow };
-    if (this.secret !== null) entry.secret = toHex(this.secret);
-    doc.collections[this.spec.fingerprint] = entry;
-    storage.setItem(this.key, JSON.stringify(doc));
-  }
-
-  private load(): void {
-    const entry = this.readDoc().collections[this.spec.fingerprint];
-    if (!entry) return;
-    const size = BigInt(this.spec.domainSize());
-    for (const [k, rec] of Object.entries(entry.answers)) {
-      const idx = BigInt(k);
-      const fits = idx < 0n ? this.spec.setValued : idx < size;
-      if (!fits || rec.fingerprint !== this.spec.oracleFingerprint) {
-        throw new Error(`memo entry ${k} does not fit collection ${this.spec.id}`);
-      }
-      const rep: Report = {};
-      for (const c of this.oracle.columns) rep[c.name] = rec[c.name] as number | number[];
-      this.memo.set(k, rep);
-    }
-    this.window = entry.window;
-    this.sentInWindow = entry.sent;
-    if (this.secret === null && typeof entry.secret === "string") {
-      this.secret = new Uint8Array(entry.secret.match(/../g)?.map((h) => parseInt(h, 16)) ?? []);
-    }
+  /**
+   * Make one report and queue it in the store, in one step (the cadence is spent when the
+   * report is made; it is never perturbed again). False when the cadence is used up. The
+   * queue is posted by `GatewayClient.sendQueued`, which forgets a report only once the
+   * gateway acknowledged it.
+   */
+  async enqueue(value: Input, options: EnqueueOptions = {}): Promise<boolean> {
+    const json = options.format === "json";
+    const made = await this.make(value, json, options.now);
+    if (!made) return false;
+    const [window, msg] = made;
+    const body = typeof msg === "string" ? new TextEncoder().encode(msg) : msg;
+    const store = await this.store();
+    const entry = { key: randomUuid(), collection: this.spec.id,
+      fingerprint: this.spec.fingerprint,
+      type: json ? "application/json" : "application/octet-stream", body: toHex(body), window };
+    return this.spend(window, (doc) => pushReport(doc, entry, store.queueLimit));
   }
 }

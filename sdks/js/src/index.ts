@@ -1,22 +1,19 @@
-/** ldpstream device SDK (docs/wire-format.md). */
-export { Canon, PyFloat, canonicalJson, fingerprintOf, pyFloat, pyString } from "./canonical.js";
-export { Accepted, GatewayClient, GatewayError, GatewayOptions, retryAfterMs } from "./client.js";
+/**
+ * ldpstream device SDK (docs/wire-format.md): a Device perturbs values with its collection's
+ * ε-LDP mechanism, keeps the cadence and queues reports in the platform's private store; a
+ * GatewayClient posts them (with Privacy Pass tokens when given an issuer). Mechanisms,
+ * draws, encodings and the token protocol are internal.
+ */
+export { Accepted, GatewayClient, GatewayError, GatewayOptions, QueueResult } from "./client.js";
+export { Device, DeviceOptions, EnqueueOptions } from "./device.js";
+export { SpecError, StoreError } from "./errors.js";
+export type { Report } from "./mechanisms.js";
+export { IssuanceError } from "./privacypass.js";
+export type { TokenWallet } from "./privacypass.js";
 export {
-  Device, DeviceOptions, KeyValueStorage, MEMO_FORMAT, MEMO_VERSION, devicePhase,
-} from "./device.js";
-export { encodeBinary, encodeJson, frameMessages, toRecords } from "./encode.js";
-export {
-  Column, Dtype, Oracle, OracleSpec, Report, Rerandomizer, TWO_LEVEL_MECHANISMS, Value,
-  itemsOf, makeOracle, makeRerandomizer, pcg64Words, pemSchedule, sampleQuestions,
-} from "./mechanisms.js";
-export {
-  IssuanceError, IssuerOptions, RsaKey, TokenState, TokenWallet, authorizationHeader,
-  beginRequest, b64url, b64urlDecode, deviceCredential, finalizeToken, keyFromSpki, messageHead,
-  pssVerify, redemptionContext, tokenChallenge, tokenFrames,
-} from "./privacypass.js";
-export { CryptoSource, DrawSource, WordStream, below, bernoulli, uniform } from "./random.js";
-export { hmacSha256, sha256Hex } from "./sha256.js";
-export {
-  CollectionJson, CollectionSpec, Domain, Input, Memoization, PHASES, ProtocolJson, ScalarDomain,
-  fetchSpec,
+  CollectionJson, CollectionSpec, Domain, Input, Memoization, ProtocolJson, ScalarDomain, fetchSpec,
 } from "./spec.js";
+export {
+  DeviceStore, IndexedDbStore, KeyValueStorage, KeyValueStore, MemoryStore, QueuedReport,
+  StoreDocument, defaultStore,
+} from "./store.js";

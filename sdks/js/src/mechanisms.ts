@@ -2,6 +2,7 @@
  * Every mechanism a collection can declare: report layout and reference perturbation
  * (docs/wire-format.md §3–4), built from the resolved oracle spec a collection serves.
  */
+import { checkProbability } from "./checks.js";
 import { DrawSource, below, bernoulli, uniform } from "./random.js";
 
 export type Dtype = "uint8" | "uint16" | "uint32";
@@ -789,8 +790,30 @@ class Multi implements Oracle {
 /** Mechanisms that admit two-level memoization (ldpcore.longitudinal.TwoLevel). */
 export const TWO_LEVEL_MECHANISMS = ["grr", "sue", "oue", "olh", "blh", "hrr"];
 
-/** The oracle of a resolved oracle spec (`collection.oracle`). */
+/** The oracle of a resolved oracle spec (`collection.oracle`), refused (SpecError) if any
+ * probability it would draw against is not usable (NaN, 0, 1): a backstop behind the
+ * range checks of src/checks.ts. */
 export function makeOracle(spec: OracleSpec): Oracle {
+  const o = buildOracle(spec);
+  const x = o as unknown as Record<string, number> & { inner?: Record<string, number>; b?: number };
+  const check = (v: number | undefined, what: string): void => {
+    if (v !== undefined) checkProbability(v, `${o.mechanism}: ${what}`);
+  };
+  switch (o.mechanism) {
+    case "sue": case "oue": check(x.p, "p"); check(x.q, "q"); break;
+    case "cms": check(x.flip, "the flip probability"); break;
+    case "hcms": check(x.keep, "the keep probability"); break;
+    case "sw": check(2 * (x.b as number) * x.p, "the in-band probability"); break;
+    case "pm": check(x.pBand, "the band probability"); break;
+    case "duchi": check(1 / (x.e + 1), "1/(e^epsilon + 1)"); break;
+    case "ps": case "psi": check(x.inner?.p, "the inner oracle's p"); break;
+    case "setsize": case "hh": case "multi": break; // built of checked oracles
+    default: check(x.p, "p");
+  }
+  return o;
+}
+
+function buildOracle(spec: OracleSpec): Oracle {
   const mech = spec.mechanism;
   const eps = num(spec, "epsilon");
   if (mech === "pem") {
@@ -853,5 +876,11 @@ export function makeRerandomizer(oracle: Oracle, epsilon1: number): Rerandomizer
                     `got ${oracle.mechanism}`);
   }
   o.setInstant(epsilon1);
+  // epsilon_1 may reach 100 (checks.ts): p1 may round to 1 (the channel keeps the permanent
+  // answer, which is private at epsilon); it must still be a probability.
+  const x = o as unknown as { p1: number; q1?: number };
+  for (const v of [x.p1, x.q1 ?? 0.5]) {
+    if (!(v >= 0 && v <= 1)) throw new RangeError(`epsilon_1 ${epsilon1} gives no probability`);
+  }
   return o as Rerandomizer;
 }

@@ -3,6 +3,8 @@
  * verified against its fingerprint, and the mapping of raw values to domain indices.
  */
 import { Canon, PyFloat, fingerprintOf } from "./canonical.js";
+import { checkEpsilon1, checkOracle } from "./checks.js";
+import { SpecError } from "./errors.js";
 import { Oracle, OracleSpec, Rerandomizer, Value, makeOracle, makeRerandomizer } from "./mechanisms.js";
 
 export type ScalarDomain =
@@ -144,12 +146,12 @@ export class CollectionSpec {
   readonly oracleFingerprint: string;
 
   constructor(raw: CollectionJson) {
-    if (!raw || typeof raw !== "object") throw new Error("a collection must be an object");
+    if (!raw || typeof raw !== "object") throw new SpecError("a collection must be an object");
     if (typeof raw.id !== "string" || !ID_RE.test(raw.id)) {
-      throw new Error(`collection id must match ${ID_RE}, got ${JSON.stringify(raw.id)}`);
+      throw new SpecError(`collection id must match ${ID_RE}, got ${JSON.stringify(raw.id)}`, "id");
     }
     if (!raw.oracle || typeof raw.oracle.mechanism !== "string") {
-      throw new Error("oracle must be an object with a 'mechanism'");
+      throw new SpecError("oracle must be an object with a 'mechanism'", "oracle");
     }
     this.id = raw.id;
     this.description = raw.description ?? "";
@@ -164,26 +166,38 @@ export class CollectionSpec {
     this.reportsPerWindow = raw.reports_per_window ?? 1;
     this.protocol = raw.protocol ?? null;
     if (!["none", "permanent", "two-level"].includes(this.memoization)) {
-      throw new Error(`memoization must be none, permanent or two-level, got ${this.memoization}`);
+      throw new SpecError(`memoization must be none, permanent or two-level, got ${this.memoization}`,
+        "memoization");
     }
     if ((this.memoization === "two-level") !== (this.epsilon1 !== null)) {
-      throw new Error("epsilon_1 is needed with, and only with, memoization 'two-level'");
+      throw new SpecError("epsilon_1 is needed with, and only with, memoization 'two-level'",
+        "epsilon_1");
     }
     if (!Number.isSafeInteger(this.reportsPerWindow) || this.reportsPerWindow < 1) {
-      throw new Error(`reports_per_window must be an integer >= 1, got ${this.reportsPerWindow}`);
+      throw new SpecError(`reports_per_window must be an integer >= 1, got ${this.reportsPerWindow}`,
+        "reports_per_window");
+    }
+    // The ranges ldpcore accepts, before anything is derived from the spec.
+    checkOracle(this.oracleSpec);
+    if (this.epsilon1 !== null) checkEpsilon1(this.epsilon1);
+    if (!Number.isSafeInteger(this.windowSeconds) || this.windowSeconds < 1) {
+      throw new SpecError(`window_seconds must be an integer >= 1, got ${this.windowSeconds}`,
+        "window_seconds");
     }
     this.fingerprint = fingerprintOf(this.canonical());
     this.oracleFingerprint = fingerprintOf(canonOracle(this.oracleSpec));
     if (raw.fingerprint !== undefined && raw.fingerprint !== this.fingerprint) {
-      throw new Error(`fingerprint ${raw.fingerprint} does not match the spec's ` +
-                      `${this.fingerprint} (a different ldpstream version or a altered spec)`);
+      throw new SpecError(`fingerprint ${raw.fingerprint} does not match the spec's ` +
+                      `${this.fingerprint} (a different ldpstream version or an altered spec)`,
+                      "fingerprint");
     }
     const have = BigInt(this.domainSize());
     const capped = this.domain.kind === "attributes" && have > 1n << 62n ? 1n << 62n : have;
     const want = this.expectedOracleSize();
     if (this.domain.kind === "attributes" ? Number(capped) !== Number(want)
       : have !== BigInt(want)) {
-      throw new Error(`oracle.domain_size does not match the domain's ${this.domainSize()} values`);
+      throw new SpecError(`oracle.domain_size does not match the domain's ${this.domainSize()} ` +
+        "values", "oracle.domain_size");
     }
   }
 
@@ -286,12 +300,14 @@ export class CollectionSpec {
     return d.attributes.reduce((acc, a, j) => acc * BigInt(scalarSize(a)) + BigInt(row[j]), 0n);
   }
 
-  /** A fresh oracle (perturbation and report layout) for this collection. */
+  /** A fresh oracle (perturbation and report layout) for this collection.
+   * @internal */
   oracle(): Oracle {
     return makeOracle(this.oracleSpec);
   }
 
-  /** The oracle and, for two-level memoization, its instantaneous channel. */
+  /** The oracle and, for two-level memoization, its instantaneous channel.
+   * @internal */
   channels(): { oracle: Oracle; instant: Rerandomizer | null } {
     const oracle = this.oracle();
     const instant = this.memoization === "two-level" && this.epsilon1 !== null
@@ -314,5 +330,6 @@ export async function fetchSpec(apiUrl: string, collection: string,
   const url = `${apiUrl.replace(/\/+$/, "")}/v1/collections/${encodeURIComponent(collection)}`;
   const resp = await f(url, { headers: { accept: "application/json", ...init?.headers } });
   if (!resp.ok) throw new Error(`GET ${url}: HTTP ${resp.status}`);
+  // a spec outside ldpcore's ranges or with a wrong fingerprint throws SpecError
   return CollectionSpec.fromJson(await resp.json());
 }

@@ -3,7 +3,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { Input } from "../src/index.js";
+import { Input } from "../src/spec.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const VECTORS = join(HERE, "..", "..", "..", "vectors");
@@ -33,3 +33,25 @@ export function loadCases(): Case[] {
   return out;
 }
 
+
+interface PermanentCase {
+  name: string;
+  collection: Record<string, unknown>;
+  secret: string;
+  inputs: Input[];
+  keys: string[];
+  words: number[];
+  permanent: Record<string, unknown>[];
+  message_binary: string;
+  message_json: string;
+}
+
+/** The permanent answers of device secrets (sdks/vectors/permanent). */
+export function loadPermanentCases(): PermanentCase[] {
+  return JSON.parse(readFileSync(join(VECTORS, "permanent", "permanent.json"), "utf8")).cases;
+}
+
+/** ldpcore's parameter ranges (sdks/vectors/limits). */
+export function loadLimits(): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(VECTORS, "limits", "limits.json"), "utf8"));
+}

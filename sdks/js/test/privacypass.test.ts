@@ -9,7 +9,7 @@ import { test } from "node:test";
 import {
   authorizationHeader, b64urlDecode, beginRequest, deviceCredential, finalizeToken,
   keyFromSpki, messageHead, pssVerify, tokenChallenge, tokenFrames,
-} from "../src/index.js";
+} from "../src/privacypass.js";
 import { VECTORS } from "./cases.js";
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");

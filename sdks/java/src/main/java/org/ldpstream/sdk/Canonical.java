@@ -15,11 +15,11 @@ import java.util.Map;
  * Canonical JSON exactly as ldpcore's {@code canonical_json} (Python's
  * {@code json.dumps(sort_keys=True, separators=(",", ":"))}) and spec fingerprints.
  */
-public final class Canonical {
+final class Canonical {
   private Canonical() {}
 
   /** A float that prints as Python's repr ({@code 1.0}, not {@code 1}). */
-  public static final class PyFloat {
+  static final class PyFloat {
     public final double value;
 
     public PyFloat(double value) {

@@ -59,7 +59,7 @@ public final class CollectionSpec {
   private CollectionSpec(Map<String, Object> raw) {
     Object cid = raw.get("id");
     if (!(cid instanceof String) || !ID_RE.matcher((String) cid).matches()) {
-      throw new IllegalArgumentException("collection id must match " + ID_RE + ", got " + cid);
+      throw new SpecException("collection id must match " + ID_RE + ", got " + cid, "id");
     }
     id = (String) cid;
     description = raw.containsKey("description") ? (String) raw.get("description") : "";
@@ -67,12 +67,12 @@ public final class CollectionSpec {
     Object oracle = raw.get("oracle");
     if (!(oracle instanceof Map) || !(((Map<String, Object>) oracle).get("mechanism")
         instanceof String)) {
-      throw new IllegalArgumentException("oracle must be an object with a 'mechanism'");
+      throw new SpecException("oracle must be an object with a 'mechanism'", "oracle");
     }
     oracleSpec = new LinkedHashMap<>((Map<String, Object>) oracle);
     Object dom = raw.get("domain");
     if (!(dom instanceof Map)) {
-      throw new IllegalArgumentException("domain must be an object");
+      throw new SpecException("domain must be an object", "domain");
     }
     domain = new LinkedHashMap<>((Map<String, Object>) dom);
     domainKind = String.valueOf(domain.get("kind"));
@@ -81,29 +81,42 @@ public final class CollectionSpec {
     minReports = longOf(raw, "min_reports", 100);
     memoization = raw.containsKey("memoization") ? (String) raw.get("memoization") : "permanent";
     if (!Arrays.asList("none", "permanent", "two-level").contains(memoization)) {
-      throw new IllegalArgumentException("memoization must be none, permanent or two-level, got "
-          + memoization);
+      throw new SpecException("memoization must be none, permanent or two-level, got "
+          + memoization, "memoization");
     }
-    epsilon1 = raw.get("epsilon_1") == null ? null : ((Number) raw.get("epsilon_1")).doubleValue();
+    Object e1 = raw.get("epsilon_1");
+    if (e1 != null && !(e1 instanceof Number)) {
+      throw new SpecException("epsilon_1 must be a number, got " + e1, "epsilon_1");
+    }
+    epsilon1 = e1 == null ? null : ((Number) e1).doubleValue();
     if ("two-level".equals(memoization) != (epsilon1 != null)) {
-      throw new IllegalArgumentException(
-          "epsilon_1 is needed with, and only with, memoization 'two-level'");
+      throw new SpecException(
+          "epsilon_1 is needed with, and only with, memoization 'two-level'", "epsilon_1");
     }
     reportsPerWindow = longOf(raw, "reports_per_window", 1);
     Object proto = raw.get("protocol");
     if (proto != null && !(proto instanceof Map)) {
-      throw new IllegalArgumentException("protocol must be an object");
+      throw new SpecException("protocol must be an object", "protocol");
     }
     protocol = proto == null ? null : new LinkedHashMap<>((Map<String, Object>) proto);
     if (reportsPerWindow < 1) {
-      throw new IllegalArgumentException("reports_per_window must be an integer >= 1");
+      throw new SpecException("reports_per_window must be an integer >= 1",
+          "reports_per_window");
+    }
+    if (windowSeconds < 1) {
+      throw new SpecException("window_seconds must be an integer >= 1", "window_seconds");
+    }
+    // The ranges ldpcore accepts, before anything is derived from the spec.
+    Limits.checkOracle(oracleSpec, "oracle", null);
+    if (epsilon1 != null) {
+      Limits.checkEpsilon1(epsilon1);
     }
     fingerprint = Canonical.fingerprint(canonical());
     oracleFingerprint = Canonical.fingerprint(canonicalOracle());
     Object given = raw.get("fingerprint");
     if (given != null && !given.equals(fingerprint)) {
-      throw new IllegalArgumentException("fingerprint " + given + " does not match the spec's "
-          + fingerprint + " (a different ldpstream version or an altered spec)");
+      throw new SpecException("fingerprint " + given + " does not match the spec's "
+          + fingerprint + " (a different ldpstream version or an altered spec)", "fingerprint");
     }
     BigInteger expected = "pem".equals(oracleSpec.get("mechanism"))
         ? BigInteger.ONE.shiftLeft(((Number) oracleSpec.get("bits")).intValue())
@@ -113,8 +126,8 @@ public final class CollectionSpec {
       have = have.min(BigInteger.ONE.shiftLeft(62));
     }
     if (!expected.equals(have)) {
-      throw new IllegalArgumentException("oracle.domain_size does not match the domain's "
-          + domainSize() + " values");
+      throw new SpecException("oracle.domain_size does not match the domain's "
+          + domainSize() + " values", "oracle.domain_size");
     }
   }
 
@@ -124,7 +137,7 @@ public final class CollectionSpec {
       return dflt;
     }
     if (!(v instanceof Long)) {
-      throw new IllegalArgumentException(key + " must be an integer, got " + v);
+      throw new SpecException(key + " must be an integer, got " + v, key);
     }
     return (Long) v;
   }
@@ -133,7 +146,7 @@ public final class CollectionSpec {
   @SuppressWarnings("unchecked")
   public static CollectionSpec fromJson(Object parsed) {
     if (!(parsed instanceof Map)) {
-      throw new IllegalArgumentException("a collection must be a JSON object");
+      throw new SpecException("a collection must be a JSON object", null);
     }
     Map<String, Object> m = (Map<String, Object>) parsed;
     return new CollectionSpec(m.get("spec") instanceof Map ? (Map<String, Object>) m.get("spec")
@@ -142,7 +155,13 @@ public final class CollectionSpec {
 
   /** Parse JSON text (see {@link #fromJson(Object)}). */
   public static CollectionSpec parse(String json) {
-    return fromJson(Json.parse(json));
+    Object parsed;
+    try {
+      parsed = Json.parse(json);
+    } catch (IllegalArgumentException e) {
+      throw new SpecException("a collection must be JSON: " + e.getMessage(), null);
+    }
+    return fromJson(parsed);
   }
 
   private Map<String, Object> canonicalOracle() {
@@ -204,7 +223,7 @@ public final class CollectionSpec {
   }
 
   /** The canonical object whose hash is the fingerprint (ldpcore's {@code to_dict}). */
-  public Map<String, Object> canonical() {
+  Map<String, Object> canonical() {
     Map<String, Object> d = canonicalDomain(domain);
     Map<String, Object> out = new LinkedHashMap<>();
     out.put("id", id);
@@ -251,7 +270,12 @@ public final class CollectionSpec {
     for (Object v : values) {
       out.add(index(v));
     }
-    return out.stream().mapToLong(Long::longValue).toArray();
+    long[] a = new long[out.size()];
+    int i = 0;
+    for (long x : out) {
+      a[i++] = x;
+    }
+    return a;
   }
 
   /**
@@ -370,7 +394,11 @@ public final class CollectionSpec {
         throw new IllegalArgumentException("values must be integers in [" + lo + ", "
             + domain.get("high") + "]");
       }
-      return x.subtract(lo).longValueExact();
+      BigInteger off = x.subtract(lo);
+      if (off.bitLength() > 63) {
+        throw new IllegalArgumentException("value " + x + " is too far from the domain's low end");
+      }
+      return off.longValue();
     }
     double x = ((Number) value).doubleValue();
     if (Double.isNaN(x) || Double.isInfinite(x)) {
@@ -385,14 +413,20 @@ public final class CollectionSpec {
   }
 
   /** A fresh oracle (perturbation and report layout) for this collection. */
-  public Mechanisms.Oracle oracle() {
+  Oracle oracle() {
     return Mechanisms.make(oracleSpec);
   }
 
   /** Start (epoch seconds) of the tumbling window holding {@code nowSeconds}. */
   public long windowStart(double nowSeconds) {
     long ms = (long) (nowSeconds * 1000);
-    return Math.floorDiv(Math.floorDiv(ms, 1000L), windowSeconds) * windowSeconds;
+    long s = floorDiv(ms, 1000L);
+    return floorDiv(s, windowSeconds) * windowSeconds;
+  }
+
+  private static long floorDiv(long a, long b) {
+    long q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
   }
 
   /** GET {@code {apiUrl}/v1/collections/{id}} and verify the spec against its fingerprint. */

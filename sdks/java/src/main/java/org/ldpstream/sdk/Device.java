@@ -2,88 +2,160 @@ package org.ldpstream.sdk;
 
 import java.io.IOException;
 import java.math.BigInteger;
-import java.security.GeneralSecurityException;
+import java.nio.charset.Charset;
 import java.security.SecureRandom;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.function.DoubleSupplier;
+import java.util.concurrent.ConcurrentHashMap;
+import javax.crypto.Mac;
 
 /**
- * One device of one collection: maps values to the domain, perturbs, memoizes and keeps the
- * reporting cadence exactly as the Python SDK (producer/sdk.py).
+ * One device of one collection: maps values to the domain, perturbs, keeps the reporting
+ * cadence and queues reports, as the Python SDK (producer/sdk.py).
  *
  * <ul>
- *   <li>memoization "permanent": a value's answer is drawn once and resent verbatim;
- *       "two-level": the permanent answer is re-randomized at epsilon_1 for every report;
- *       "none": a fresh answer per report;</li>
- *   <li>cadence: {@link #message} returns null once {@code reports_per_window} messages were
- *       built in the current tumbling window;</li>
- *   <li>persistence: with a memo file (app-private storage) the memo and the cadence are
- *       written atomically after every change, in the Python SDK's format, and reloaded;</li>
- *   <li>randomness: {@link SecureRandom} unless a {@link DrawSource} is given (tests).</li>
- *   <li>set-valued collections (ps, psi, setsize) take a set (any Iterable) of labels, memoized
- *       per set; multi collections a Map attribute → value or a List in the attributes'
- *       order; in a phase of a partitioned protocol (svim, svsm) the device sends only to the
- *       phase {@link #devicePhase} picks from its secret.</li>
+ *   <li>memoization "permanent": a value's answer is <em>derived</em> from the device secret
+ *       (HMAC-SHA256 over the collection fingerprint and the value; docs/wire-format.md,
+ *       "Permanent answers"), so it is the same after every restart and in every SDK, with
+ *       nothing stored but the secret; "two-level": that answer re-randomized at epsilon_1 for
+ *       every report; "none": a fresh answer per report;</li>
+ *   <li>cadence: at most {@code reports_per_window} reports per tumbling window, counted in
+ *       the store (shared by every Device, thread and process on it);</li>
+ *   <li>store: the secret, the cadence and the outbox live in the platform's private store
+ *       ({@link DeviceStore#defaultStore()}); a {@link MemoryStore} opts out;</li>
+ *   <li>randomness: {@link SecureRandom} only;</li>
+ *   <li>set-valued collections (ps, psi, setsize) take a set (any Iterable) of labels; multi
+ *       collections a Map attribute → value or a List in the attributes' order; in a phase of a
+ *       partitioned protocol (svim, svsm) the device reports only to the phase its secret
+ *       picks.</li>
  * </ul>
  *
- * <p>Not thread-safe: use one Device per thread or synchronize.
+ * <p>Thread-safe. Blocking (file I/O): call it off the UI thread.
  */
 public final class Device {
-  public static final String MEMO_FORMAT = "ldpstream-device-memo";
-  public static final long MEMO_VERSION = 1;
+  private static final Charset UTF8 = Charset.forName("UTF-8");
 
-  private final CollectionSpec spec;
-  private final Mechanisms.Oracle oracle;
-  private final Mechanisms.Rerandomizer instant;
-  private final DrawSource source;
-  private final DoubleSupplier clock;
-  private final Path memoPath;
-  private final TreeMap<BigInteger, Map<String, Object>> memo = new TreeMap<>();
-  private Long window;
-  private long sentInWindow;
-  private byte[] secret;
-
-  /** A device with the platform CSPRNG, the system clock and no persistence. */
-  public Device(CollectionSpec spec) throws IOException {
-    this(spec, null, null, null);
+  /** Seconds since the epoch. */
+  public interface Clock {
+    double nowSeconds();
   }
 
-  /**
-   * @param source draws (null: {@link SecureRandomSource})
-   * @param memoPath memo file (null: none); reloaded if it exists
-   * @param clock seconds since the epoch (null: the system clock)
-   */
-  public Device(CollectionSpec spec, DrawSource source, Path memoPath, DoubleSupplier clock)
-      throws IOException {
-    this.spec = spec;
+  private final CollectionSpec spec;
+  private final Oracle oracle;
+  private final Rerandomizer instant;
+  private final DrawSource draws;
+  private final boolean testDraws;
+  private final Clock clock;
+  private final DeviceStore store;
+  private final Map<String, Map<String, Object>> answers =
+      new ConcurrentHashMap<String, Map<String, Object>>();
+  private volatile byte[] secret;
+
+  /** A device on the platform's private store ({@link DeviceStore#defaultStore()}). */
+  public Device(CollectionSpec spec) {
+    this(builder(spec));
+  }
+
+  private Device(Builder b) {
+    this.spec = b.spec;
     this.oracle = spec.oracle();
     this.instant = "two-level".equals(spec.memoization)
         ? Mechanisms.rerandomizer(oracle, spec.epsilon1) : null;
-    this.source = source != null ? source : new SecureRandomSource();
-    this.clock = clock != null ? clock : () -> System.currentTimeMillis() / 1000.0;
-    this.memoPath = memoPath;
-    if (memoPath != null && Files.exists(memoPath)) {
-      load();
+    this.testDraws = b.draws != null;
+    this.draws = b.draws != null ? b.draws : new SecureRandomSource();
+    this.clock = b.clock != null ? b.clock : new Clock() {
+      @Override
+      public double nowSeconds() {
+        return System.currentTimeMillis() / 1000.0;
+      }
+    };
+    this.store = b.store != null ? b.store : DeviceStore.defaultStore();
+    this.secret = b.secret;
+  }
+
+  /** Options of a Device: {@code Device.builder(spec).store(...).build()}. */
+  public static Builder builder(CollectionSpec spec) {
+    return new Builder(spec);
+  }
+
+  /** Builds a {@link Device}. */
+  public static final class Builder {
+    private final CollectionSpec spec;
+    private DeviceStore store;
+    private Clock clock;
+    private byte[] secret;
+    private DrawSource draws;
+
+    private Builder(CollectionSpec spec) {
+      if (spec == null) {
+        throw new NullPointerException("spec");
+      }
+      this.spec = spec;
+    }
+
+    /** Where the secret, the cadence and the queue live (default
+     * {@link DeviceStore#defaultStore()}); a {@link MemoryStore} opts out of persistence (see
+     * the README for what that gives up). */
+    public Builder store(DeviceStore store) {
+      this.store = store;
+      return this;
+    }
+
+    /** The clock that decides the window (default the system clock). */
+    public Builder clock(Clock clock) {
+      this.clock = clock;
+      return this;
+    }
+
+    /** The device secret (16 to 64 bytes) instead of the store's: an app that keeps it in its
+     * own keystore. */
+    public Builder secret(byte[] secret) {
+      if (secret.length < 16 || secret.length > 64) {
+        throw new IllegalArgumentException("secret must be 16 to 64 bytes");
+      }
+      this.secret = secret.clone();
+      return this;
+    }
+
+    /** Tests only (package-private): fresh draws, and a new secret, from this source. */
+    Builder testOnlyDraws(DrawSource draws) {
+      this.draws = draws;
+      return this;
+    }
+
+    public Device build() {
+      return new Device(this);
     }
   }
 
-  public Mechanisms.Oracle oracle() {
-    return oracle;
+  /** The collection. */
+  public CollectionSpec spec() {
+    return spec;
   }
 
-  /** Set the device secret that picks its phase of a protocol group (default: 16 random
-   * bytes drawn when first needed and kept in the memo file). */
-  public void setSecret(byte[] secret) {
-    this.secret = secret.clone();
+  /** The store this device keeps its state in. */
+  public DeviceStore store() {
+    return store;
+  }
+
+  /** The device secret (the store's, drawn on first use, unless one was given). */
+  byte[] secret() throws IOException {
+    byte[] s = secret;
+    if (s == null) {
+      final DrawSource t = testDraws ? draws : null;
+      String hex = store.update(new DeviceStore.Update<String>() {
+        @Override
+        public String apply(Map<String, Object> doc) throws IOException {
+          return DeviceStore.ensureSecret(doc, t);
+        }
+      });
+      s = Hex.decode(hex);
+      secret = s;
+    }
+    return s;
   }
 
   /**
@@ -92,16 +164,9 @@ public final class Device {
    * HMAC-SHA256(secret, group), big-endian, / 2^64; the number of running sums of
    * {@code fractions} that are &lt;= u, capped at the last phase.
    */
-  public static int devicePhase(byte[] secret, String group, List<Double> fractions) {
-    byte[] mac;
-    try {
-      javax.crypto.Mac h = javax.crypto.Mac.getInstance("HmacSHA256");
-      h.init(new javax.crypto.spec.SecretKeySpec(secret.length == 0 ? new byte[1] : secret,
-          "HmacSHA256"));
-      mac = h.doFinal(group.getBytes(StandardCharsets.UTF_8));
-    } catch (GeneralSecurityException e) {
-      throw new IllegalStateException("HmacSHA256 is not available", e);
-    }
+  static int devicePhase(byte[] secret, String group, List<Double> fractions) {
+    Mac h = PermanentWords.hmac(secret.length == 0 ? new byte[1] : secret);
+    byte[] mac = h.doFinal(group.getBytes(UTF8));
     double u = new BigInteger(1, java.util.Arrays.copyOf(mac, 8)).doubleValue() / 0x1p64;
     double cum = 0;
     int pos = 0;
@@ -120,26 +185,18 @@ public final class Device {
     if (p == null || !(p.get("fractions") instanceof List)) {
       return true;
     }
-    if (secret == null) {
-      secret = new byte[16];
-      new SecureRandom().nextBytes(secret);
-      save();
-    }
     List<Double> fr = new ArrayList<>();
     for (Object f : (List<?>) p.get("fractions")) {
       fr.add(((Number) f).doubleValue());
     }
     List<String> phases = CollectionSpec.PHASES.get(String.valueOf(p.get("name")));
-    return phases.get(devicePhase(secret, String.valueOf(p.get("group")), fr))
+    return phases.get(devicePhase(secret(), String.valueOf(p.get("group")), fr))
         .equals(p.get("phase"));
   }
 
-  /**
-   * The report of a value per the memoization policy: a label / number; for a set-valued
-   * collection an Iterable of them (memo key -1 - the bitmask of their indices); for multi a
-   * Map or List of attribute values (memo key the mixed-radix index) — as the Python SDK.
-   */
-  public Map<String, Object> report(Object value) throws IOException {
+  /** The oracle's input and the memo key of a raw value: a domain index; for a set the item
+   * indices (key -1 - their bitmask); for a tuple its indices (key the mixed-radix index). */
+  private Object[] input(Object value) {
     long[] items;
     BigInteger key;
     if (spec.setValued()) {
@@ -159,149 +216,153 @@ public final class Device {
       items = new long[] {spec.index(value)};
       key = BigInteger.valueOf(items[0]);
     }
-    if ("none".equals(spec.memoization)) {
-      return oracle.perturbItems(items, source);
-    }
-    Map<String, Object> rep = memo.get(key);
+    return new Object[] {items, key.toString()};
+  }
+
+  /** The permanent answer of a value (a report: column → Long, or int[] of set bits),
+   * derived from the secret, the collection's fingerprint and the value. */
+  public Map<String, Object> permanent(Object value) throws IOException {
+    Object[] in = input(value);
+    String key = (String) in[1];
+    Map<String, Object> rep = answers.get(key);
     if (rep == null) {
-      rep = oracle.perturbItems(items, source);
-      memo.put(key, rep);
-      save();
+      rep = oracle.perturbItems((long[]) in[0],
+          new PermanentWords(secret(), spec.fingerprint, key));
+      answers.put(key, rep);
     }
-    return instant != null ? instant.rerandomize(rep, source) : rep;
+    return rep;
+  }
+
+  /**
+   * The report of a value per the memoization policy (it does not count toward the cadence):
+   * a label / number; for a set-valued collection an Iterable of them; for multi a Map or List
+   * of attribute values. Column → Long, or int[] of the set bits of a bitmask column.
+   */
+  public Map<String, Object> report(Object value) throws IOException {
+    if ("none".equals(spec.memoization)) {
+      synchronized (draws) {
+        return oracle.perturbItems((long[]) input(value)[0], draws);
+      }
+    }
+    Map<String, Object> rep = permanent(value);
+    if (instant == null) {
+      return rep;
+    }
+    synchronized (draws) {
+      return instant.rerandomize(rep, draws);
+    }
   }
 
   /** Start (epoch s) of the collection window holding the clock's now. */
   public long currentWindow() {
-    return spec.windowStart(clock.getAsDouble());
+    return spec.windowStart(clock.nowSeconds());
+  }
+
+  @SuppressWarnings("unchecked")
+  private Map<String, Object> cadence(Map<String, Object> doc) {
+    Object c = ((Map<String, Object>) doc.get("collections")).get(spec.fingerprint);
+    if (c instanceof Map) {
+      return (Map<String, Object>) c;
+    }
+    Map<String, Object> fresh = new LinkedHashMap<>();
+    fresh.put("collection", spec.id);
+    fresh.put("window", null);
+    fresh.put("sent", 0L);
+    return fresh;
+  }
+
+  private boolean allowed(Map<String, Object> c, long window) {
+    Object w = c.get("window");
+    long sent = ((Number) c.get("sent")).longValue();
+    return !(w instanceof Number && ((Number) w).longValue() == window)
+        || sent < spec.reportsPerWindow;
   }
 
   /** True unless the cadence is used up in the current window. */
-  public boolean canReport() {
-    Long w = currentWindow();
-    return !w.equals(window) || sentInWindow < spec.reportsPerWindow;
+  public boolean canReport() throws IOException {
+    final long window = currentWindow();
+    return store.update(new DeviceStore.Update<Boolean>() {
+      @Override
+      public Boolean apply(Map<String, Object> doc) {
+        return allowed(cadence(doc), window);
+      }
+    });
   }
 
-  /** The binary message of one report, or null when the window's cadence is used up. */
+  /** Spend one report of {@code window}'s cadence in the store, atomically with {@code then}. */
+  private boolean spend(final long window, final Map<String, Object> queued) throws IOException {
+    return store.update(new DeviceStore.Update<Boolean>() {
+      @Override
+      @SuppressWarnings("unchecked")
+      public Boolean apply(Map<String, Object> doc) {
+        Map<String, Object> c = cadence(doc);
+        if (!allowed(c, window)) {
+          return false;
+        }
+        Object w = c.get("window");
+        boolean same = w instanceof Number && ((Number) w).longValue() == window;
+        Map<String, Object> next = new LinkedHashMap<>(c);
+        next.put("collection", spec.id);
+        next.put("window", window);
+        next.put("sent", same ? ((Number) c.get("sent")).longValue() + 1 : 1L);
+        ((Map<String, Object>) doc.get("collections")).put(spec.fingerprint, next);
+        if (queued != null) {
+          DeviceStore.push(doc, queued, store.queueLimit());
+        }
+        return true;
+      }
+    });
+  }
+
+  private Object make(Object value, boolean json) throws IOException {
+    if (!canReport() || !takesPart()) {
+      return null;
+    }
+    List<Map<String, Object>> one = Collections.singletonList(report(value));
+    return json ? Encoding.json(spec, oracle.columns(), one)
+        : Encoding.binary(spec, oracle.columns(), one);
+  }
+
+  /** The binary message of one report (the cadence spent), or null when the window's cadence
+   * is used up (or the device is in another phase). Not queued: see {@link #enqueue}. */
   public byte[] message(Object value) throws IOException {
-    Map<String, Object> rep = next(value);
-    return rep == null ? null
-        : Encoding.binary(spec, oracle.columns(), Collections.singletonList(rep));
+    long window = currentWindow();
+    Object m = make(value, false);
+    return m != null && spend(window, null) ? (byte[]) m : null;
   }
 
   /** The JSON message text of one report, or null when the cadence is used up. */
   public String messageJson(Object value) throws IOException {
-    Map<String, Object> rep = next(value);
-    return rep == null ? null
-        : Encoding.json(spec, oracle.columns(), Collections.singletonList(rep));
+    long window = currentWindow();
+    Object m = make(value, true);
+    return m != null && spend(window, null) ? (String) m : null;
   }
 
-  private Map<String, Object> next(Object value) throws IOException {
-    long w = currentWindow();
-    boolean same = window != null && window == w;
-    if (same && sentInWindow >= spec.reportsPerWindow) {
-      return null;
-    }
-    if (!takesPart()) {
-      return null;
-    }
-    Map<String, Object> rep = report(value);
-    sentInWindow = same ? sentInWindow + 1 : 1;
-    window = w;
-    save();
-    return rep;
+  /**
+   * Make one binary report and queue it in the store, in one step (the cadence is spent when
+   * the report is made; it is never perturbed again); false when the cadence is used up. The
+   * queue is posted by {@link GatewayClient#sendQueued}, which forgets a report only once the
+   * gateway acknowledged it.
+   */
+  public boolean enqueue(Object value) throws IOException {
+    return enqueue(value, false);
   }
 
-  // ---- persistence ---------------------------------------------------------------------
-  @SuppressWarnings("unchecked")
-  private Map<String, Object> readDoc() throws IOException {
-    if (memoPath == null || !Files.exists(memoPath)) {
-      Map<String, Object> doc = new LinkedHashMap<>();
-      doc.put("format", MEMO_FORMAT);
-      doc.put("version", MEMO_VERSION);
-      doc.put("collections", new LinkedHashMap<String, Object>());
-      return doc;
+  /** {@link #enqueue(Object)} with a JSON message ({@code json} true) or binary. */
+  public boolean enqueue(Object value, boolean json) throws IOException {
+    long window = currentWindow();
+    Object m = make(value, json);
+    if (m == null) {
+      return false;
     }
-    Object doc = Json.parse(new String(Files.readAllBytes(memoPath), StandardCharsets.UTF_8));
-    if (!(doc instanceof Map) || !MEMO_FORMAT.equals(((Map<String, Object>) doc).get("format"))
-        || !Long.valueOf(MEMO_VERSION).equals(((Map<String, Object>) doc).get("version"))
-        || !(((Map<String, Object>) doc).get("collections") instanceof Map)) {
-      throw new IOException(memoPath + " is not a " + MEMO_FORMAT + " v1 file");
-    }
-    return (Map<String, Object>) doc;
-  }
-
-  @SuppressWarnings("unchecked")
-  private void save() throws IOException {
-    if (memoPath == null) {
-      return;
-    }
-    Map<String, Object> doc = readDoc();
-    Map<String, Object> answers = new LinkedHashMap<>();
-    List<Map<String, Object>> reps = new ArrayList<>(memo.values());
-    List<Map<String, Object>> recs = Encoding.records(spec, oracle.columns(), reps);
-    int i = 0;
-    for (BigInteger k : memo.keySet()) {
-      answers.put(String.valueOf(k), recs.get(i++));
-    }
+    byte[] body = json ? ((String) m).getBytes(UTF8) : (byte[]) m;
     Map<String, Object> entry = new LinkedHashMap<>();
+    entry.put("key", java.util.UUID.randomUUID().toString());
     entry.put("collection", spec.id);
-    entry.put("memoization", spec.memoization);
-    entry.put("answers", answers);
+    entry.put("fingerprint", spec.fingerprint);
+    entry.put("type", json ? "application/json" : "application/octet-stream");
+    entry.put("body", Hex.encode(body));
     entry.put("window", window);
-    entry.put("sent", sentInWindow);
-    if (secret != null) {
-      StringBuilder hex = new StringBuilder();
-      for (byte b : secret) {
-        hex.append(String.format("%02x", b & 0xff));
-      }
-      entry.put("secret", hex.toString());
-    }
-    ((Map<String, Object>) doc.get("collections")).put(spec.fingerprint, entry);
-    Path dir = memoPath.toAbsolutePath().getParent();
-    Files.createDirectories(dir);
-    Path tmp = Files.createTempFile(dir, ".memo-", ".tmp");
-    try {
-      Files.write(tmp, Json.write(doc).getBytes(StandardCharsets.UTF_8));
-      try {
-        Files.setPosixFilePermissions(tmp,
-            java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
-      } catch (UnsupportedOperationException e) {
-        // not a POSIX file system (app-private storage is private anyway)
-      }
-      Files.move(tmp, memoPath, StandardCopyOption.REPLACE_EXISTING,
-          StandardCopyOption.ATOMIC_MOVE);
-    } finally {
-      Files.deleteIfExists(tmp);
-    }
-  }
-
-  @SuppressWarnings("unchecked")
-  private void load() throws IOException {
-    Object e = ((Map<String, Object>) readDoc().get("collections")).get(spec.fingerprint);
-    if (e == null) {
-      return;
-    }
-    Map<String, Object> entry = (Map<String, Object>) e;
-    BigInteger size = spec.domainSize();
-    for (Map.Entry<String, Object> a : ((Map<String, Object>) entry.get("answers")).entrySet()) {
-      BigInteger idx = new BigInteger(a.getKey());
-      Map<String, Object> rec = (Map<String, Object>) a.getValue();
-      boolean fits = idx.signum() < 0 ? spec.setValued() : idx.compareTo(size) < 0;
-      if (!fits || !spec.oracleFingerprint.equals(rec.get("fingerprint"))) {
-        throw new IOException("memo entry " + idx + " does not fit collection " + spec.id);
-      }
-      memo.put(idx, Encoding.fromRecord(oracle.columns(), rec));
-    }
-    window = (Long) entry.get("window");
-    sentInWindow = (Long) entry.get("sent");
-    Object hex = entry.get("secret");
-    if (secret == null && hex instanceof String) {
-      String h = (String) hex;
-      secret = new byte[h.length() / 2];
-      for (int i = 0; i < secret.length; i++) {
-        secret[i] = (byte) Integer.parseInt(h.substring(2 * i, 2 * i + 2), 16);
-      }
-    }
+    return spend(window, entry);
   }
 }

@@ -1,7 +1,7 @@
 package org.ldpstream.sdk;
 
 /** The three draw primitives every mechanism uses (docs/wire-format.md §4). */
-public final class Draws {
+final class Draws {
   private static final double TWO53 = 9007199254740992.0;
   private static final long TWO32 = 1L << 32;
 

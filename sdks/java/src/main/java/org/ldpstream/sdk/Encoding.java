@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.Map;
 
 /** Message encoding (docs/wire-format.md §2): the LDPM envelope around an LDPR batch. */
-public final class Encoding {
+final class Encoding {
   private Encoding() {}
 
   private static int code(String dtype) {
@@ -32,7 +32,7 @@ public final class Encoding {
   }
 
   /** The binary message of a batch of reports of one collection. */
-  public static byte[] binary(CollectionSpec spec, List<Mechanisms.Column> columns,
+  public static byte[] binary(CollectionSpec spec, List<Column> columns,
                               List<Map<String, Object>> reports) {
     ByteArrayOutputStream head = new ByteArrayOutputStream();
     byte[] id = ascii(spec.id);
@@ -46,7 +46,7 @@ public final class Encoding {
     int n = reports.size();
     int body = 0;
     ByteArrayOutputStream table = new ByteArrayOutputStream();
-    for (Mechanisms.Column c : columns) {
+    for (Column c : columns) {
       byte[] nm = ascii(c.name);
       int per = c.perReport();
       table.write(nm.length);
@@ -62,7 +62,7 @@ public final class Encoding {
     out.putInt(n);
     out.put((byte) columns.size());
     out.put(table.toByteArray());
-    for (Mechanisms.Column c : columns) {
+    for (Column c : columns) {
       int per = c.perReport();
       for (Map<String, Object> r : reports) {
         Object v = r.get(c.name);
@@ -92,14 +92,14 @@ public final class Encoding {
 
   /** JSON records of the reports (ldpcore.wire.to_records): masks as index lists. */
   public static List<Map<String, Object>> records(CollectionSpec spec,
-                                                  List<Mechanisms.Column> columns,
+                                                  List<Column> columns,
                                                   List<Map<String, Object>> reports) {
     List<Map<String, Object>> out = new ArrayList<>();
     for (Map<String, Object> r : reports) {
       Map<String, Object> rec = new LinkedHashMap<>();
       rec.put("mechanism", spec.oracleSpec.get("mechanism"));
       rec.put("fingerprint", spec.oracleFingerprint);
-      for (Mechanisms.Column c : columns) {
+      for (Column c : columns) {
         Object v = r.get(c.name);
         if (v instanceof int[]) {
           List<Long> l = new ArrayList<>();
@@ -116,7 +116,7 @@ public final class Encoding {
   }
 
   /** The JSON message text, byte for byte as ldpcore's {@code encode_message(..., "json")}. */
-  public static String json(CollectionSpec spec, List<Mechanisms.Column> columns,
+  public static String json(CollectionSpec spec, List<Column> columns,
                             List<Map<String, Object>> reports) {
     Map<String, Object> msg = new LinkedHashMap<>();
     msg.put("collection", spec.id);
@@ -141,9 +141,9 @@ public final class Encoding {
 
   /** Records back into reports (masks as int[]), e.g. from a memo file. */
   @SuppressWarnings("unchecked")
-  static Map<String, Object> fromRecord(List<Mechanisms.Column> columns, Map<String, Object> rec) {
+  static Map<String, Object> fromRecord(List<Column> columns, Map<String, Object> rec) {
     Map<String, Object> r = new LinkedHashMap<>();
-    for (Mechanisms.Column c : columns) {
+    for (Column c : columns) {
       Object v = rec.get(c.name);
       if (c.bits > 0) {
         List<Object> l = (List<Object>) v;

@@ -13,7 +13,7 @@ import java.util.Map;
  * (or {@link BigInteger} when too large) unless they have a fraction or exponent
  * ({@link Double}), plus String, Boolean and null.
  */
-public final class Json {
+final class Json {
   private final String s;
   private int at;
 

@@ -14,7 +14,6 @@ import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -288,8 +287,45 @@ public final class PrivacyPass {
     return concat(state.tokenInput, sig);
   }
 
+  private static final char[] B64URL =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".toCharArray();
+
+  /** Base64url without padding (RFC 4648 §5; java.util.Base64 is not on Android before 26). */
   public static String b64url(byte[] b) {
-    return Base64.getUrlEncoder().withoutPadding().encodeToString(b);
+    StringBuilder out = new StringBuilder((b.length * 4 + 2) / 3);
+    for (int i = 0; i < b.length; i += 3) {
+      int n = (b[i] & 0xff) << 16 | (i + 1 < b.length ? (b[i + 1] & 0xff) << 8 : 0)
+          | (i + 2 < b.length ? b[i + 2] & 0xff : 0);
+      int chars = Math.min(4, (b.length - i) * 4 / 3 + ((b.length - i) % 3 == 0 ? 0 : 1));
+      for (int j = 0; j < chars; j++) {
+        out.append(B64URL[(n >>> (18 - 6 * j)) & 63]);
+      }
+    }
+    return out.toString();
+  }
+
+  /** Base64url decoding, padding optional. */
+  static byte[] b64urlDecode(String s) {
+    String t = s.replace("=", "");
+    byte[] out = new byte[t.length() * 3 / 4];
+    int acc = 0;
+    int bits = 0;
+    int o = 0;
+    for (int i = 0; i < t.length(); i++) {
+      char c = t.charAt(i);
+      int v = c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26
+          : c >= '0' && c <= '9' ? c - '0' + 52 : c == '-' ? 62 : c == '_' ? 63 : -1;
+      if (v < 0) {
+        throw new IllegalArgumentException("not base64url: " + s);
+      }
+      acc = acc << 6 | v;
+      bits += 6;
+      if (bits >= 8) {
+        bits -= 8;
+        out[o++] = (byte) (acc >>> bits);
+      }
+    }
+    return out;
   }
 
   /** What the device shows the issuer (X-LDP-Device): one-way, the secret stays here. */
@@ -402,7 +438,7 @@ public final class PrivacyPass {
           long w = (Long) k.get("ldp-window");
           String kid = collection + "\u0000" + w;
           windows.put(kid, new long[] {w, (Long) k.get("ldp-window-seconds")});
-          keys.put(kid, keyFromSpki(Base64.getUrlDecoder().decode((String) k.get("token-key"))));
+          keys.put(kid, keyFromSpki(b64urlDecode((String) k.get("token-key"))));
         }
         id = find(collection, nowS, window);
         if (id == null) {
@@ -417,7 +453,11 @@ public final class PrivacyPass {
         throws IOException {
       long[] w = window(collection, nowS, window);
       String id = collection + "\u0000" + w[0];
-      List<byte[]> have = tokens.computeIfAbsent(id, k -> new ArrayList<>());
+      List<byte[]> have = tokens.get(id);
+      if (have == null) {
+        have = new ArrayList<>();
+        tokens.put(id, have);
+      }
       if (have.size() < n) {
         int count = n - have.size();
         RsaKey key = keys.get(id);

@@ -9,7 +9,7 @@ import java.security.SecureRandom;
  * the OS, no lock on /dev/urandom per call) and falls back to {@code new SecureRandom()}
  * (Android: the OpenSSL-backed provider).
  */
-public final class SecureRandomSource implements DrawSource {
+final class SecureRandomSource implements DrawSource {
   private final SecureRandom random;
   private final byte[] buf = new byte[4096];
   private int at = buf.length;

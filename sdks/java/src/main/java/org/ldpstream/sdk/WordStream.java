@@ -1,7 +1,7 @@
 package org.ldpstream.sdk;
 
 /** A fixed list of words (test vectors); throws when exhausted. */
-public final class WordStream implements DrawSource {
+final class WordStream implements DrawSource {
   private final long[] words;
   private int used;
 

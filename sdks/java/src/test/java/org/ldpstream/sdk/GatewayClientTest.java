@@ -1,21 +1,28 @@
 package org.ldpstream.sdk;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import java.io.File;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
-/** Gateway client: retries (429/503/network) with backoff and Retry-After, never other 4xx. */
+/** Gateway client: retries (429/503/network) with backoff and Retry-After as stated, never other
+ * 4xx; an Idempotency-Key per request; the durable queue. */
 class GatewayClientTest {
   interface Handler {
     void handle(HttpExchange ex, byte[] body, int call) throws IOException;
@@ -25,7 +32,7 @@ class GatewayClientTest {
     HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     AtomicInteger calls = new AtomicInteger();
     server.createContext("/v1/reports", ex -> {
-      byte[] body = ex.getRequestBody().readAllBytes();
+      byte[] body = Io.readAll(ex.getRequestBody());
       h.handle(ex, body, calls.incrementAndGet());
       ex.close();
     });
@@ -51,7 +58,9 @@ class GatewayClientTest {
   @Test
   void retries429And503HonouringRetryAfterAndSendsFrames() throws IOException {
     List<String> seen = new ArrayList<>();
+    List<String> keys = new ArrayList<>();
     HttpServer srv = serve((ex, body, call) -> {
+      keys.add(ex.getRequestHeaders().getFirst("Idempotency-Key"));
       seen.add(ex.getRequestHeaders().getFirst("Content-Type") + " "
           + ex.getRequestHeaders().getFirst("Authorization") + " " + body.length);
       if (call == 1) {
@@ -78,6 +87,90 @@ class GatewayClientTest {
     assertEquals(2000L, sleeps.get(0));
     assertEquals(2, sleeps.size());
     assertEquals(true, sleeps.get(1) < 200L);
+    // one Idempotency-Key (a random UUID) for the request, reused on each of its retries
+    assertTrue(keys.get(0).matches("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-"
+        + "[0-9a-f]{12}"), keys.get(0));
+    assertEquals(Arrays.asList(keys.get(0), keys.get(0), keys.get(0)), keys);
+  }
+
+  @Test
+  void eachRequestHasItsOwnKeyAndALongRetryAfterIsNotCutShort() throws IOException {
+    List<String> keys = new ArrayList<>();
+    HttpServer srv = serve((ex, body, call) -> {
+      keys.add(ex.getRequestHeaders().getFirst("Idempotency-Key"));
+      if (call == 2) {
+        ex.getResponseHeaders().add("Retry-After", "3600");
+        reply(ex, 503, "{}");
+      } else {
+        reply(ex, 202, "{\"accepted_messages\":1,\"accepted_reports\":1}");
+      }
+    });
+    List<Long> sleeps = new ArrayList<>();
+    try {
+      GatewayClient client = new GatewayClient(url(srv), null).backoff(100, 1000)
+          .maxWaitMs(60000).sleeper(sleeps::add);
+      client.send(new byte[1]);
+      GatewayException e = assertThrows(GatewayException.class, () -> client.send(new byte[2]));
+      assertEquals(503, e.status);
+      assertEquals(3_600_000L, e.retryAfterMs);
+    } finally {
+      srv.stop(0);
+    }
+    assertEquals(new ArrayList<Long>(), sleeps); // no early retry, no 30 s cap
+    assertEquals(2, keys.size());
+    assertNotEquals(keys.get(0), keys.get(1));
+  }
+
+  @Test
+  void queuedReportsSurviveRestartsAndKeepTheirKeys(@TempDir Path dir) throws IOException {
+    CollectionSpec spec = CollectionSpec.parse("{\"id\":\"q\",\"oracle\":{\"mechanism\":"
+        + "\"grr\",\"epsilon\":1.0,\"domain_size\":3},\"domain\":{\"kind\":\"categories\","
+        + "\"labels\":[\"a\",\"b\",\"c\"]},\"window_seconds\":60,\"memoization\":\"none\"}");
+    File f = dir.resolve("store.json").toFile();
+    final double[] now = {0};
+    Device dev = Device.builder(spec).store(new FileStore(f)).clock(() -> now[0]).build();
+    assertTrue(dev.enqueue("a"));
+    now[0] = 60;
+    assertTrue(dev.enqueue("b", true));
+    List<Map<String, Object>> queued = new FileStore(f).outbox();
+    // offline: nothing is lost
+    GatewayClient down = new GatewayClient("http://127.0.0.1:9", null).maxRetries(1)
+        .sleeper(ms -> { });
+    assertEquals(2, down.sendQueued(new FileStore(f)).pending);
+    List<String> keys = new ArrayList<>();
+    List<String> bodies = new ArrayList<>();
+    final boolean[] ok = {false};
+    HttpServer srv = serve((ex, body, call) -> {
+      keys.add(ex.getRequestHeaders().getFirst("Idempotency-Key"));
+      bodies.add(ex.getRequestHeaders().getFirst("Content-Type") + " " + Hex.encode(body));
+      if (!ok[0]) {
+        ex.getResponseHeaders().add("Retry-After", "120");
+        reply(ex, 503, "{}");
+      } else {
+        reply(ex, 202, "{\"accepted_messages\":1,\"accepted_reports\":1}");
+      }
+    });
+    try {
+      GatewayClient client = new GatewayClient(url(srv), null).sleeper(ms -> { });
+      long t0 = 1_000_000L;
+      GatewayClient.QueueResult r = client.sendQueued(new FileStore(f), t0);
+      assertEquals(0, r.sent);
+      assertEquals(2, r.pending);
+      assertEquals(t0 + 120_000, r.notBeforeMs);
+      assertEquals(0, client.sendQueued(new FileStore(f), t0 + 119_000).sent);
+      assertEquals(1, keys.size()); // no request before Retry-After passed
+      ok[0] = true;
+      GatewayClient.QueueResult done = client.sendQueued(new FileStore(f), t0 + 120_000);
+      assertEquals(2, done.sent);
+      assertEquals(0, done.pending);
+      assertEquals(-1, done.notBeforeMs);
+    } finally {
+      srv.stop(0);
+    }
+    assertEquals(Arrays.asList(queued.get(0).get("key"), queued.get(0).get("key"),
+        queued.get(1).get("key")), keys);
+    assertEquals(Arrays.asList(queued.get(0).get("type") + " " + queued.get(0).get("body"),
+        queued.get(1).get("type") + " " + queued.get(1).get("body")), bodies.subList(1, 3));
   }
 
   @Test
@@ -142,7 +235,7 @@ class GatewayClientTest {
       CollectionSpec spec = CollectionSpec.fetch(url(server) + "/", (String) served.get("id"));
       assertEquals(served.get("fingerprint"), spec.fingerprint);
       assertEquals("/v1/collections/" + served.get("id"), paths.get(0));
-      assertThrows(IllegalArgumentException.class, () -> CollectionSpec.fetch(url(server), "bad"));
+      assertThrows(SpecException.class, () -> CollectionSpec.fetch(url(server), "bad"));
     } finally {
       server.stop(0);
     }

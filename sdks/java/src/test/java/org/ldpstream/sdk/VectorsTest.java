@@ -86,14 +86,14 @@ class VectorsTest {
       words[i] = (Long) w.get(i);
     }
     WordStream src = new WordStream(words);
-    Mechanisms.Oracle oracle = spec.oracle();
+    Oracle oracle = spec.oracle();
     List<Map<String, Object>> reports = new ArrayList<>();
     for (long[] v : rows) {
       reports.add(oracle.perturbItems(v, src));
     }
     if (c.containsKey("permanent")) {
       assertEquals(c.get("permanent"), Encoding.records(spec, oracle.columns(), reports));
-      Mechanisms.Rerandomizer inst = Mechanisms.rerandomizer(oracle, spec.epsilon1);
+      Rerandomizer inst = Mechanisms.rerandomizer(oracle, spec.epsilon1);
       List<Map<String, Object>> again = new ArrayList<>();
       for (Map<String, Object> r : reports) {
         again.add(inst.rerandomize(r, src));
@@ -108,13 +108,9 @@ class VectorsTest {
       for (Object o : (List<Object>) c.get("phases")) {
         Map<String, Object> row = (Map<String, Object>) o;
         String h = (String) row.get("secret");
-        byte[] secret = new byte[h.length() / 2];
-        for (int i = 0; i < secret.length; i++) {
-          secret[i] = (byte) Integer.parseInt(h.substring(2 * i, 2 * i + 2), 16);
-        }
         try {
-          Device dev = new Device(spec, null, null, () -> 0.0);
-          dev.setSecret(secret);
+          Device dev = Device.builder(spec).store(new MemoryStore()).clock(() -> 0.0)
+              .secret(Hex.decode(h)).build();
           assertEquals(row.get("takes_part"), dev.takesPart(), "secret " + h);
           assertEquals(row.get("takes_part"), dev.message(inputs.get(0)) != null);
         } catch (IOException e) {
@@ -133,13 +129,59 @@ class VectorsTest {
     return out;
   }
 
+  @SuppressWarnings("unchecked")
+  static List<Map<String, Object>> permanentCases() throws IOException {
+    Path f = vectors().resolve("permanent").resolve("permanent.json");
+    Map<String, Object> doc = (Map<String, Object>) Json.parse(
+        new String(Files.readAllBytes(f), StandardCharsets.UTF_8));
+    return (List<Map<String, Object>>) (List<?>) doc.get("cases");
+  }
+
+  /** The permanent answers a device secret derives (HMAC-SHA256), byte for byte. */
+  @SuppressWarnings("unchecked")
+  static void checkPermanent(Map<String, Object> c) throws IOException {
+    CollectionSpec spec = CollectionSpec.fromJson(c.get("collection"));
+    byte[] secret = Hex.decode((String) c.get("secret"));
+    PermanentWords words = new PermanentWords(secret, spec.fingerprint,
+        (String) ((List<Object>) c.get("keys")).get(0));
+    for (Object w : (List<Object>) c.get("words")) {
+      assertEquals(((Long) w).longValue(), words.nextU32());
+    }
+    Device dev = Device.builder(spec).store(new MemoryStore()).secret(secret).build();
+    List<Map<String, Object>> reports = new ArrayList<>();
+    for (Object x : (List<Object>) c.get("inputs")) {
+      reports.add(dev.permanent(x));
+    }
+    Oracle oracle = spec.oracle();
+    assertEquals(c.get("permanent"), Encoding.records(spec, oracle.columns(), reports));
+    assertEquals(c.get("message_binary"), hex(Encoding.binary(spec, oracle.columns(), reports)));
+    assertEquals(c.get("message_json"), Encoding.json(spec, oracle.columns(), reports));
+  }
+
+  @TestFactory
+  List<DynamicTest> everyPermanentVectorPasses() throws IOException {
+    List<DynamicTest> out = new ArrayList<>();
+    for (Map<String, Object> c : permanentCases()) {
+      out.add(DynamicTest.dynamicTest("permanent " + c.get("name"), () -> checkPermanent(c)));
+    }
+    return out;
+  }
+
+  @Test
+  void theSdkCarriesLdpcoresRanges() throws IOException {
+    Path f = vectors().resolve("limits").resolve("limits.json");
+    assertEquals(Json.parse(new String(Files.readAllBytes(f), StandardCharsets.UTF_8)),
+        Limits.DATA);
+  }
+
   @Test
   @SuppressWarnings("unchecked")
   void aSpecWhoseServedFingerprintDiffersIsRefused() throws IOException {
     Map<String, Object> raw = new LinkedHashMap<>(
         (Map<String, Object>) cases().get(0).get("collection"));
     raw.put("min_reports", 101L);
-    assertThrows(IllegalArgumentException.class, () -> CollectionSpec.fromJson(raw));
+    SpecException e = assertThrows(SpecException.class, () -> CollectionSpec.fromJson(raw));
+    assertEquals("fingerprint", e.parameter());
   }
 
   @Test

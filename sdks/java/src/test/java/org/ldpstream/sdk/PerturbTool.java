@@ -1,4 +1,4 @@
-package org.ldpstream.sdk.tools;
+package org.ldpstream.sdk;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -6,11 +6,6 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.ldpstream.sdk.CollectionSpec;
-import org.ldpstream.sdk.Encoding;
-import org.ldpstream.sdk.Json;
-import org.ldpstream.sdk.Mechanisms;
-import org.ldpstream.sdk.SecureRandomSource;
 
 /**
  * Batch perturbation for the Python-side statistical checks (tests/sdks): for every pair of
@@ -19,8 +14,8 @@ import org.ldpstream.sdk.SecureRandomSource;
  * perturbs every value with SecureRandom (two-level: permanent answer then one
  * re-randomized report) and writes one binary message with all reports to OUTPUT.
  */
-public final class Perturb {
-  private Perturb() {}
+public final class PerturbTool {
+  private PerturbTool() {}
 
   public static void main(String[] args) throws Exception {
     SecureRandomSource src = new SecureRandomSource();
@@ -34,8 +29,8 @@ public final class Perturb {
     Map<String, Object> req = (Map<String, Object>) Json.parse(
         new String(Files.readAllBytes(Paths.get(request)), StandardCharsets.UTF_8));
     CollectionSpec spec = CollectionSpec.fromJson(req.get("collection"));
-    Mechanisms.Oracle oracle = spec.oracle();
-    Mechanisms.Rerandomizer inst = "two-level".equals(spec.memoization)
+    Oracle oracle = spec.oracle();
+    Rerandomizer inst = "two-level".equals(spec.memoization)
         ? Mechanisms.rerandomizer(oracle, spec.epsilon1) : null;
     List<Map<String, Object>> reports = new ArrayList<>();
     for (Object v : (List<Object>) req.get("values")) {

@@ -1,4 +1,4 @@
-package org.ldpstream.sdk.tools;
+package org.ldpstream.sdk;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -7,21 +7,15 @@ import java.security.SecureRandom;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import org.ldpstream.sdk.CollectionSpec;
-import org.ldpstream.sdk.Device;
-import org.ldpstream.sdk.GatewayClient;
-import org.ldpstream.sdk.GatewayException;
-import org.ldpstream.sdk.Json;
-import org.ldpstream.sdk.PrivacyPass;
 
 /**
- * Devices with Privacy Pass tokens (the end-to-end test's driver): {@code Tokens request.json}
+ * Devices with Privacy Pass tokens (the end-to-end test's driver): {@code TokensTool request.json}
  * with {collection, gateway, issuer, key, honest, greedy_posts, values}.  Honest devices (each
  * its own secret) send one message each (binary and JSON alternately); one greedy device sends
  * {@code greedy_posts}.  Prints JSON counts of what was accepted and refused.
  */
-public final class Tokens {
-  private Tokens() {}
+public final class TokensTool {
+  private TokensTool() {}
 
   @SuppressWarnings("unchecked")
   public static void main(String[] args) throws Exception {
@@ -39,7 +33,7 @@ public final class Tokens {
       byte[] secret = new byte[16];
       rnd.nextBytes(secret);
       GatewayClient client = new GatewayClient(gw, key).tokens(issuer, secret);
-      Device dev = new Device(spec);
+      Device dev = Device.builder(spec).store(new MemoryStore()).build(); // a new device
       honest += i % 2 == 0 ? client.send(dev.message(values.get(i))).reports
           : client.sendJson(Collections.singletonList(dev.messageJson(values.get(i)))).reports;
     }
@@ -51,7 +45,9 @@ public final class Tokens {
     StringBuilder reasons = new StringBuilder();
     for (int j = 0; j < (Long) req.get("greedy_posts"); j++) {
       try {
-        accepted += greedy.send(new Device(spec).message(values.get(0))).reports;
+        // the greedy device resets its store to make a report per post; its tokens stop it
+        Device fresh = Device.builder(spec).store(new MemoryStore()).build();
+        accepted += greedy.send(fresh.message(values.get(0))).reports;
       } catch (PrivacyPass.IssuanceException e) {
         refused++;
         reasons.append(reasons.length() > 0 ? "," : "").append(e.reason);

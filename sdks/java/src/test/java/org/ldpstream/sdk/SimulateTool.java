@@ -1,4 +1,4 @@
-package org.ldpstream.sdk.tools;
+package org.ldpstream.sdk;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -6,20 +6,16 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.ldpstream.sdk.CollectionSpec;
-import org.ldpstream.sdk.Device;
-import org.ldpstream.sdk.GatewayClient;
-import org.ldpstream.sdk.Json;
 
 /**
  * End-to-end driver (tests/sdks/test_sdk_e2e.py): args[0] = gateway URL, args[1] = a JSON
  * file {@code {"collection", "values", "format": "binary"|"json", "batch"}}. Every value is one
- * simulated device (its own Device, SecureRandom, memo and cadence) building one message;
+ * simulated device (its own Device, store, secret and cadence) building one message;
  * the messages go to the gateway {@code batch} at a time through GatewayClient. Prints the
  * summed {@code {"accepted_messages", "accepted_reports"}}.
  */
-public final class Simulate {
-  private Simulate() {}
+public final class SimulateTool {
+  private SimulateTool() {}
 
   @SuppressWarnings("unchecked")
   public static void main(String[] args) throws Exception {
@@ -38,13 +34,13 @@ public final class Simulate {
       if (json) {
         List<String> msgs = new ArrayList<>();
         for (Object v : chunk) {
-          msgs.add(new Device(spec).messageJson(v));
+          msgs.add(Device.builder(spec).store(new MemoryStore()).build().messageJson(v));
         }
         out = client.sendJson(msgs);
       } else {
         List<byte[]> msgs = new ArrayList<>();
         for (Object v : chunk) {
-          msgs.add(new Device(spec).message(v));
+          msgs.add(Device.builder(spec).store(new MemoryStore()).build().message(v));
         }
         out = client.send(msgs);
       }

@@ -1,20 +1,16 @@
-package org.ldpstream.sdk.tools;
+package org.ldpstream.sdk;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.ldpstream.sdk.CollectionSpec;
-import org.ldpstream.sdk.Encoding;
-import org.ldpstream.sdk.Mechanisms;
-import org.ldpstream.sdk.SecureRandomSource;
 
 /**
  * Perturbation speed per mechanism (reports per second, SecureRandom draws and binary
  * encoding included); the same collections as sdks/js/bench/cases.ts.
  * Run: {@code java -cp sdks/java/target/classes org.ldpstream.sdk.tools.Bench}.
  */
-public final class Bench {
-  private Bench() {}
+public final class BenchTool {
+  private BenchTool() {}
 
   static final String INTS = "{\"kind\":\"integers\",\"low\":0,\"high\":%d}";
   static final String IV = "{\"kind\":\"interval\",\"low\":0.0,\"high\":1.0,\"bins\":%d}";
@@ -56,8 +52,8 @@ public final class Bench {
     System.out.println("mechanism      params                      reports/s   (encode incl.)");
     for (String[] cs : cases) {
       CollectionSpec spec = CollectionSpec.parse(cs[1]);
-      Mechanisms.Oracle oracle = spec.oracle();
-      Mechanisms.Rerandomizer inst = "two-level".equals(spec.memoization)
+      Oracle oracle = spec.oracle();
+      Rerandomizer inst = "two-level".equals(spec.memoization)
           ? Mechanisms.rerandomizer(oracle, spec.epsilon1) : null;
       long size = spec.domainSize().min(java.math.BigInteger.valueOf(1L << 40)).longValue();
       run(spec, oracle, inst, src, size, 20000); // warm up the JIT
@@ -74,7 +70,7 @@ public final class Bench {
     }
   }
 
-  static double run(CollectionSpec spec, Mechanisms.Oracle oracle, Mechanisms.Rerandomizer inst,
+  static double run(CollectionSpec spec, Oracle oracle, Rerandomizer inst,
                     SecureRandomSource src, long size, int n) {
     long t0 = System.nanoTime();
     List<Map<String, Object>> reports = new ArrayList<>(n);

@@ -1,0 +1,125 @@
+"""The Python gateway client: Idempotency-Key per request (kept on retries and, for queued
+reports, across restarts), Retry-After honoured as stated, the durable outbox."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ldpcore.collection import CollectionSpec
+from producer.sdk import Device, GatewayClient, GatewayError, retry_after_seconds
+from producer.store import FileStore
+
+SPEC = CollectionSpec.from_dict({"id": "net", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+                                 "domain": {"kind": "categories", "labels": ["x", "y", "z"]},
+                                 "window_seconds": 60, "memoization": "none"})
+T0 = 1_800_000_000.0
+
+
+class Gateway:
+    """A scripted stand-in for the gateway: answers from ``script`` (status, headers) in
+    turn (then 202), recording every request's headers and body."""
+
+    def __init__(self) -> None:
+        self.script: list[tuple[int, dict[str, str]]] = []
+        self.seen: list[tuple[dict[str, str], bytes]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.seen.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                status, headers = outer.script.pop(0) if outer.script else (202, {})
+                answer = (json.dumps({"accepted_messages": 1, "accepted_reports": 1})
+                          if status == 202 else json.dumps({"reason": "r", "detail": "d"}))
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer.encode())
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def keys(self) -> list[str]:
+        return [h["idempotency-key"] for h, _ in self.seen]
+
+
+@pytest.fixture
+def gateway() -> Iterator[Gateway]:
+    gw = Gateway()
+    yield gw
+    gw.server.shutdown()
+    gw.server.server_close()
+
+
+def test_every_request_has_its_own_key_reused_on_its_retries(gateway: Gateway) -> None:
+    gateway.script = [(503, {"Retry-After": "0"}), (429, {"Retry-After": "0"})]
+    sleeps: list[float] = []
+    client = GatewayClient(gateway.url, key="k", sleep=sleeps.append)
+    client.post(b"one", "application/octet-stream")
+    client.post(b"two", "application/octet-stream")
+    keys = gateway.keys()
+    assert len(keys) == 4 and keys[0] == keys[1] == keys[2] != keys[3]
+    assert all(len(k) == 36 for k in keys)  # a random UUID
+    assert gateway.seen[0][0]["authorization"] == "Bearer k"
+    assert sleeps == [0.0, 0.0]
+
+
+def test_retry_after_is_honoured_as_stated_never_cut_short(gateway: Gateway) -> None:
+    gateway.script = [(429, {"Retry-After": "7"}), (503, {"Retry-After": "3600"})]
+    sleeps: list[float] = []
+    client = GatewayClient(gateway.url, sleep=sleeps.append, max_wait=60)
+    with pytest.raises(GatewayError) as err:
+        client.post(b"m", "application/octet-stream")
+    assert sleeps == [7.0]  # waited the 7 s asked; an hour is beyond max_wait: no early retry
+    assert err.value.status == 503 and err.value.retry_after == 3600
+    assert len(gateway.seen) == 2
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0
+
+
+def test_queued_reports_survive_restarts_and_keep_their_key(tmp_path: Path,
+                                                            gateway: Gateway) -> None:
+    path = tmp_path / "store.json"
+    dev = Device(SPEC, store=FileStore(path))
+    assert dev.enqueue("x", now=T0)
+    assert not dev.enqueue("y", now=T0 + 1)  # the window's report is made: cadence spent
+    assert dev.enqueue("z", now=T0 + 60)
+    queued = FileStore(path).outbox()
+    # offline: nothing listens, the reports stay queued
+    offline = GatewayClient("http://127.0.0.1:9", retries=1, sleep=lambda s: None)
+    assert offline.send_queued(FileStore(path))["pending"] == 2
+    # the app restarts; the gateway answers 503 once: the first report is retried later
+    gateway.script = [(503, {"Retry-After": "120"})]
+    store = FileStore(path)
+    out = GatewayClient(gateway.url, max_wait=60).send_queued(store, now=T0 + 100)
+    assert out["sent"] == 0 and out["pending"] == 2 and out["not_before"] == T0 + 220
+    again = GatewayClient(gateway.url).send_queued(FileStore(path), now=T0 + 200)
+    assert again["sent"] == 0 and len(gateway.seen) == 1  # Retry-After: no request before
+    done = GatewayClient(gateway.url).send_queued(FileStore(path), now=T0 + 220)
+    assert done == {"sent": 2, "refused": 0, "pending": 0, "dropped": 0, "not_before": None}
+    # the same bodies, in order, each under the key it was queued with
+    assert gateway.keys() == [queued[0]["key"], queued[0]["key"], queued[1]["key"]]
+    assert [b for _, b in gateway.seen[1:]] == [bytes.fromhex(e["body"]) for e in queued]
+
+
+def test_a_refused_report_leaves_the_queue_and_is_counted(tmp_path: Path,
+                                                          gateway: Gateway) -> None:
+    store = FileStore(tmp_path / "s.json")
+    dev = Device(SPEC, store=store)
+    assert dev.enqueue("x", now=T0) and dev.enqueue("y", now=T0 + 60)
+    gateway.script = [(400, {})]
+    out = GatewayClient(gateway.url).send_queued(store)
+    assert out["sent"] == 1 and out["refused"] == 1 and out["pending"] == 0
+    assert json.loads(store.path.read_text())["refused"] == 1

@@ -1,7 +1,8 @@
 """CPU time of one answer per kind, computed from a state (no HTTP, no Redis).
 
 d = 1,024, n = 10^6, ε = 1: OLH (frequencies, subset, heavy hitters with ``auto``), HH
-(range, quantiles, CDF, histogram), Square Wave with 1,024 bins (mean, frequencies).
+(range, quantiles, CDF, histogram), Square Wave with 1,024 bins (mean, frequencies),
+set-valued ``ps`` padded to l = 8 (top items, subset; Zipf entries).
 *first* is a collection's first answer (its ``auto`` choice made); *cold* the answer for
 a new state 1,000 reports later (what a live collection costs at every flush), the median
 of 3.  Run from the repository root; to compare with another checkout, run it there with
@@ -67,6 +68,20 @@ def main() -> None:
         ("frequencies (sw, 1,024 bins)", sw, beta, lambda o, s, k: E.frequencies(
             o, s, labels=None, method="auto", confidence=0.95, **k)),
     ]
+    ps: Any = ldpcore.make_oracle("ps", epsilon=1.0, domain_size=D, length=8)
+    try:
+        from query_api import setvalued as S
+    except ImportError:  # a checkout without set-valued answers
+        S = None
+    if S is not None:
+        cases += [
+            ("top items (ps, l = 8)", ps, w, lambda o, s, k: S.top_items(
+                o, s, 10, labels=None, confidence=0.95)),
+            ("subset (ps, l = 8)", ps, w, (lambda o, s, k: S.subset_answer(
+                o, s, [3, 10], method="base", confidence=0.95))
+             if hasattr(S, "subset_answer") else (lambda o, s, k: E.subset(  # simulated
+                 o, s, [3, 10], method="base", confidence=0.95, **k))),
+        ]
     print(f"{'answer kind':<32}{'first ms':>10}{'cold ms':>10}")
     for name, o, dist, call in cases:
         s0 = o.sample_state(dist, N, rng=1)

@@ -6,7 +6,8 @@ Every report of a message carries one token (type 2, RFC 9578) for the challenge
 
 1. **keys**: the public key of each token is looked up by its ``token_key_id``; unknown
    ids make the gate read the key records of every collection's previous, current and
-   next windows from Redis (at most once a second per collection);
+   next windows from Redis (at most once a second per collection; a batch that met an
+   unknown key waits for a read begun after it, at most a second, before refusing it);
 2. **verify** each token: signature (``token_signature``; RSASSA-PSS by the key's
    :class:`~ldpstream.privacypass.blindrsa.PSSVerifier`, built once per key: gmpy2's
    ``powmod`` where it is installed, else OpenSSL), the key's collection
@@ -175,20 +176,38 @@ class TokenGate:
             digest = scheme.challenge(self.issuer_name, rec.collection, w).digest()
             self.challenges[digest] = (rec.collection, w)
 
-    async def load(self, collections: Iterable[str], now: float) -> None:
+    async def load(self, collections: Iterable[str], now: float,
+                   seen: float | None = None) -> None:
         """Read the key records of these collections' previous, current and next windows
-        (each collection at most once a second; concurrent batches wait for one read)."""
+        (each collection at most once a second; concurrent batches wait for one read).
+
+        ``seen`` (monotonic): when the caller met a key it does not know.  A read begun
+        after that moment answers it; otherwise one is made, waiting out the rest of the
+        second if needed, so a key the issuer published just after the last read (a new
+        window's) is never refused as unknown.  Without ``seen`` a collection read less
+        than a second ago is not read again.
+        """
         if self._load_lock is None:
             self._load_lock = asyncio.Lock()
         async with self._load_lock:
-            await self._load(collections, now)
+            await self._load(collections, now, seen)
 
-    async def _load(self, collections: Iterable[str], now: float) -> None:
+    async def _load(self, collections: Iterable[str], now: float,
+                    seen: float | None = None) -> None:
         names = []
+        wanted = [cid for cid in dict.fromkeys(collections)
+                  if self.window_seconds(cid) is not None]
+        if seen is not None:
+            stale = [self._loaded.get(cid, -2.0) for cid in wanted]
+            stale = [t for t in stale if t < seen]
+            if stale:  # a read that began before the key was met: one more, within a second
+                await asyncio.sleep(max(0.0, max(stale) + 1.0 - time.monotonic()))
         mono = time.monotonic()
-        for cid in dict.fromkeys(collections):
+        for cid in wanted:
             ws = self.window_seconds(cid)
-            if ws is None or mono - self._loaded.get(cid, -2.0) < 1.0:
+            last = self._loaded.get(cid, -2.0)
+            if ws is None or (seen is not None and last >= seen) or (
+                    seen is None and mono - last < 1.0):
                 continue
             self._loaded[cid] = mono
             w = scheme.window_of(now, ws)
@@ -313,10 +332,11 @@ class TokenGate:
         get ``error`` set.  Returns the spend keys written (to release if the batch fails)."""
         now = now_ms / 1000.0
         groups: list[tuple[Request, list[tuple[bytes, int]], list[tuple[int, int, int, int]]]]
+        seen = time.monotonic()
         groups, later = self._check_all(reqs, now, retry=False)
         if later:  # a new window's key, or one of another collection: read them all, retry
             await self.load([m.entry.cid for r in later for m in r.messages]
-                            + list(self.collection_ids()), now)
+                            + list(self.collection_ids()), now, seen)
             more, _ = self._check_all(later, now, retry=True)
             groups += more
         await self._challenge_missing(reqs, now)

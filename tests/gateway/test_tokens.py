@@ -49,6 +49,8 @@ B = CollectionSpec.from_dict({"id": "tk-b", "oracle": {"mechanism": "oue", "epsi
 SHORT = CollectionSpec.from_dict({"id": "tk-short", "window_seconds": 4,
                                   "oracle": {"mechanism": "grr", "epsilon": 1.0},
                                   "domain": {"kind": "integers", "low": 0, "high": 3}})
+FRESH = CollectionSpec.from_dict({"id": "tk-fresh", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+                                  "domain": {"kind": "integers", "low": 0, "high": 3}})
 OCT, TFRAMES, JSON_T = ("application/octet-stream", "application/x-ldp-token-frames",
                         "application/json")
 
@@ -92,7 +94,7 @@ def stack(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactor
 
     names = {"prefix": f"tk{os.getpid()}:", "topic": f"tk-{os.getpid()}-{time.time_ns()}"}
     client = redis.Redis.from_url(redis_server.url)
-    CollectionCatalog(client, names["prefix"]).register_all([A, B, SHORT])
+    CollectionCatalog(client, names["prefix"]).register_all([A, B, SHORT, FRESH])
     client.close()
     tmp = tmp_path_factory.mktemp("tokens")
     iss = IssuerProcess(issuer_env(redis_server, names, LDP_ISSUER_OPEN="true"),
@@ -277,3 +279,18 @@ def test_nothing_refused_and_no_token_reaches_kafka(stack: Stack) -> None:
         assert not any(n in rec.value for n in needles)
         assert not any(n in b"".join(v for _, v in (rec.headers or [])) for n in needles)
     assert total == stack.accepted > 0
+
+
+def test_a_key_published_just_after_the_gateway_read_the_keys_is_not_refused(
+        stack: Stack) -> None:
+    # an unknown key makes the gateway read every collection's keys (FRESH has none yet)
+    own = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    w = scheme.window_of(time.time(), A.window_seconds)
+    req, st_ = begin_request(own.public_key(), scheme.challenge("ldpstream", A.id, w).encode())
+    unknown = finalize_token(own.public_key(), st_, issue(own, TokenRequest.decode(req)))
+    assert stack.post(one(A), token=unknown)[1]["reason"] == "token_key"
+    # FRESH's first key is published now, within a second of that read: its token is
+    # good, whatever the gateway read before (it reads again rather than refuse it)
+    (t,) = stack.tokens(FRESH)
+    got = stack.post(one(FRESH), token=t)
+    assert got[0] == 202, got

@@ -185,7 +185,7 @@ class SpecCache:
     """Collection specs read from the Redis catalogue, each kept ``ttl`` seconds."""
 
     def __init__(self, redis: Any, prefix: str, ttl: float = 5.0) -> None:
-        self.redis, self.key, self.ttl = redis, Keys(prefix).collections, ttl
+        self.redis, self.key, self.ttl = redis, Keys.for_client(redis, prefix).collections, ttl
         self._cache: dict[str, tuple[float, CollectionSpec | None]] = {}
 
     async def get(self, cid: str) -> CollectionSpec | None:

@@ -176,7 +176,7 @@ class Catalogue(CatalogueState):
                  on_change: Callable[[Mapping[str, CollectionSpec]], None] | None = None
                  ) -> None:
         super().__init__(clock=clock, on_change=on_change, miss_ttl=miss_ttl)
-        self.redis, self.keys = redis, Keys(prefix)
+        self.redis, self.keys = redis, Keys.for_client(redis, prefix)
         self.freshness, self.reread = freshness, reread
         self._flight: asyncio.Task[None] | None = None
 
@@ -267,7 +267,7 @@ class SyncCatalogue(CatalogueState):
                  on_change: Callable[[Mapping[str, CollectionSpec]], None] | None = None
                  ) -> None:
         super().__init__(clock=clock, on_change=on_change, miss_ttl=miss_ttl)
-        self.redis, self.keys = redis, Keys(prefix)
+        self.redis, self.keys = redis, Keys.for_client(redis, prefix)
         self.freshness = freshness
 
     def _read_all(self) -> None:

@@ -494,12 +494,12 @@ class Accumulator:
             expire_ms = (start + codec.spec.window_seconds + codec.spec.retention_seconds) * 1000
             deltas[(cid, start)] = (n, counts, expire_ms)
         lost = {p: self._lost[p] for p in parts if p in self._lost}
-        now_ms = int(self.clock() * 1000)
+        flush_ms = int(self.clock() * 1000)
         t0 = time.perf_counter()
         if self.sharded:
-            res = await self._flush_shards(parts, lost, now_ms)
+            res = await self._flush_shards(parts, lost, flush_ms)
         else:
-            keys, args = flush_args(self.keys, self.s.reports_topic, parts, deltas, now_ms,
+            keys, args = flush_args(self.keys, self.s.reports_topic, parts, deltas, flush_ms,
                                     lost=lost, requests=self._requests)
             res = await asyncio.to_thread(self.flush_script, keys=keys, args=args)
         self.metrics.flush_seconds.observe(time.perf_counter() - t0)

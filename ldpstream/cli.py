@@ -171,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_up_parser(sub)
     add_read_token_parser(sub)
+    from ldpstream.sharding import add_migrate_parser
+
+    add_migrate_parser(sub)
     from producer.cli import add_simulate_parser
 
     add_simulate_parser(sub)

@@ -181,7 +181,10 @@ class Catalogue(CatalogueState):
         self._flight: asyncio.Task[None] | None = None
 
     async def _read_all(self) -> None:
-        pipe = self.redis.pipeline(transaction=True)
+        # one transaction; on a cluster a pipeline (its async transactions leave a
+        # connection behind): the version is read first, so a newer hash only means one
+        # more read at the next check
+        pipe = self.redis.pipeline(transaction=not self.keys.sharded)
         pipe.get(self.keys.catalogue_version)
         pipe.hgetall(self.keys.collections)
         version, raw = await pipe.execute()
@@ -271,7 +274,10 @@ class SyncCatalogue(CatalogueState):
         self.freshness = freshness
 
     def _read_all(self) -> None:
-        pipe = self.redis.pipeline(transaction=True)
+        # one transaction; on a cluster a pipeline (its async transactions leave a
+        # connection behind): the version is read first, so a newer hash only means one
+        # more read at the next check
+        pipe = self.redis.pipeline(transaction=not self.keys.sharded)
         pipe.get(self.keys.catalogue_version)
         pipe.hgetall(self.keys.collections)
         version, raw = pipe.execute()

@@ -35,6 +35,14 @@ from ldpstream.storage import (
 
 __all__ = ["Store", "StateVersion", "CollectionConflict"]
 
+_DELETE = """
+-- KEYS = collections hash, its version, private set (one hash tag); ARGV[1] = id
+local n = redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('INCR', KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[1])
+return n
+"""
+
 
 @dataclass(frozen=True)
 class StateVersion:
@@ -68,6 +76,7 @@ class Store:
         self._version_script = redis.register_script(VERSION_SCRIPT)
         self._register_script = redis.register_script(REGISTER_SCRIPT)
         self._specs: dict[str, tuple[str, CollectionSpec]] = {}
+        self._delete_script: Any = None
 
     async def ping(self) -> bool:
         return bool(await self.redis.ping())
@@ -118,12 +127,13 @@ class Store:
         return bool(res[0])
 
     async def _delete_sharded(self, cid: str) -> bool:
-        # the catalogue keys share a hash tag: one transaction; then each shard's keys
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.hdel(self.keys.collections, cid)
-        pipe.incr(self.keys.catalogue_version)
-        pipe.srem(self.keys.private, cid)
-        res = await pipe.execute()
+        # the catalogue keys share a hash tag: one script (redis-py's async cluster
+        # transactions leave a connection behind); then each shard's keys
+        if self._delete_script is None:
+            self._delete_script = self.redis.register_script(_DELETE)
+        existed = await self._delete_script(
+            keys=[self.keys.collections, self.keys.catalogue_version, self.keys.private],
+            args=[cid])
         self._specs.pop(cid, None)
         tags = await self._tags(cid)
         pipe = self.redis.pipeline(transaction=False)
@@ -137,7 +147,7 @@ class Store:
             pipe.delete(self.keys.shard_windows(t, p, cid))
         pipe.delete(self.keys.collection_shards(cid))
         await pipe.execute()
-        return bool(res[0])
+        return bool(existed)
 
     async def _tags(self, cid: str | None) -> list[tuple[str, int]]:
         key = self.keys.shards if cid is None else self.keys.collection_shards(cid)

@@ -197,3 +197,37 @@ def test_migration_moves_the_single_redis_layout_into_the_cluster_with_equal_sum
     migrate_to_sharded(redis_client, cluster_client, prefix=prefix, topic=topic)
     again = load_state(cluster_client, specs[0], prefix=prefix)
     assert again.n == before[specs[0].id].n
+    # deleting a collection (query API admin route) removes it from every shard
+    import asyncio
+
+    from query_api.store import Store
+
+    async def delete() -> bool:
+        client = cluster_options_of(cluster_client).connect_async("redis://")
+        try:
+            return await Store(client, prefix).delete(specs[1].id)
+        finally:
+            await client.aclose()
+    assert asyncio.run(delete())
+    assert load_state(cluster_client, specs[1], prefix=prefix).n == 0
+    assert set(cat.all()) == {specs[0].id} and cat.private_ids() == set()
+    assert not cluster_client.exists(new.shard_windows(topic, 0, specs[1].id))
+
+
+def cluster_options_of(client: Any) -> RedisOptions:
+    node = client.get_default_node()
+    return RedisOptions.from_env({"LDP_REDIS_CLUSTER": f"{node.host}:{node.port}"})
+
+
+def test_the_gateways_token_spend_script_runs_on_the_cluster(cluster_client: Any) -> None:
+    # a batch spends tokens of several collections and windows in one script call
+    from gateway.tokens import _SPEND
+    from ldpstream.privacypass import scheme
+
+    pp = scheme.PPKeys(f"s{uuid.uuid4().hex[:8]}:", sharded=True)
+    spend = cluster_client.register_script(_SPEND)
+    keys = [pp.spent("a", 0, b"\x01"), pp.spent("b", 60, b"\x02"), pp.spent("a", 0, b"\x03")]
+    far = 4_000_000_000_000
+    # two requests (2 tokens, 1 token), one expiry run of 3 keys
+    assert spend(keys=keys, args=[2, 2, 1, 1, 3, far]) == [0, 0]
+    assert spend(keys=keys[1:], args=[1, 2, 1, 2, far]) == [1]

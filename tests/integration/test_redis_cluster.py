@@ -231,3 +231,37 @@ def test_the_gateways_token_spend_script_runs_on_the_cluster(cluster_client: Any
     # two requests (2 tokens, 1 token), one expiry run of 3 keys
     assert spend(keys=keys, args=[2, 2, 1, 1, 3, far]) == [0, 0]
     assert spend(keys=keys[1:], args=[1, 2, 1, 2, far]) == [1]
+
+
+def test_ldpstream_migrate_cluster_copies_the_state_named_by_the_environment(
+        redis_server: Any, redis_client: Any, redis_cluster: RedisClusterNodes,
+        cluster_client: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from .helpers import ROOT
+
+    uid = uuid.uuid4().hex[:8]
+    prefix, topic = f"c{uid}:", f"reports-{uid}"
+    spec = CollectionSpec.from_dict(SPECS[0])
+    CollectionCatalog(redis_client, prefix).register(spec)
+    counts = np.arange(64, dtype=np.int64)
+    k, a = flush_args(Keys(prefix), topic, {3: (-1, 41)},
+                      {(spec.id, 7200): (99, counts, 4_000_000_000_000)})
+    assert redis_client.register_script(FLUSH_SCRIPT)(keys=k, args=a) == [1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
+    env.update(LDP_REDIS_URL=redis_server.url, LDP_REDIS_CLUSTER=redis_cluster.addresses,
+               LDP_REDIS_PREFIX=prefix, LDP_REPORTS_TOPIC=topic, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "ldpstream", "migrate-cluster"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "collections 1" in done.stdout and "windows 1" in done.stdout
+    got = load_state(cluster_client, spec, prefix=prefix)
+    assert got.n == 99 and np.array_equal(got.counts, counts)
+    assert read_watermarks(cluster_client, topic, prefix) == {3: 41}
+    # without a cluster to copy into, it names the setting
+    env.pop("LDP_REDIS_CLUSTER")
+    done = subprocess.run([sys.executable, "-m", "ldpstream", "migrate-cluster"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "LDP_REDIS_CLUSTER" in done.stderr

@@ -89,6 +89,7 @@ def _strip(doc: Any) -> Any:
     return doc
 
 
+@pytest.mark.any_broker  # the layout does not depend on the broker: one is enough (CI time)
 def test_a_stream_counted_on_a_redis_cluster_equals_ldpcore_and_the_single_redis_answers(
         kafka: Any, redis_server: Any, redis_client: Any, redis_cluster: RedisClusterNodes,
         cluster_client: Any, ldp_names: dict[str, str], tmp_path: Path) -> None:

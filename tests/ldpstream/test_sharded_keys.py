@@ -11,8 +11,11 @@ import numpy as np
 import pytest
 from redis.crc import key_slot
 
+from aggregator.config import WorkerSettings
 from ldpstream.privacypass import scheme
+from ldpstream.settings import ConfigError
 from ldpstream.storage import Keys, flush_args
+from query_api.config import ApiSettings
 
 
 def slots(keys: list[str]) -> set[int]:
@@ -62,3 +65,9 @@ def test_catalogue_and_token_keys_share_one_slot_each() -> None:
 def test_a_prefix_with_braces_is_refused_on_a_cluster() -> None:
     with pytest.raises(ValueError, match="LDP_REDIS_PREFIX"):
         Keys("a{b}:", sharded=True)
+    env = {"LDP_REDIS_PREFIX": "a{b}:", "LDP_REDIS_CLUSTER": "h:7000"}
+    with pytest.raises(ConfigError, match="LDP_REDIS_PREFIX must have no braces"):
+        WorkerSettings.from_env(env)
+    with pytest.raises(ConfigError, match="LDP_REDIS_PREFIX"):
+        ApiSettings.from_env(env)
+    assert WorkerSettings.from_env({"LDP_REDIS_PREFIX": "a{b}:"}).redis_prefix == "a{b}:"

@@ -553,8 +553,9 @@ class Accumulator:
         """The sharded flush: one script per partition, each in its partition's slot.
 
         Returns the first refusal (as the single script would), else ``[1]``.  The
-        partitions flushed before a refusal stay committed: the reset that follows
-        re-reads every partition from its Redis watermark, theirs included.
+        partitions flushed before a refusal stay committed (their reports are accounted
+        here): the reset that follows re-reads every partition from its Redis watermark,
+        theirs included.
         """
         topic = self.s.reports_topic
         by_part: dict[int, dict[tuple[str, int], tuple[int, np.ndarray, int]]] = {}
@@ -565,6 +566,7 @@ class Accumulator:
         reqs: dict[int, dict[str, int]] = {}
         for name, expires in self._requests.items():
             reqs.setdefault(self._request_part[name], {})[name] = expires
+        committed: list[int] = []
         for p in sorted(set(parts) | set(by_part) | set(reqs)):
             deltas = by_part.get(p, {})
             await self._index_shard(p, {cid for cid, _ in deltas})
@@ -573,8 +575,23 @@ class Accumulator:
                                     requests=reqs.get(p, {}), shard=p)
             res = await asyncio.to_thread(self.flush_script, keys=keys, args=args)
             if int(res[0]) != 1:
+                self._account_committed(committed, by_part, lost)
                 return res
+            committed.append(p)
         return [1]
+
+    def _account_committed(self, committed: list[int],
+                           by_part: Mapping[int, Mapping[tuple[str, int], tuple[Any, ...]]],
+                           lost: Mapping[int, tuple[int, int, int]]) -> None:
+        """Metrics of the partitions a sharded flush committed before one was refused."""
+        topic = self.s.reports_topic
+        for p in committed:
+            for (cid, _), (n, *_rest) in by_part.get(p, {}).items():
+                self.metrics.ingested.labels(cid).inc(n)
+                self.stats.counted += n
+            if p in lost:
+                self.metrics.records_lost.labels(topic, str(p)).inc(lost[p][0])
+                self.stats.records_lost += lost[p][0]
 
     async def _index_shard(self, partition: int, collections: set[str]) -> None:
         """Name the shard in ``P shards`` (and each collection's) before the first flush

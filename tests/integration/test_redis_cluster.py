@@ -266,3 +266,42 @@ def test_ldpstream_migrate_cluster_copies_the_state_named_by_the_environment(
     done = subprocess.run([sys.executable, "-m", "ldpstream", "migrate-cluster"], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "LDP_REDIS_CLUSTER" in done.stderr
+
+
+def test_a_sharded_flush_fences_each_partition_by_its_own_watermark(
+        cluster_client: Any) -> None:
+    # Hand-made records for partitions 0 and 1; another worker moves partition 1's
+    # watermark meanwhile (it took the partition over): partition 0's part commits,
+    # partition 1's is refused, and partition 1 restarts from the other worker's watermark.
+    import asyncio
+    import time
+
+    from ..aggregator.test_lost_and_regressions import SPEC, Rec, _acc, _value
+
+    uid = uuid.uuid4().hex[:8]
+    names = {"prefix": f"f{uid}:"}
+    acc, log = _acc(cluster_client, names)
+    assert acc.sharded
+    keys = Keys(names["prefix"], sharded=True)
+    now = int(time.time() * 1000)  # windows expire after their retention
+
+    async def run() -> None:
+        await acc.on_partitions_assigned([0, 1])
+        for p in (0, 1):
+            acc.process(p, [Rec(p, i, _value(10 * p + i), timestamp=now) for i in range(5)])
+        assert await acc.flush()
+        assert read_watermarks(cluster_client, "t", names["prefix"]) == {0: 4, 1: 4}
+        for p in (0, 1):
+            acc.process(p, [Rec(p, i, _value(100 + 10 * p + i), timestamp=now)
+                            for i in range(5, 8)])
+        cluster_client.hset(keys.shard_watermarks("t", 1), "1", 9)  # the other worker
+        assert not await acc.flush()
+    asyncio.run(run())
+    assert read_watermarks(cluster_client, "t", names["prefix"]) == {0: 7, 1: 9}
+    state = load_state(cluster_client, SPEC, prefix=names["prefix"])
+    assert state.n == 3 * (5 + 5 + 3)  # partition 1's last three records were not added
+    assert acc.stats.counted == state.n and acc.stats.conflicts == 1
+    ingested = acc.metrics.registry.get_sample_value("ldp_reports_ingested_total",
+                                                     {"collection": SPEC.id})
+    assert ingested == state.n
+    assert acc.assigned() == {0: 8, 1: 10} and log.seeks[-1] == {0: 8, 1: 10}

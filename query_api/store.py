@@ -151,11 +151,7 @@ class Store:
 
     async def _tags(self, cid: str | None) -> list[tuple[str, int]]:
         key = self.keys.shards if cid is None else self.keys.collection_shards(cid)
-        out = []
-        for m in await self.redis.smembers(key):
-            topic, _, p = _s(m).rpartition(":")
-            out.append((topic, int(p)))
-        return sorted(out)
+        return _parse_tags(await self.redis.smembers(key))
 
     async def _lost_hash(self) -> dict[Any, Any]:
         if not self.keys.sharded:
@@ -168,14 +164,22 @@ class Store:
 
     async def _version_sharded(self, spec: CollectionSpec, since: float | None,
                                until: float | None) -> StateVersion:
+        # three pipelined rounds: the shard lists; the window lists and the lost counts;
+        # n and t of every window
         lo, hi = since_until_args(since, until, spec.window_seconds)
-        tags = await self._tags(spec.id)
         pipe = self.redis.pipeline(transaction=False)
-        for t, p in tags:
+        pipe.smembers(self.keys.collection_shards(spec.id))
+        pipe.smembers(self.keys.shards)
+        mine, every = (_parse_tags(raw) for raw in await pipe.execute())
+        pipe = self.redis.pipeline(transaction=False)
+        for t, p in mine:
             pipe.zrangebyscore(self.keys.shard_windows(t, p, spec.id), lo, hi)
-        lists = await pipe.execute() if tags else []
+        for t, p in every:
+            pipe.hget(self.keys.shard_lost(t, p), "records")
+        got = await pipe.execute() if mine or every else []
+        lists, losts = got[:len(mine)], got[len(mine):]
         names = [(s, self.keys.shard_state(t, p, spec.id, s))
-                 for (t, p), raw in zip(tags, lists, strict=True)
+                 for (t, p), raw in zip(mine, lists, strict=True)
                  for s in windows_in(spec, raw, since, until)]
         pipe = self.redis.pipeline(transaction=False)
         for _, name in names:
@@ -187,8 +191,8 @@ class Store:
             if n is not None:
                 n_of[s] = n_of.get(s, 0) + int(n)
                 last = max(last, int(t or 0))
-        lost = (await self._lost_hash()).get("records", 0)
-        return StateVersion(tuple(sorted(n_of.items())), last, int(lost or 0))
+        lost = sum(int(v) for v in losts if v is not None)
+        return StateVersion(tuple(sorted(n_of.items())), last, lost)
 
     # ---- states -----------------------------------------------------------------------
     async def version(self, spec: CollectionSpec, since: float | None,
@@ -246,6 +250,15 @@ class Store:
             pipe.hgetall(name)
         hashes = await pipe.execute() if names else []
         return state_from_hashes(spec, hashes)
+
+
+def _parse_tags(raw: Any) -> list[tuple[str, int]]:
+    """``topic:partition`` members of a shard set, as sorted (topic, partition) pairs."""
+    out = []
+    for m in raw:
+        topic, _, p = _s(m).rpartition(":")
+        out.append((topic, int(p)))
+    return sorted(out)
 
 
 def _s(v: Any) -> str:

@@ -65,6 +65,15 @@ __all__ = [
     "load_collections",
 ]
 
+_LENGTH_REQUIRED = (
+    "oracle.length is required for a set-valued ps/psi collection: the padding length l. "
+    "A device reports one item sampled from its set padded to l, so an item in a set of "
+    "more than l items counts only l/|set| (sets of at most l items are counted exactly). "
+    "Choose l as LDPMiner and Wang et al. (S&P 2018) do: about the 90th percentile of the "
+    "set sizes (a setsize collection, or an svim group's sizes phase, measures them); "
+    "length: 1 estimates each device's items at 1/|set| each")
+"""Why a set-valued collection outside a protocol group must declare its padding length."""
+
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _KINDS = ("categories", "integers", "interval", "attributes")
 _ATTRIBUTE_KINDS = ("categories", "integers", "interval")
@@ -372,6 +381,9 @@ class CollectionSpec:
         if params.setdefault("domain_size", domain.size) != domain.size:
             raise ParameterError(f"oracle.domain_size {params['domain_size']} does not match the "
                                  f"domain's {domain.size} values")
+        if (params.get("mechanism") in ("ps", "psi") and "length" not in params
+                and raw.get("protocol") is None):
+            raise ParameterError(_LENGTH_REQUIRED)
         oracle = make_oracle(**params)
         memo, eps1, per_window = _longitudinal(raw, oracle)
         protocol = None

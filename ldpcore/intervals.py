@@ -51,6 +51,19 @@ worlds favour methods that shrink the set further.  Among the qualifying methods
 the least corrected MSE ratio wins.  Fresh simulations then give the interval.
 Power and PowerNS are candidates while their cost fits :data:`POWER_BUDGET`.
 
+**Simulating a state** (:func:`simulated_estimates`).  Where a draw of the state
+costs little (at most :data:`EXACT_CELLS_PER_VALUE` cells per domain value: GRR, the
+unary encodings, HRR, BLH, SS) or n is small, states are drawn exactly through the
+mechanism's channel.  Otherwise (OLH's :math:`g^{r+1} \ge 3d` cells, CMS/HCMS sketches)
+the unbiased estimate of a state is drawn from its normal approximation,
+:math:`\hat f_x \sim N(\tilde f_x, \mathrm{Var}(n, \tilde f_x) + \tilde f_x(1 - \tilde
+f_x)/n)` independently per value: each :math:`\hat f_x` is a sum of n i.i.d. report
+terms (normal by the central limit theorem once n >= :data:`NORMAL_MIN_N`), the first
+variance is the mechanism's analytic one and the second the simulated population's, as
+in the exact draw.  The estimates' covariances are left out: they are O(1/(n d)) for the
+pairwise-independent hash families, and a subset's own variance is its exact one
+(``subset_variance``).  This is O(R·d) instead of O(R·cells) plus the transform back.
+
 The randomness is derived from the state (:func:`state_seed`) unless an ``rng``
 is given, so the same state always gets the same answer (cache-friendly).
 
@@ -82,8 +95,9 @@ from .consistency import METHODS
 from .consistency.batch import postprocess_rows, simplex_projection_rows
 from .errors import ParameterError, StateError
 
-__all__ = ["Answer", "BOUNDARY_SIGMAS", "DEFAULT_REPLICATES", "answer", "bootstrap_interval",
-           "can_simulate", "choose_method", "fit_distribution", "method_answers", "state_seed"]
+__all__ = ["Answer", "BOUNDARY_SIGMAS", "DEFAULT_REPLICATES", "EXACT_CELLS_PER_VALUE",
+           "NORMAL_MIN_N", "answer", "bootstrap_interval", "can_simulate", "choose_method",
+           "fit_distribution", "method_answers", "simulated_estimates", "state_seed"]
 
 DEFAULT_REPLICATES = 200
 """Bootstrap replicates R per answer (the 2.5 % quantile is then the 5th smallest error)."""
@@ -102,6 +116,14 @@ evaluations (their posterior mean costs O(d·512) per vector); above it they are
 SIMULATION_BUDGET = 20_000_000
 """Elementary operations (R × :meth:`~ldpcore.FrequencyOracle.sample_cost`) a bootstrap may
 spend simulating states; above it the answer has no bootstrap (``auto`` keeps ``base``)."""
+
+EXACT_CELLS_PER_VALUE = 2
+"""States with at most this many cells per domain value are drawn exactly through the
+channel; larger ones (OLH, the sketches) by the normal approximation of their estimate."""
+
+NORMAL_MIN_N = 1000
+"""Below this many reports every state is drawn exactly (the normal approximation of a
+value's estimate needs a large n)."""
 
 SELECTION_Z = 3.0
 """Standard errors by which a candidate must beat ``base`` (≈ 1 % family-wise over ten)."""
@@ -182,9 +204,42 @@ def fit_distribution(oracle: FrequencyOracle, state: State) -> FloatArray:
     return out
 
 
+def _normal_draws(oracle: FrequencyOracle, n: int) -> bool:
+    """Whether states of n reports are simulated by the normal approximation."""
+    cells = math.prod(oracle.state_shape)
+    return n >= NORMAL_MIN_N and cells > EXACT_CELLS_PER_VALUE * oracle.domain_size
+
+
 def can_simulate(oracle: FrequencyOracle, n: int, replicates: int) -> bool:
     """Whether ``replicates`` states of n reports fit :data:`SIMULATION_BUDGET`."""
+    if _normal_draws(oracle, n):
+        return True  # O(replicates · d)
     return replicates * oracle.sample_cost(n) <= SIMULATION_BUDGET
+
+
+def _value_variances(oracle: FrequencyOracle, n: int, freqs: FloatArray) -> FloatArray:
+    """``oracle.variance(n, f)`` for every f in ``freqs`` (clipped to [0, 1]): affine in f
+    for every frequency oracle (checked at two points), else one call per value."""
+    f = np.clip(np.asarray(freqs, dtype=np.float64), 0.0, 1.0)
+    v0, v1 = oracle.variance(n, 0.0), oracle.variance(n, 1.0)
+    half = oracle.variance(n, 0.5)
+    if math.isclose(half, (v0 + v1) / 2, rel_tol=1e-9, abs_tol=0.0):
+        out: FloatArray = v0 + (v1 - v0) * f
+        return out
+    return np.array([oracle.variance(n, float(x)) for x in f])
+
+
+def simulated_estimates(oracle: FrequencyOracle, dist: FloatArray, n: int, size: int,
+                        rng: np.random.Generator) -> FloatArray:
+    """Unbiased estimates (size, d) of ``size`` states of n reports drawn from ``dist``:
+    exact through the channel, or by the normal approximation (see the module notes)."""
+    if not _normal_draws(oracle, n):
+        counts = oracle.sample_counts(dist, n, size=size, rng=rng)
+        return oracle.estimate_counts(counts, n)
+    f = np.asarray(dist, dtype=np.float64)
+    sd = np.sqrt(_value_variances(oracle, n, f) + f * (1.0 - f) / n)
+    out: FloatArray = f + rng.standard_normal((size, f.size)) * sd
+    return out
 
 
 def _check_indices(indices: Sequence[int] | np.ndarray | None, d: int) -> np.ndarray | None:
@@ -220,8 +275,7 @@ def method_answers(est: FloatArray, method: str, indices: np.ndarray | None, *,
 
 def _analytic_se(oracle: FrequencyOracle, n: int, freqs: FloatArray,
                  indices: np.ndarray | None) -> FloatArray:
-    clipped = np.clip(freqs, 0.0, 1.0)
-    var = np.array([oracle.variance(n, float(f)) for f in clipped])
+    var = _value_variances(oracle, n, freqs)
     if indices is None:
         se: FloatArray = np.sqrt(var)
         return se
@@ -230,7 +284,8 @@ def _analytic_se(oracle: FrequencyOracle, n: int, freqs: FloatArray,
 
 
 def _z(confidence: float) -> float:
-    return NormalDist().inv_cdf((1.0 + confidence) / 2.0)
+    # From the tail: (1 + c) / 2 rounds to 1.0 for c within 2^-53 of 1 (inv_cdf refuses 1).
+    return -NormalDist().inv_cdf((1.0 - confidence) / 2.0)
 
 
 def _candidates(d: int, replicates: int) -> tuple[list[str], str | None]:
@@ -424,8 +479,7 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
     truth = method_answers(f_fit[None, :], "base", idx, variance=var0)[0]
 
     def simulate(dist: FloatArray, size: int) -> FloatArray:
-        counts = oracle.sample_counts(dist, n, size=size, rng=gen)
-        return oracle.estimate_counts(counts, n)
+        return simulated_estimates(oracle, dist, n, size, gen)
 
     def errors(m: str, sims: FloatArray, want: FloatArray,
                power_of: dict[str, FloatArray]) -> FloatArray:
@@ -468,9 +522,9 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
     err = errors(method, iv_sims, truth, {})
     point = method_answers(raw[None, :], method, idx, variance=var0, variance_slope=slope)[0]
     alpha = 1.0 - confidence
-    # Order statistics rounded outwards: a finite R must not narrow the interval.
-    q_lo = np.quantile(err, alpha / 2, axis=0, method="lower")
-    q_hi = np.quantile(err, 1 - alpha / 2, axis=0, method="higher")
+    # Order statistics rounded outwards: a finite R must not narrow the interval
+    # (np.quantile's "lower"/"higher", by a partial sort).
+    q_lo, q_hi = _order_statistics(err, alpha)
     bias, spread = err.mean(axis=0), err.std(axis=0, ddof=1)
     # The bias is estimated at the fit, not at the truth: allow any bias between 0 and it.
     low = point - q_hi + np.minimum(bias, 0.0)
@@ -481,6 +535,17 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
     high = np.where(near, np.maximum(high, raw_ans + z * raw_se), high)
     return Answer(method, point, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0),
                   err.std(axis=0, ddof=1), "bootstrap", note, n, confidence, replicates, mse)
+
+
+def _order_statistics(err: FloatArray, alpha: float) -> tuple[FloatArray, FloatArray]:
+    """Per column, the ``alpha/2`` quantile rounded down and the ``1 - alpha/2`` one rounded
+    up (``np.quantile(..., method="lower"/"higher")``), by one partial sort."""
+    last = err.shape[0] - 1
+    lo = int(math.floor(last * (alpha / 2) + 1e-12))
+    hi = min(last, int(math.ceil(last * (1 - alpha / 2) - 1e-12)))
+    # Rows contiguous per column: partitioning along the last axis is several times faster.
+    part = np.partition(np.ascontiguousarray(err.T), sorted({lo, hi}), axis=1)
+    return part[:, lo], part[:, hi]
 
 
 def choose_method(oracle: FrequencyOracle, state: State,

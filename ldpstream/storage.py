@@ -379,12 +379,16 @@ def state_from_hashes(spec: CollectionSpec, hashes: Iterable[Mapping[Any, Any]])
     flat = state.counts.reshape(-1)
     n = 0
     for h in hashes:
-        for k, v in h.items():
-            key = k.decode() if isinstance(k, bytes) else str(k)
-            if key == "n":
-                n += int(v)
-            elif key != "t":
-                flat[int(key)] += int(v)
+        if not h:
+            continue
+        # Vectorised: a window of an OLH or HH collection holds thousands of cells.
+        keys = np.array([k if isinstance(k, (bytes, str)) else str(k) for k in h])
+        vals = np.array(list(h.values()))
+        meta = (b"n", b"t") if keys.dtype.kind == "S" else ("n", "t")
+        is_n, is_t = keys == meta[0], keys == meta[1]
+        n += int(vals[is_n].astype(np.int64).sum())
+        cells = ~(is_n | is_t)
+        np.add.at(flat, keys[cells].astype(np.int64), vals[cells].astype(np.int64))
     state.n = n
     return state
 

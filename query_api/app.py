@@ -32,7 +32,6 @@ from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse
 from prometheus_client import CollectorRegistry
 from starlette.staticfiles import StaticFiles
@@ -43,6 +42,7 @@ from .config import ApiSettings
 from .errors import install_error_handlers
 from .metrics import ApiMetrics
 from .middleware import Cors, HeadAsGet, RequestMetrics
+from .openapi import build_openapi
 from .routes.operations import STATIC
 from .schemas import errors
 from .service import Service
@@ -116,17 +116,9 @@ def create_metrics_app(app: FastAPI) -> FastAPI:
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
-    """The generated document, minus FastAPI's 422: this API answers bad input with 400."""
+    """The document (:mod:`query_api.openapi`), built once."""
     if app.openapi_schema is None:
-        schema = get_openapi(title=app.title, version=app.version,
-                             description=app.description, routes=app.routes)
-        for ops in schema.get("paths", {}).values():
-            for op in ops.values():
-                if isinstance(op, dict):
-                    op.get("responses", {}).pop("422", None)
-        for name in ("HTTPValidationError", "ValidationError"):
-            schema.get("components", {}).get("schemas", {}).pop(name, None)
-        app.openapi_schema = schema
+        app.openapi_schema = build_openapi(app)
     return app.openapi_schema
 
 

@@ -1,23 +1,42 @@
-"""``ldpstream bench api``: latency and throughput of the query API under concurrent clients.
+"""``ldpstream bench api``: cold and warm latency per answer kind, and the API under load.
 
 Starts a Redis and the API (``ldpstream serve``, one uvicorn process) on free loopback
-ports, writes two collection states through the aggregator's own flush script (an
-OLH collection with d = 1024 and an HH collection with D = 2^16, n = 10^6 each),
-then drives ``/frequencies`` (norm-sub, 95% intervals) and ``/range`` with C
-concurrent keep-alive connections from a light asyncio HTTP client for a fixed
-time.  Prints p50/p99 latency and requests/s, for cached answers (the state does
-not change) and for the cost of a cache miss (each answer computed afresh).
+ports and writes collection states through the aggregator's own flush script, every one
+at d = 1,024 and n = 10^6 reports: OLH (frequencies, subsets, heavy hitters, series over
+4 windows of 250,000), HH (range, quantiles, CDF, histogram), Square Wave with 1,024 bins
+(mean, EMS frequencies and histogram), a set-valued ``ps`` collection (l = 8: top items,
+item subsets) and a two-attribute ``multi`` collection (an attribute's frequencies).
+Every request asks the route's default (``auto``, ``consistent``, EMS) with its interval.
+
+1. **Cold and warm latency per answer kind**: *first* is the very first answer of the
+   collection (the ``auto`` choice is made, EMS starts from the uniform); *cold* the
+   median of 5 answers each right after a flush changed the state (a new state version:
+   the state is read from Redis again and the answer computed, with a level of confidence
+   never asked before, so no previous answer can be served stale); *warm* the median of
+   20 repeats of an answered request (a cache hit).
+2. **Every request a miss, open loop**: ``--miss-rate`` requests/s (default 200) at fixed
+   times over 20 collections (4 of each kind above), each request a query never asked
+   before (a fresh confidence level), so every one is computed; latency is charged from
+   the scheduled send time (no coordinated omission).  Target: p99 <= 250 ms.
+3. **Cached, closed loop**: ``--clients`` keep-alive clients as fast as they can on one
+   cached answer (the maximum throughput of one process).
+
+The load generator shares the machine with the server.  ``--baseline CHECKOUT`` runs a
+second API from another checkout (its code, this environment) against the same Redis and
+prints both side by side.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +45,8 @@ import numpy as np
 __all__ = ["run_from_args"]
 
 ROOT = Path(__file__).resolve().parents[1]
+D = 1024
+N = 10**6
 
 
 async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str,
@@ -67,14 +88,20 @@ async def _client_paced(host: str, port: int, paths: list[str], start: float, ra
     try:
         while True:
             scheduled = start + k / rate
-            if scheduled >= until:
+            if scheduled >= until or k >= len(paths):
                 break
             delay = scheduled - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            path = paths[k % len(paths)]
+            path = paths[k]
             k += 1
-            status = await _exchange(reader, writer, host, path)
+            try:  # a server that never answers: give up a minute after the case's end
+                status = await asyncio.wait_for(_exchange(reader, writer, host, path),
+                                                max(1.0, until + 60 - time.perf_counter()))
+            except TimeoutError:
+                lat.append(time.perf_counter() - scheduled)
+                errors.append(0)
+                break
             lat.append(time.perf_counter() - scheduled)
             if status != 200:
                 errors.append(status)
@@ -84,23 +111,31 @@ async def _client_paced(host: str, port: int, paths: list[str], start: float, ra
 
 async def _paced(port: int, paths: list[str], clients: int, total_rate: float,
                  seconds: float) -> tuple[np.ndarray, int, float]:
+    """Open loop over ``clients`` connections; connection i sends paths i, i+C, i+2C, …"""
     lat: list[float] = []
     errors: list[int] = []
     t0 = time.perf_counter() + 0.2
     per = total_rate / clients
-    await asyncio.gather(*(_client_paced("127.0.0.1", port, paths[i:] + paths[:i],
+    await asyncio.gather(*(_client_paced("127.0.0.1", port, paths[i::clients],
                                          t0 + i / total_rate, per, t0 + seconds, lat, errors)
                            for i in range(clients)))
     return np.array(lat), len(errors), seconds
 
 
+ONCE_TIMEOUT_S = 60.0
+"""A single timed request gives up after this long (shown as ``>60000``)."""
+
+
 async def _once(port: int, path: str) -> tuple[float, int]:
-    """One request on a fresh connection: (seconds, status)."""
+    """One request on a fresh connection: (seconds, status); (inf, 0) after the timeout."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         t0 = time.perf_counter()
-        status = await _exchange(reader, writer, "127.0.0.1", path)
+        status = await asyncio.wait_for(_exchange(reader, writer, "127.0.0.1", path),
+                                        ONCE_TIMEOUT_S)
         return time.perf_counter() - t0, status
+    except TimeoutError:
+        return float("inf"), 0
     finally:
         writer.close()
 
@@ -116,126 +151,263 @@ async def _load(port: int, paths: list[str], clients: int, seconds: float
     return np.array(lat), len(errors), time.perf_counter() - t0
 
 
-def _fill(redis_url: str) -> None:
-    import redis
+# ---- collections and their states ---------------------------------------------------------
+def _zipf(d: int, s: float = 1.2) -> np.ndarray:
+    w = 1.0 / np.arange(1, d + 1) ** s
+    out: np.ndarray = w / w.sum()
+    return out
 
+
+def _spec(cid: str, kind: str) -> Any:
     from ldpcore.collection import CollectionSpec
-    from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalog, Keys, flush_args
 
-    client = redis.Redis.from_url(redis_url)
-    reg = CollectionCatalog(client)
-    script = client.register_script(FLUSH_SCRIPT)
-    rng = np.random.default_rng(1)
-    specs = [
-        CollectionSpec.from_dict({"id": "bench-olh", "oracle": {"mechanism": "olh",
-                                                                "epsilon": 1.0},
-                                  "domain": {"kind": "integers", "low": 0, "high": 1023},
-                                  "min_reports": 1}),
-        CollectionSpec.from_dict({"id": "bench-hh", "oracle": {"mechanism": "hh",
-                                                               "epsilon": 1.0},
-                                  "domain": {"kind": "integers", "low": 0,
-                                             "high": 2**16 - 1}, "min_reports": 1}),
-    ]
-    now = time.time()
-    for p, spec in enumerate(specs):
-        reg.register(spec)
-        o = spec.oracle()
-        d = spec.domain.size
-        w = 1.0 / np.arange(1, d + 1) ** 1.2
-        values = rng.choice(d, size=10**6, p=w / w.sum())
-        state = o.aggregate(o.perturb(values, rng=rng))
-        start = int(now // spec.window_seconds) * spec.window_seconds
-        keys, args = flush_args(Keys(), "bench", {p: (-1, 0)},
+    ints: dict[str, Any] = {"kind": "integers", "low": 0, "high": D - 1}
+    raws: dict[str, dict[str, Any]] = {
+        "olh": {"oracle": {"mechanism": "olh", "epsilon": 1.0}, "domain": ints},
+        "hh": {"oracle": {"mechanism": "hh", "epsilon": 1.0}, "domain": ints},
+        "sw": {"oracle": {"mechanism": "sw", "epsilon": 1.0},
+               "domain": {"kind": "interval", "low": 0.0, "high": 1.0, "bins": D}},
+        "ps": {"oracle": {"mechanism": "ps", "epsilon": 2.0, "length": 8}, "domain": ints},
+        "multi": {"oracle": {"mechanism": "multi", "epsilon": 2.0},
+                  "domain": {"kind": "attributes", "attributes": [
+                      {"name": "a", **ints},
+                      {"name": "b", "kind": "categories", "labels": ["w", "x", "y", "z"]}]}},
+    }
+    return CollectionSpec.from_dict({"id": cid, **raws[kind], "window_seconds": 3600,
+                                     "min_reports": 1})
+
+
+def _state(spec: Any, kind: str, n: int, rng: np.random.Generator) -> Any:
+    """A state of n reports of the collection (drawn through the channel, O(state))."""
+    o = spec.oracle()
+    if kind in ("olh", "hh"):
+        return o.sample_state(_zipf(D), n, rng=rng)
+    if kind == "sw":
+        x = (np.arange(D) + 0.5) / D
+        p = x * (1 - x) ** 4
+        return o.sample_state(p / p.sum(), n, rng=rng)
+    if kind == "ps":  # sets of at most l = 8 items, 4 on average: entry x has f_x / l
+        from ldpcore import State
+
+        f = np.minimum(1.0, 4.0 * _zipf(D, 1.1) * 3)
+        f *= 4.0 / f.sum()
+        entries = np.concatenate([f / 8, np.full(8, (1 - f.sum() / 8) / 8)])
+        inner = o.inner.sample_state(entries, n, rng=rng)
+        return State(o.fingerprint, n, inner.counts)
+    a = rng.choice(D, size=n, p=_zipf(D))  # multi: attribute a (index-major), b uniform
+    return o.aggregate(o.perturb(a * 4 + rng.integers(0, 4, n), rng=rng))
+
+
+KIND_PATHS: dict[str, list[tuple[str, str]]] = {
+    "olh": [("frequencies", "frequencies"), ("subset", "subset?labels=3,10"),
+            ("heavy-hitters", "heavy-hitters?k=10"), ("series (4 windows)", "series?top=5")],
+    "hh": [("range", "range?low=100&high=600"), ("quantiles", "quantiles?q=0.5&q=0.9"),
+           ("cdf", "cdf"), ("histogram", "histogram")],
+    "sw": [("mean (sw)", "mean"), ("frequencies (sw, EMS)", "frequencies"),
+           ("histogram (sw, EMS)", "histogram")],
+    "ps": [("top-items (ps, l=8)", "top-items?k=10"), ("subset (ps)", "subset?labels=1,2")],
+    "multi": [("attribute frequencies (multi)", "attributes/a/frequencies")],
+}
+"""Per collection type: (answer kind, route with its query) at d = 1,024."""
+
+
+class Writer:
+    """Writes states into Redis with the aggregator's flush script."""
+
+    def __init__(self, redis_url: str) -> None:
+        import redis
+
+        from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalog
+
+        self.client = redis.Redis.from_url(redis_url)
+        self.catalog = CollectionCatalog(self.client)
+        self.script = self.client.register_script(FLUSH_SCRIPT)
+
+    def put(self, spec: Any, start: int, state: Any) -> None:
+        from ldpstream.storage import Keys, flush_args
+
+        now = time.time()
+        keys, args = flush_args(Keys(), f"bench-{uuid.uuid4().hex[:6]}", {0: (-1, 0)},
                                 {(spec.id, start): (state.n, state.counts,
                                                     int((now + 86400) * 1000))},
                                 int(now * 1000))
-        assert script(keys=keys, args=args)[0] == 1
-    client.close()
+        assert self.script(keys=keys, args=args)[0] == 1
+
+
+def _fill(writer: Writer, cid: str, kind: str, rng: np.random.Generator) -> Any:
+    spec = _spec(cid, kind)
+    writer.catalog.register(spec)
+    hour = int(time.time()) // 3600 * 3600
+    parts = 4 if kind == "olh" else 1  # series: four windows
+    for k in range(parts):
+        writer.put(spec, hour - (parts - 1 - k) * 3600, _state(spec, kind, N // parts, rng))
+    return spec
+
+
+def _ms(x: float) -> str:
+    return f"{1e3 * x:10.1f}"
+
+
+def _cold_and_warm(ports: dict[str, int], writer: Writer, rng: np.random.Generator) -> None:
+    names = list(ports)
+    print(f"Cold and warm latency per answer kind at d = {D:,}, n = {N:,} (ms; one request "
+          "at a time on a fresh connection)\n")
+    width = 10
+    if len(names) > 1:  # a group header per server
+        print(f"{'':<34}" + "".join(f"{n:^{3 * width}}" for n in names))
+    head = "".join(f"{c:>{width}}" for _ in names for c in ("first", "cold", "warm"))
+    print(f"{'answer kind':<34}{head}")
+    hour = int(time.time()) // 3600 * 3600
+    for kind, routes in KIND_PATHS.items():
+        spec = _fill(writer, f"kind-{kind}", kind, rng)
+        for name, route in routes:
+            base = f"/v1/collections/{spec.id}/{route}"
+            sep = "&" if "?" in base else "?"
+            first = {n: asyncio.run(_once(p, base)) for n, p in ports.items()}
+            cold: dict[str, list[float]] = {n: [] for n in names}
+            for k in range(5):
+                writer.put(spec, hour, _state(spec, kind, 1000, rng))  # a flush: new version
+                time.sleep(0.12)  # past LDP_VERSION_TTL_MS
+                for n, p in ports.items():
+                    if k and math.isinf(cold[n][-1]):  # timed out once: do not wait again
+                        cold[n].append(float("inf"))
+                        continue
+                    secs, status = asyncio.run(_once(p, f"{base}{sep}confidence=0.9{k}7"))
+                    cold[n].append(secs if status in (200, 0) else float("nan"))
+            cells = []
+            for n, p in ports.items():
+                warm = [asyncio.run(_once(p, f"{base}{sep}confidence=0.947"))[0]
+                        for _ in range(1 if math.isinf(cold[n][-1]) else 20)]
+                cells += [_cell(first[n][0], width), _cell(float(np.median(cold[n])), width),
+                          _cell(float(np.median(warm)), width)]
+            bad = {n: f[1] for n, f in first.items() if f[1] != 200}
+            print(f"{name:<34}{''.join(cells)}{f'  (status {bad})' if bad else ''}",
+                  flush=True)
+
+
+def _cell(seconds: float, width: int) -> str:
+    text = f">{1e3 * ONCE_TIMEOUT_S:.0f}" if math.isinf(seconds) else f"{1e3 * seconds:.1f}"
+    return f"{text:>{width}}"
+
+
+def _miss_paths(specs: list[tuple[Any, str]], count: int) -> list[str]:
+    """``count`` requests over the collections and their answer kinds, each never asked."""
+    out = []
+    kinds = {cid: KIND_PATHS[kind] for cid, kind in ((s.id, k) for s, k in specs)}
+    for i in range(count):
+        spec, _ = specs[i % len(specs)]
+        routes = kinds[spec.id]
+        route = routes[(i // len(specs)) % len(routes)][1]
+        sep = "&" if "?" in route else "?"
+        out.append(f"/v1/collections/{spec.id}/{route}{sep}confidence=0.{900000 + i}")
+    return out
+
+
+def _every_miss(ports: dict[str, int], writer: Writer, rng: np.random.Generator,
+                rate: float, seconds: float, clients: int) -> None:
+    kinds = list(KIND_PATHS)
+    specs = []
+    for i in range(20):
+        kind = kinds[i % len(kinds)]
+        specs.append((_fill(writer, f"load-{i}", kind, rng), kind))
+    paths = _miss_paths(specs, int(rate * seconds))
+    print(f"\nEvery request a miss, open loop: {rate:,.0f} requests/s at fixed times over "
+          f"{len(specs)} collections ({clients} connections, {seconds:.0f} s; each request "
+          "a query never asked before)\n")
+    print(f"{'server':<12}{'offered req/s':>14}{'served':>10}{'p50 ms':>10}{'p90 ms':>10}"
+          f"{'p99 ms':>10}{'max ms':>10}{'errors':>8}")
+    for name, port in ports.items():
+        for spec, kind in specs:  # each collection answered once: its auto choice is made
+            for _, route in KIND_PATHS[kind]:
+                asyncio.run(_once(port, f"/v1/collections/{spec.id}/{route}"))
+        lat, errors, secs = asyncio.run(_paced(port, paths, clients, rate, seconds))
+        print(f"{name:<12}{rate:>14,.0f}{lat.size / secs:>10,.0f}"
+              + "".join(f"{1e3 * np.percentile(lat, q):>10.1f}" for q in (50, 90, 99))
+              + f"{1e3 * lat.max():>10.1f}{errors:>8}", flush=True)
+
+
+def _cached(ports: dict[str, int], clients: int, seconds: float) -> None:
+    print(f"\nCached, closed loop: {clients} keep-alive clients on one cached answer, "
+          f"{seconds:.0f} s\n")
+    print(f"{'case':<46}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}")
+    for server, port in ports.items():
+        for name, path in (("frequencies (olh, auto)", "/v1/collections/kind-olh/frequencies"),
+                           ("cdf (hh)", "/v1/collections/kind-hh/cdf")):
+            asyncio.run(_load(port, [path], 4, 1.0))
+            lat, errors, secs = asyncio.run(_load(port, [path], clients, seconds))
+            label = f"{name} [{server}]" if len(ports) > 1 else name
+            print(f"{label:<46}{lat.size / secs:>10,.0f}"
+                  f"{1e3 * np.percentile(lat, 50):>10.2f}"
+                  f"{1e3 * np.percentile(lat, 99):>10.2f}{errors:>8}", flush=True)
+
+
+def _serve(root: Path, redis_url: str) -> tuple[subprocess.Popen[bytes], int]:
+    from ldpstream.dev.servers import _die_with_parent, free_port
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
+    env.update({"LDP_REDIS_URL": redis_url, "LDP_API_PORT": str(port),
+                "PYTHONPATH": str(root)})
+    proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "serve"], cwd=root, env=env,
+                            preexec_fn=_die_with_parent)
+    return proc, port
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    from ldpstream.dev.servers import _die_with_parent, free_port, start_redis, wait_port
+    from ldpstream.dev.servers import start_redis, wait_port
 
     work = Path(tempfile.mkdtemp(prefix="ldp-bench-api-"))
     redis_server = start_redis(work)
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
-    env.update({"LDP_REDIS_URL": redis_server.url, "LDP_API_PORT": str(port),
-                "PYTHONPATH": str(ROOT)})
-    api = subprocess.Popen([sys.executable, "-m", "ldpstream", "serve"], cwd=ROOT, env=env,
-                           preexec_fn=_die_with_parent)
+    roots = {"this": ROOT}
+    if args.baseline is not None:  # another checkout's API, same Redis, side by side
+        roots["baseline"] = Path(args.baseline).resolve()
+    servers: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+
+    def start() -> dict[str, int]:
+        for name, root in roots.items():
+            servers[name] = _serve(root, redis_server.url)
+        for proc, port in servers.values():
+            wait_port(port, 30, proc)
+        return {name: port for name, (_, port) in servers.items()}
+
+    def stop() -> None:
+        for proc, _ in servers.values():
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:  # a computation that does not end
+                proc.kill()
+                proc.wait(10)
+
+    writer = Writer(redis_server.url)
+    rng = np.random.default_rng(1)
     try:
-        _fill(redis_server.url)
-        wait_port(port, 30, api)
-        rng = np.random.default_rng(2)
-        lows = rng.integers(0, 2**15, size=200)
-        o, h = "/v1/collections/bench-olh", "/v1/collections/bench-hh"
-        cases = [
-            ("frequencies d=1024 default (auto)", [f"{o}/frequencies"]),
-            ("subset default (auto), 20 sets", [f"{o}/subset?labels={i},{i + 7}"
-                                                for i in range(20)]),
-            ("heavy-hitters k=10", [f"{o}/heavy-hitters?k=10"]),
-            ("range D=2^16 default (consistent), 200", [f"{h}/range?low={lo}&high={lo + 2**14}"
-                                                        for lo in lows]),
-            ("quantiles D=2^16", [f"{h}/quantiles?q=0.5&q=0.9"]),
-            ("cdf D=2^16", [f"{h}/cdf"]),
-            ("histogram D=2^16", [f"{h}/histogram"]),
-        ]
-        # The cold cost of each answer kind: the first request for a state version computes
-        # the answer (a distinct confidence level makes every one a miss).
-        print("Cold (uncached) cost per answer kind, median of 5 misses (ms):\n")
-        for name, paths in cases:
-            lat_ms = []
-            for k in range(5):
-                sep = "&" if "?" in paths[0] else "?"
-                path = f"{paths[0]}{sep}confidence=0.9{k}1"
-                secs, status = asyncio.run(_once(port, path))
-                lat_ms.append(1e3 * secs if status == 200 else float("nan"))
-            print(f"  {name:<44}{np.median(lat_ms):>10.1f}", flush=True)
-        print(f"\nOpen loop: {args.clients} connections sending {args.rate:,.0f} requests/s in "
-              f"total at fixed times, {args.seconds:.0f} s per case\n")
-        print(f"{'case':<46}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}")
-        for name, paths in cases:
-            for path in paths:  # fill the cache: every answer computed before the clock
-                asyncio.run(_once(port, path))
-            asyncio.run(_paced(port, paths, args.clients, args.rate, 2.0))  # and settle
-            lat, errors, secs = asyncio.run(_paced(port, paths, args.clients, args.rate,
-                                                   args.seconds))
-            print(f"{name:<46}{lat.size / secs:>10,.0f}{1e3 * np.percentile(lat, 50):>10.2f}"
-                  f"{1e3 * np.percentile(lat, 99):>10.2f}{errors:>8}", flush=True)
-        print(f"\nClosed loop (maximum throughput): one uvicorn process, {args.clients} "
-              "concurrent keep-alive clients, "
-              f"{args.seconds:.0f} s per case (client and server share this machine)\n")
-        print(f"{'case':<46}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'errors':>8}")
-        for name, paths in cases[:1] + cases[3:4]:
-            asyncio.run(_load(port, paths, 4, 1.0))  # warm the cache and the JIT-less paths
-            lat, errors, secs = asyncio.run(_load(port, paths, args.clients, args.seconds))
-            print(f"{name:<46}{lat.size / secs:>10,.0f}{1e3 * np.percentile(lat, 50):>10.2f}"
-                  f"{1e3 * np.percentile(lat, 99):>10.2f}{errors:>8}", flush=True)
-        # Cache misses: each request computes the estimate afresh (distinct confidence).
-        miss = [f"/v1/collections/bench-olh/frequencies?confidence=0.{k:04d}1"
-                for k in range(1, 9999)]
-        lat, errors, secs = asyncio.run(_load(port, miss, args.clients, args.seconds / 2))
-        print(f"{'frequencies d=1024 auto (every one a miss)':<46}"
-              f"{lat.size / secs:>10,.0f}{1e3 * np.percentile(lat, 50):>10.2f}"
-              f"{1e3 * np.percentile(lat, 99):>10.2f}{errors:>8}")
-        hh_miss = [f"/v1/collections/bench-hh/range?low={k}&high={k + 2**14}"
-                   for k in range(1, 30000)]
-        lat, errors, secs = asyncio.run(_load(port, hh_miss, args.clients, args.seconds / 2))
-        print(f"{'range D=2^16 (every one a miss)':<46}"
-              f"{lat.size / secs:>10,.0f}{1e3 * np.percentile(lat, 50):>10.2f}"
-              f"{1e3 * np.percentile(lat, 99):>10.2f}{errors:>8}")
+        ports = start()
+        if not args.skip_kinds:
+            _cold_and_warm(ports, writer, rng)
+            stop()  # fresh processes: a timed-out answer may still hold a server's thread
+            ports = start()
+        _every_miss(ports, writer, rng, args.miss_rate, args.seconds, args.clients)
+        if not args.skip_kinds:
+            _cached(ports, args.clients, args.seconds / 2)
     finally:
-        api.terminate()
-        api.wait(10)
+        writer.client.close()
+        stop()
         redis_server.stop()
     return 0
 
 
 def add_bench_api_parser(bsub: Any) -> None:
-    p = bsub.add_parser("api", help="query API latency/throughput under concurrent clients")
-    p.add_argument("--clients", type=int, default=50)
-    p.add_argument("--seconds", type=float, default=10.0)
-    p.add_argument("--rate", type=float, default=1000.0,
-                   help="offered requests/s of the open-loop cases")
+    p = bsub.add_parser("api", help="query API: cold/warm latency per answer kind, every "
+                                    "request a miss at a fixed rate, cached throughput")
+    p.add_argument("--clients", type=int, default=50, help="connections (default 50)")
+    p.add_argument("--seconds", type=float, default=20.0,
+                   help="length of the every-request-a-miss case (default 20)")
+    p.add_argument("--miss-rate", type=float, default=200.0,
+                   help="requests/s of the every-request-a-miss case (default 200)")
+    p.add_argument("--skip-kinds", action="store_true",
+                   help="only the every-request-a-miss case")
+    p.add_argument("--baseline", metavar="CHECKOUT",
+                   help="also run the API of another checkout (e.g. a `git worktree` of "
+                        "main) against the same states, side by side")
     p.set_defaults(func=run_from_args)

@@ -38,9 +38,16 @@ class ApiSettings:
     LDP_API_PORT                8000                        bind port
     LDP_STREAM_INTERVAL_S       1.0                         SSE poll interval for state changes
     LDP_VERSION_TTL_MS          50                          re-read state versions this often
-    LDP_CACHE_ENTRIES           1024                        estimate cache size (per state version)
+    LDP_ANSWER_CACHE_MB         64                          encoded answers kept (MiB, LRU)
+    LDP_STATE_CACHE_MB          256                         summed states kept (MiB, LRU)
     LDP_MAX_STALE_MS            2000                        serve a previous version's answer this
                                                             long while the new one is computed
+    LDP_ESTIMATE_THREADS        2                           threads per answer kind (each kind has
+                                                            its own pool: a slow kind never blocks
+                                                            the others)
+    LDP_AUTO_REFRESH_S          300                         make a kept ``auto`` choice again after
+                                                            this long (in the background)
+    LDP_AUTO_REFRESH_FACTOR     1.25                        … or at once when n leaves [n0/f, n0·f]
     LDP_READ_TOKENS             (unset: reads are open)     file of SHA-256 hashes of read tokens,
                                                             re-read on change (ldpstream.access)
     LDP_API_METRICS_PORT        0 (on the API's port)       serve /metrics on this port instead
@@ -49,6 +56,9 @@ class ApiSettings:
                                                             http(s)://host[:port]; ``*`` = any,
                                                             for the read routes only)
     ==========================  ==========================  ========================================
+
+    ``LDP_CACHE_ENTRIES`` (a count bound) is gone: set it and start-up fails naming the
+    two byte bounds above.
 
     Redis credentials and TLS files: ``LDP_REDIS_PASSWORD`` etc., see
     :mod:`ldpstream.connections`.
@@ -60,9 +70,13 @@ class ApiSettings:
     host: str = "127.0.0.1"
     port: int = 8000
     stream_interval_s: float = 1.0
-    cache_entries: int = 1024
+    answer_cache_bytes: int = 64 << 20
+    state_cache_bytes: int = 256 << 20
     version_ttl_s: float = 0.05
     max_stale_s: float = 2.0
+    estimate_threads: int = 2
+    auto_refresh_s: float = 300.0
+    auto_refresh_factor: float = 1.25
     cors_origins: tuple[str, ...] = ()
     redis_options: RedisOptions = RedisOptions()
     read_tokens: str | None = None
@@ -78,6 +92,10 @@ class ApiSettings:
         if token is not None and len(token) < 8:
             raise ConfigError("LDP_ADMIN_TOKEN must be at least 8 characters")
         prefix = env_redis_prefix(env)
+        if "LDP_CACHE_ENTRIES" in env:
+            raise ConfigError("LDP_CACHE_ENTRIES is no longer read: the query API's caches are "
+                              "bounded in bytes; set LDP_ANSWER_CACHE_MB (default 64) and "
+                              "LDP_STATE_CACHE_MB (default 256) instead")
         return cls(
             redis_url=url,
             redis_prefix=prefix,
@@ -86,9 +104,13 @@ class ApiSettings:
             port=env_int(env, "LDP_API_PORT", cls.port, 1, 65535),
             stream_interval_s=env_float(env, "LDP_STREAM_INTERVAL_S", cls.stream_interval_s,
                                      0.05, 60.0),
-            cache_entries=env_int(env, "LDP_CACHE_ENTRIES", cls.cache_entries, 1, 1_000_000),
+            answer_cache_bytes=env_int(env, "LDP_ANSWER_CACHE_MB", 64, 1, 1 << 20) << 20,
+            state_cache_bytes=env_int(env, "LDP_STATE_CACHE_MB", 256, 1, 1 << 20) << 20,
             version_ttl_s=env_int(env, "LDP_VERSION_TTL_MS", 50, 0, 60_000) / 1000,
             max_stale_s=env_int(env, "LDP_MAX_STALE_MS", 2000, 0, 3_600_000) / 1000,
+            estimate_threads=env_int(env, "LDP_ESTIMATE_THREADS", 2, 1, 64),
+            auto_refresh_s=env_float(env, "LDP_AUTO_REFRESH_S", 300.0, 1.0, 86_400.0),
+            auto_refresh_factor=env_float(env, "LDP_AUTO_REFRESH_FACTOR", 1.25, 1.0, 100.0),
             cors_origins=env_origins(env, "LDP_CORS_ORIGINS"),
             redis_options=RedisOptions.from_env(env, url=url),
             read_tokens=_read_tokens(env),

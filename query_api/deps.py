@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from ldpcore.collection import CollectionSpec
 
 from .access import AccessDep, ReaderDep
-from .domain import TIME_PATTERN, check_window, parse_time
+from .domain import TIME_PATTERN, parse_time
 from .errors import Forbidden, Unauthorized, unknown_collection
 from .service import Service
 
@@ -44,10 +44,17 @@ SpecDep = Annotated[CollectionSpec, Depends(get_spec)]
 
 @dataclass(frozen=True)
 class Window:
-    """The time range a query covers: windows overlapping ``[since, until)`` (epoch s)."""
+    """The time range a query covers: windows overlapping ``[since, until)`` (epoch s).
+
+    ``raw`` is the range as asked (``("-1h", None)``): the key under which a query's
+    ``auto`` choice is kept while the range slides with the clock.  A range that holds no
+    window — empty (since not before until), in the future, older than the retention —
+    is answered with n = 0, not refused.
+    """
 
     since: float | None
     until: float | None
+    raw: tuple[str | None, str | None] = (None, None)
 
 
 def get_window(
@@ -60,9 +67,8 @@ def get_window(
             pattern=TIME_PATTERN,
             description="end (exclusive): same forms as since")] = None) -> Window:
     now = time.time()
-    window = Window(parse_time(since, "since", now), parse_time(until, "until", now))
-    check_window(spec, window.since, window.until, now)
-    return window
+    return Window(parse_time(since, "since", now), parse_time(until, "until", now),
+                  (since, until))
 
 
 WindowDep = Annotated[Window, Depends(get_window)]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import calendar
 import math
 import re
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from ldpcore import ParameterError
@@ -14,22 +14,34 @@ from ldpcore.collection import CollectionSpec
 from .errors import QueryError
 
 __all__ = ["labels_of", "to_index", "index_value", "index_offset", "parse_time",
-           "check_window", "TIME_PATTERN"]
+           "TIME_PATTERN"]
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_RELATIVE = re.compile(r"^-(\d+(?:\.\d+)?)([smhdw])$")
-TIME_PATTERN = (r"^(now|-\d+(\.\d+)?[smhdw]|-?\d+(\.\d+)?|"
-                r"\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?)$")
-"""What ``since``/``until`` accept (the OpenAPI pattern of both)."""
+_RELATIVE = re.compile(r"^-(\d{1,9}(?:\.\d{1,9})?)([smhdw])$")
+_ISO = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+                  r"(?:[T ]([01]\d|2[0-3])(?::([0-5]\d)(?::([0-5]\d)(\.\d{1,9})?)?)?"
+                  r"(Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?)?$")
+TIME_PATTERN = (r"^(now|-\d{1,9}(\.\d{1,9})?[smhdw]|-?\d{1,11}(\.\d{1,9})?|"
+                r"[1-9]\d{3}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+                r"([T ]([01]\d|2[0-3])(:[0-5]\d(:[0-5]\d(\.\d{1,9})?)?)?"
+                r"(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)?)?)$")
+"""What ``since``/``until`` accept (the OpenAPI pattern of both): ``now``, a time relative
+to now, epoch seconds (up to 11 digits), or an ISO 8601 date or date-time (year 1000 on)
+with an optional UTC offset.  Every string it matches is a time."""
 
 
 def parse_time(raw: str | None, name: str, now: float | None = None) -> float | None:
     """Epoch seconds, ISO 8601 (``2026-11-22T10:00:00Z``), ``now`` or a time relative to
     now (``-90s``, ``-15m``, ``-1h``, ``-7d``, ``-2w``); None when absent.
 
+    A day past the end of its month rolls over, as in C's ``timegm`` (``2026-02-30`` is
+    2 March): every string :data:`TIME_PATTERN` matches is a time.
+
     >>> parse_time("-1h", "since", now=7200.0), parse_time("now", "until", now=5.0)
     (3600.0, 5.0)
+    >>> parse_time("1970-01-02T00:00:01+01:00", "since"), parse_time("1970-02-30", "until")
+    (82801.0, 5184000.0)
     """
     if raw is None or raw == "":
         return None
@@ -39,21 +51,28 @@ def parse_time(raw: str | None, name: str, now: float | None = None) -> float | 
     rel = _RELATIVE.match(raw)
     if rel:
         return now - float(rel.group(1)) * _UNITS[rel.group(2)]
+    iso = _ISO.match(raw)
+    if iso:
+        return _iso_seconds(iso)
     try:
         value = float(raw)
     except ValueError:
-        try:
-            dt = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-        except ValueError:
-            raise QueryError(f"{name} must be epoch seconds, an ISO 8601 time, 'now' or "
-                             f"a relative time such as -1h, got {raw!r}",
-                             parameter=name) from None
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=UTC)
-        value = dt.timestamp()
+        raise QueryError(f"{name} must be epoch seconds, an ISO 8601 time, 'now' or "
+                         f"a relative time such as -1h, got {raw!r}", parameter=name) from None
     if not math.isfinite(value):
         raise QueryError(f"{name} must be finite, got {raw!r}", parameter=name)
     return value
+
+
+def _iso_seconds(m: re.Match[str]) -> float:
+    year, month, day, hour, minute, second, frac, tz = m.groups()
+    secs = calendar.timegm((int(year), int(month), int(day), int(hour or 0), int(minute or 0),
+                            int(second or 0)))
+    offset = 0
+    if tz and tz != "Z":
+        digits = tz[1:].replace(":", "")
+        offset = (int(digits[:2]) * 3600 + int(digits[2:]) * 60) * (1 if tz[0] == "+" else -1)
+    return float(secs - offset) + (float(frac) if frac else 0.0)
 
 
 def index_offset(spec: CollectionSpec) -> int:
@@ -113,21 +132,3 @@ def index_value(spec: CollectionSpec, idx: int) -> Any:
     if dom.kind == "integers":
         return int(dom.low) + idx
     return dom.low + idx * (dom.high - dom.low) / dom.bins
-
-
-def check_window(spec: CollectionSpec, since: float | None, until: float | None,
-                 now: float | None = None) -> None:
-    """Refuse a window that is empty by construction (400), rather than answering 409 "not
-    enough reports yet": since after until, or wholly outside [now − retention, now]."""
-    now = time.time() if now is None else now
-    if since is not None and until is not None and since >= until:
-        raise QueryError(f"since must be before until (since={since:g}, until={until:g})",
-                         parameter="since")
-    oldest = now - spec.retention_seconds - spec.window_seconds
-    if until is not None and until <= oldest:
-        raise QueryError(f"until is older than the collection's retention "
-                         f"({spec.retention_seconds} s): no window can hold data",
-                         parameter="until")
-    if since is not None and since > now + 60:
-        raise QueryError("since is in the future: no window can hold data yet",
-                         parameter="since")

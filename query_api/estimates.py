@@ -7,15 +7,24 @@ fitted synthetic dataset; the answer names the method used), the unbiased
 ``base`` method has the analytic normal interval, and every post-processed
 method a parametric-bootstrap interval that includes its bias (``interval``
 says which; ``null`` intervals come with ``interval_reason``).  The bootstrap is
-seeded from the state, so a state always gets the same answer.
+seeded from the state, so a state always gets the same answer.  The ``auto`` choice
+may be kept across nearby states (a :class:`~query_api.choices.ChoiceSlot`; the answer
+then says so in ``method_choice``).
+
+Square Wave collections (numeric, EMS-reconstructed) answer frequencies, subsets and
+heavy hitters from the EMS distribution (Li et al., SIGMOD 2020): the unbiased inverse
+of their blurring channel is so noisy that every post-processing of it is flat.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from statistics import NormalDist
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,6 +41,7 @@ from ldpcore.capabilities import (
 from ldpcore.numeric.base import NumericOracle
 
 from .capabilities import require
+from .choices import Choice, ChoiceSlot
 from .errors import QueryError
 
 __all__ = [
@@ -53,7 +63,8 @@ def z_value(confidence: float) -> float:
     if not 0.0 < confidence < 1.0 or math.isnan(confidence):
         raise QueryError("confidence must be a number strictly between 0 and 1, "
                          f"got {confidence}", parameter="confidence")
-    return NormalDist().inv_cdf((1.0 + confidence) / 2.0)
+    # From the tail: (1 + c) / 2 rounds to 1.0 for c within 2^-53 of 1 (inv_cdf refuses 1).
+    return -NormalDist().inv_cdf((1.0 - confidence) / 2.0)
 
 
 AUTO = "auto"
@@ -90,20 +101,27 @@ def _opt(values: np.ndarray | None, i: int) -> float | None:
     return None if values is None else float(values[i])
 
 
-def _meta(ans: ldp_intervals.Answer, requested: str) -> dict[str, Any]:
+def _meta(ans: ldp_intervals.Answer, requested: str,
+          choice: dict[str, Any] | None = None) -> dict[str, Any]:
+    # No "n" here: the service states n (reports summed) and n_effective (behind the
+    # interval) in every answer's head (docs/longitudinal.md).
     out: dict[str, Any] = {"method": ans.method, "method_requested": requested,
-                           "confidence": ans.confidence, "n": ans.n, "interval": ans.interval,
+                           "confidence": ans.confidence, "interval": ans.interval,
                            "replicates": ans.replicates}
     if ans.reason:
         out["interval_reason" if ans.low is None else "note"] = ans.reason
     if ans.mse:
         out["simulated_mse"] = {k: float(v) for k, v in ans.mse.items()}
+    if choice is not None:
+        out["method_choice"] = choice
     return out
 
 
 def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
             confidence: float, indices: Sequence[int] | None,
-            n_effective: float | None = None) -> ldp_intervals.Answer:
+            n_effective: float | None = None, choice: ChoiceSlot | None = None
+            ) -> tuple[ldp_intervals.Answer, dict[str, Any] | None]:
+    """The answer, and what it says of a kept ``auto`` choice (see :mod:`.choices`)."""
     z_value(confidence)  # the API's message for a bad level
     if isinstance(oracle, SetItemFrequencies):
         # Set-valued items: the fractions sum to the mean set size, not to 1.
@@ -112,24 +130,48 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
                              f"auto (= base), base or base-pos, got {method!r}",
                              parameter="method")
         method = "base" if method == AUTO else method
-    try:
-        return ldp_intervals.answer(oracle, state, method=method, confidence=confidence,
-                                    indices=None if indices is None else list(indices),
-                                    n_effective=n_effective)
-    except ldpcore.ParameterError as exc:
-        raise QueryError(str(exc), parameter="labels" if indices is not None else "method"
-                         ) from exc
+    idx = None if indices is None else list(indices)
+
+    def run(m: str) -> ldp_intervals.Answer:
+        try:
+            return ldp_intervals.answer(oracle, state, method=m, confidence=confidence,
+                                        indices=idx, n_effective=n_effective)
+        except ldpcore.ParameterError as exc:
+            raise QueryError(str(exc), parameter="labels" if indices is not None
+                             else "method") from exc
+
+    if method != AUTO or choice is None:
+        return run(method), None
+    store, key = choice.choices, choice.key
+    n = _n(state, n_effective)
+    kept, stale = store.lookup(key, n)
+    if kept is None:
+        ans = run(AUTO)
+        kept = Choice(ans.method, n, time.time(), ans.reason, dict(ans.mse))
+        store.put(key, kept)
+        return ans, store.describe(kept)
+    if stale:
+        def again() -> Choice:
+            fresh = run(AUTO)
+            return Choice(fresh.method, n, time.time(), fresh.reason, dict(fresh.mse))
+        store.refresh(key, again)
+    ans = run(kept.method)
+    return (dataclasses.replace(ans, reason=ans.reason or kept.note, mse=kept.mse),
+            store.describe(kept))
 
 
 def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
                 labels: Sequence[str] | None, method: str, confidence: float,
-                top: int | None = None, n_effective: float | None = None) -> dict[str, Any]:
+                top: int | None = None, n_effective: float | None = None,
+                choice: ChoiceSlot | None = None) -> dict[str, Any]:
     """Per-label estimate, standard error and confidence interval (see the module notes)."""
     _need_frequencies(oracle, "frequency")
     method = _check_method(method)
     if top is not None and top < 1:
         raise QueryError(f"top must be an integer >= 1, got {top}", parameter="top")
-    ans = _answer(oracle, state, method, confidence, None, n_effective)
+    if _reconstructs(oracle) and method == AUTO:
+        return _ems_frequencies(oracle, state, labels=labels, top=top)
+    ans, kept = _answer(oracle, state, method, confidence, None, n_effective, choice)
     est = ans.estimate
     order = np.argsort(-est, kind="stable") if top is not None else np.arange(est.size)
     if top is not None:
@@ -138,12 +180,13 @@ def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
     rows = [{"label": names[i], "index": int(i), "estimate": float(est[i]),
              "std_error": _opt(ans.std_error, i), "ci_low": _opt(ans.low, i),
              "ci_high": _opt(ans.high, i)} for i in order]
-    return {**_meta(ans, method), "estimates": rows, "sum": float(est.sum())}
+    return {**_meta(ans, method, kept), "estimates": rows, "sum": float(est.sum()),
+            **_set_estimand(oracle)}
 
 
 def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Sequence[int], *,
-           method: str, confidence: float, n_effective: float | None = None
-           ) -> dict[str, Any]:
+           method: str, confidence: float, n_effective: float | None = None,
+           choice: ChoiceSlot | None = None) -> dict[str, Any]:
     """Frequency of a set of values (set-value query), any post-processing method.
 
     ``post-pos`` clips the unbiased sum at 0; the other methods sum the
@@ -154,8 +197,21 @@ def subset(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, indices: Seque
     """
     _need_frequencies(oracle, "subset")
     method = _check_method(method)
-    ans = _answer(oracle, state, method, confidence, indices, n_effective)
-    return {**_meta(ans, method), "estimate": float(ans.estimate[0]),
+    if _reconstructs(oracle) and method == AUTO:
+        dist = np.asarray(cast(Any, oracle).distribution(state), dtype=np.float64)
+        return {"method": _reconstruction(oracle), "method_requested": method,
+                "confidence": None, "estimate": float(dist[list(indices)].sum()),
+                "std_error": None,
+                "ci_low": None, "ci_high": None, "interval": None,
+                "interval_reason": _NUMERIC_REASON}
+    if isinstance(oracle, SetItemFrequencies) and method in (AUTO, "base", "base-pos"):
+        from .setvalued import subset_answer
+
+        return {**subset_answer(oracle, state, indices, confidence=confidence,
+                                method="base" if method == AUTO else method,
+                                n_effective=n_effective), "method_requested": method}
+    ans, kept = _answer(oracle, state, method, confidence, indices, n_effective, choice)
+    return {**_meta(ans, method, kept), "estimate": float(ans.estimate[0]),
             "std_error": _opt(ans.std_error, 0), "ci_low": _opt(ans.low, 0),
             "ci_high": _opt(ans.high, 0)}
 
@@ -192,8 +248,44 @@ def _hull(point: Any, unbiased: Any, se: Any, z: float) -> tuple[np.ndarray, np.
             np.clip(np.maximum(p, u + z * e), 0.0, 1.0))
 
 
+_UNIT_RANGE_VARIANCES: OrderedDict[str, np.ndarray | None] = OrderedDict()
+"""Per range oracle (fingerprint): n · range_variance(n, 0, r − 1) for every length r, or
+None when the variance is not of the form c(r)/n."""
+
+
+def _unit_range_variances(oracle: Any) -> np.ndarray | None:
+    """Every range oracle's variance bound is c(length)/n (hh, haar, flat): tabulated once
+    per oracle, so a CDF's or histogram's d bands cost O(d), not d validated calls."""
+    key = oracle.fingerprint
+    if key in _UNIT_RANGE_VARIANCES:
+        _UNIT_RANGE_VARIANCES.move_to_end(key)
+        return _UNIT_RANGE_VARIANCES[key]
+    d = oracle.domain_size
+    table: np.ndarray | None = None
+    # Only where the bound depends on (n, length) alone as c/n (checked at a few points).
+    probes = [(1, 0, d - 1), (7, d // 3, d - 1), (1000, 0, 0), (13, d - 1, d - 1)]
+    if d <= 1 << 16 and all(math.isclose(oracle.range_variance(n, lo, hi) * n,
+                                         oracle.range_variance(1, 0, hi - lo), rel_tol=1e-9)
+                            for n, lo, hi in probes):
+        table = np.array([float(oracle.range_variance(1, 0, r - 1)) for r in range(1, d + 1)])
+    _UNIT_RANGE_VARIANCES[key] = table
+    while len(_UNIT_RANGE_VARIANCES) > 64:
+        _UNIT_RANGE_VARIANCES.popitem(last=False)
+    return table
+
+
+def _range_se(oracle: Any, n: int, lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
+    """Standard errors of the ranges [lows[i], highs[i]] from n reports."""
+    table = _unit_range_variances(oracle)
+    if table is None:
+        return np.sqrt([float(oracle.range_variance(n, int(a), int(b)))
+                        for a, b in zip(lows, highs, strict=True)])
+    out: np.ndarray = np.sqrt(table[np.asarray(highs) - np.asarray(lows)] / n)
+    return out
+
+
 def _prefix_se(oracle: Any, n: int, points: np.ndarray) -> np.ndarray:
-    return np.sqrt([float(oracle.range_variance(n, 0, int(i))) for i in points])
+    return _range_se(oracle, n, np.zeros_like(points), points)
 
 
 def range_answer(oracle: Any, state: ldpcore.State, low: int, high: int, *,
@@ -219,7 +311,7 @@ def range_answer(oracle: Any, state: ldpcore.State, low: int, high: int, *,
         kind = _HULL
     return {"low": low, "high": high, "method": method, "estimate": value, "std_error": se,
             "ci_low": float(lo_), "ci_high": float(hi_), "confidence": confidence,
-            "interval": kind, "n_effective": n}
+            "interval": kind}
 
 
 def _range_bands(oracle: Any, state: ldpcore.State, method: str, z: float,
@@ -275,6 +367,39 @@ _NUMERIC_REASON = ("the EMS reconstruction is smoothed and biased; no interval t
 def _reconstruction(oracle: Any) -> str:
     """How a numeric distribution was rebuilt: EM, or EM with smoothing (Square Wave)."""
     return "ems" if getattr(oracle, "smoothing", True) else "em"
+
+
+def _set_estimand(oracle: Any) -> dict[str, Any]:
+    """What a set-valued (``ps``) collection's item frequencies estimate (else nothing)."""
+    if not isinstance(oracle, SetItemFrequencies):
+        return {}
+    from .setvalued import estimand
+
+    return estimand("holders-truncated", length=int(oracle.length))
+
+
+def _reconstructs(oracle: Any) -> bool:
+    """A numeric oracle whose distribution is rebuilt by EM/EMS (Square Wave): its
+    frequencies are that distribution, not the unbiased inverse of its blurred channel
+    (whose post-processing is flat: Li et al., SIGMOD 2020, §5)."""
+    return isinstance(oracle, DistributionEstimates) and isinstance(oracle, NumericOracle)
+
+
+def _ems_frequencies(oracle: Any, state: ldpcore.State, *, labels: Sequence[str] | None,
+                     top: int | None) -> dict[str, Any]:
+    """Frequencies of a Square Wave collection: the EMS (or EM) reconstruction per bin
+    (the default ``auto``; a named post-processing method still post-processes the
+    unbiased inverse)."""
+    if state.n <= 0:
+        raise QueryError("no reports to reconstruct from", parameter="since")
+    est = np.asarray(oracle.distribution(state), dtype=np.float64)
+    order = np.argsort(-est, kind="stable")[:top] if top is not None else np.arange(est.size)
+    names = list(labels) if labels is not None else [str(i) for i in range(est.size)]
+    rows = [{"label": names[i], "index": int(i), "estimate": float(est[i]),
+             "std_error": None, "ci_low": None, "ci_high": None} for i in order]
+    return {"method": _reconstruction(oracle), "method_requested": "auto",
+            "confidence": None, "interval": None, "interval_reason": _NUMERIC_REASON,
+            "replicates": 0, "estimates": rows, "sum": float(est.sum())}
 
 
 def _num(x: Any) -> float | int:
@@ -338,8 +463,7 @@ def histogram(oracle: Any, state: ldpcore.State, *, method: str | None = None,
     if width > 1:
         point = np.add.reduceat(point, starts)
         unbiased = np.add.reduceat(unbiased, starts)
-    se = np.sqrt([float(oracle.range_variance(n, int(a), int(b)))
-                  for a, b in zip(starts, ends, strict=True)])
+    se = _range_se(oracle, n, starts, ends)
     lo, hi = _hull(point, unbiased, se, z)
     out = {"bins": point.tolist(), "method": method, "confidence": confidence,
            "interval": _HULL if method != "unbiased" else "analytic",
@@ -351,31 +475,41 @@ def histogram(oracle: Any, state: ldpcore.State, *, method: str | None = None,
 
 def heavy_hitters(oracle: Any, state: ldpcore.State, k: int, *,
                   labels: Sequence[str] | None, offset: int = 0, confidence: float = 0.95,
-                  n_effective: float | None = None) -> dict[str, Any]:
+                  n_effective: float | None = None, choice: ChoiceSlot | None = None
+                  ) -> dict[str, Any]:
     """Top-k values: PEM's candidate search, else the top of the default (``auto``)
     frequency answer — post-processed, so a numeric collection's bins sum to 1."""
     if k < 1:
         raise QueryError(f"k must be an integer >= 1, got {k}", parameter="k")
     if isinstance(oracle, HeavyHitterSearch):
-        if k > oracle.keep:
-            raise QueryError(f"k must be at most {oracle.keep} (the candidates this "
-                             f"collection keeps), got {k}", parameter="k")
+        # PEM keeps `keep` candidates: a larger k is answered with all of them, and said.
+        asked, k = k, min(k, int(oracle.keep))
         z = z_value(confidence)
         rows: list[dict[str, Any]] = [{"value": _num(r[0]) + offset, "estimate": float(r[1]),
                  "std_error": float(r[2]), "ci_low": max(0.0, float(r[1]) - z * float(r[2])),
                  "ci_high": min(1.0, float(r[1]) + z * float(r[2]))}
                 for r in oracle.heavy_hitters(state, k)]
-        return {"k": k, "heavy_hitters": rows, "method": "pem", "interval": "analytic"}
+        out = {"k": k, "heavy_hitters": rows, "method": "pem", "interval": "analytic"}
+        if asked > k:
+            out |= {"k_requested": asked, "note": f"the collection keeps {k} candidates "
+                                                  "(its 'keep'): all of them are answered"}
+        return out
     _need_frequencies(oracle, "heavy-hitters")
-    ans = _answer(oracle, state, AUTO, confidence, None, n_effective)
+    if _reconstructs(oracle):
+        full = _ems_frequencies(oracle, state, labels=labels, top=k)
+        rows = [{"value": r["label"], **{x: r[x] for x in ("index", "estimate", "std_error",
+                                                          "ci_low", "ci_high")}}
+                for r in full.pop("estimates")]
+        return {**full, "k": k, "heavy_hitters": rows, "of": int(oracle.domain_size)}
+    ans, kept = _answer(oracle, state, AUTO, confidence, None, n_effective, choice)
     est = ans.estimate
     order = np.argsort(-est, kind="stable")[:k]
     names = list(labels) if labels is not None else [str(i) for i in range(est.size)]
     rows = [{"value": names[i], "index": int(i), "estimate": float(est[i]),
              "std_error": _opt(ans.std_error, i), "ci_low": _opt(ans.low, i),
              "ci_high": _opt(ans.high, i)} for i in order]
-    return {**_meta(ans, AUTO), "k": k, "heavy_hitters": rows,
-            "of": int(est.size)}
+    return {**_meta(ans, AUTO, kept), "k": k, "heavy_hitters": rows,
+            "of": int(est.size), **_set_estimand(oracle)}
 
 
 def numeric_summary(oracle: Any, state: ldpcore.State, *, confidence: float,

@@ -65,7 +65,8 @@ class CollectionsCollector(Collector):
 
 
 class ApiMetrics:
-    """Request latency per route, estimate time, cache hits, Redis health, collections."""
+    """Request latency per route, estimate time, cache hits and bytes, Redis health,
+    collections."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
@@ -81,5 +82,18 @@ class ApiMetrics:
                                     registry=registry)
         self.redis_up = Gauge("ldp_redis_up", "1 if the last Redis call succeeded",
                               registry=registry)
+        self.cache_bytes = Gauge("ldp_api_cache_bytes", "Bytes held by the cache "
+                                 "(answers: encoded answers; states: summed states)",
+                                 ["cache"], registry=registry)
+        self.cache_limit_bytes = Gauge("ldp_api_cache_limit_bytes", "The cache's byte bound "
+                                       "(LDP_ANSWER_CACHE_MB, LDP_STATE_CACHE_MB)", ["cache"],
+                                       registry=registry)
+        self.cache_entries = Gauge("ldp_api_cache_entries", "Entries held by the cache",
+                                   ["cache"], registry=registry)
+        self.cache_evictions = Counter("ldp_api_cache_evictions", "Entries dropped for room",
+                                       ["cache"], registry=registry)
+        self.estimates_running = Gauge("ldp_api_estimates_running", "Answers being computed "
+                                       "or waiting for a thread, per answer kind", ["kind"],
+                                       registry=registry)
         self.collections = CollectionsCollector()
         registry.register(self.collections)

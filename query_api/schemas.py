@@ -68,14 +68,23 @@ class Answer(_Open):
     fingerprint: str
     mechanism: str
     epsilon: float
-    n: int = Field(description="reports behind the answer")
+    n: int = Field(ge=0, description="reports summed: every report in the range's windows")
+    n_effective: float = Field(ge=0, description="the effective sample size behind the "
+                               "intervals: n for independent reports, fewer for memoized "
+                               "reports of one device in several windows "
+                               "(docs/longitudinal.md)")
     windows: int = Field(description="time windows summed")
     since: float | None
     until: float | None
     as_of: str | None = Field(description="time of the last aggregator flush (ISO 8601)")
     state_version: str = Field(description="changes whenever the stored state changes")
+    reason: str | None = Field(None, description="why there is no estimate: the range holds "
+                               "no report (n = 0; every estimate field is then null or empty)")
     budget: Budget | None = Field(default=None, description="the fleet's privacy budget "
                                   "(GET /v1/fleet)")
+    lost_records: int | None = Field(default=None, ge=1, description="records deleted from "
+                                     "Kafka before they were counted (absent when none): n "
+                                     "misses the reports they held (docs/faults.md)")
 
 
 class Row(_Open):
@@ -89,15 +98,18 @@ class Row(_Open):
 
 class FrequenciesAnswer(Answer):
     method: str
-    confidence: float
+    confidence: float | None = Field(description="null for an EMS reconstruction (no "
+                                     "interval)")
     estimates: list[Row]
+    sum: float | None = None
 
 
 class SubsetAnswer(Answer):
     labels: list[str]
     method: str
-    confidence: float
-    estimate: float
+    confidence: float | None = Field(description="null for an EMS reconstruction (no "
+                                     "interval)")
+    estimate: float | None
     std_error: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
@@ -117,7 +129,7 @@ class HeavyHittersAnswer(Answer):
 class RangeAnswer(Answer):
     low: Any
     high: Any
-    estimate: float
+    estimate: float | None
     std_error: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
@@ -126,7 +138,7 @@ class RangeAnswer(Answer):
 
 class Quantile(_Open):
     q: float
-    value: Any
+    value: Any = Field(description="null when the range holds no report")
 
 
 class QuantilesAnswer(Answer):
@@ -139,7 +151,7 @@ class CdfAnswer(Answer):
 
 
 class MeanAnswer(Answer):
-    estimate: float
+    estimate: float | None
     confidence: float
     std_error: float | None = None
     ci_low: float | None = None
@@ -192,7 +204,8 @@ class SeriesPoint(_Open):
     start: int
     end: int
     time: str
-    n: int
+    n: int = Field(ge=0, description="reports summed in the bucket")
+    n_effective: float = Field(ge=0, description="the bucket's effective sample size")
     windows: int
     series: str
     estimate: Any = None
@@ -211,5 +224,7 @@ class SeriesAnswer(_Open):
     bucket_seconds: int
     since: float | None
     until: float | None
+    n: int = Field(ge=0, description="reports summed over the whole range")
+    n_effective: float = Field(ge=0, description="the whole range's effective sample size")
     series: list[str]
     points: list[SeriesPoint]

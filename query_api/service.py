@@ -1,10 +1,24 @@
-"""What every route shares: the store, the answer cache, the metrics and the settings.
+"""What every route shares: the store, the caches, the estimation pools, the metrics and
+the settings.
 
 :meth:`Service.answer` is the one way an estimate is served: read the state
 *version* (a cheap Redis round trip, itself cached for ``LDP_VERSION_TTL_MS``),
 return the cached encoded answer for that version if there is one, else read the
 state, compute, encode and cache.  Equal versions mean equal states (see
 :mod:`query_api.store`), so a cached answer is never stale by more than the TTL.
+
+* **Caches bounded in bytes** (:mod:`query_api.cache`): encoded answers
+  (``LDP_ANSWER_CACHE_MB``) and summed states (``LDP_STATE_CACHE_MB``), each an LRU
+  whose use is the ``ldp_api_cache_bytes{cache}`` gauge.
+* **A pool per answer kind**: answers are computed off the event loop on a thread
+  pool of ``LDP_ESTIMATE_THREADS`` threads *per answer kind* (frequencies, subset,
+  series, top-items, …), so a slow kind — a first ``auto`` choice, a large CDF —
+  never holds up the others.
+* **Kept ``auto`` choices** (:mod:`query_api.choices`), made again in the background
+  on their own thread.
+* **Every answer states** ``n`` (reports summed) and ``n_effective`` (the sample size
+  behind its interval; docs/longitudinal.md).  A time range that holds no report is
+  answered (n = 0, the route's empty body, ``reason``), not refused.
 """
 
 from __future__ import annotations
@@ -13,7 +27,7 @@ import asyncio
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -21,52 +35,67 @@ from typing import Any
 import ldpcore
 from ldpcore.collection import CollectionSpec
 
+from .cache import ByteLRU, size_of_answer, size_of_state
+from .choices import Choices
 from .config import ApiSettings
 from .errors import NotEnoughReports, Unavailable, unknown_collection
 from .fleet import FleetView
 from .metrics import ApiMetrics
 from .store import StateVersion, Store
 
-__all__ = ["Service", "AnswerCache", "Compute"]
+__all__ = ["Service", "Compute", "lane_of"]
 
 Compute = Callable[[Any, ldpcore.State, float], dict[str, Any]]
 """Turns (oracle, state, effective sample size) into the JSON-able body of an answer."""
 
+_ORACLES = 256
+"""Estimation oracles kept (one per collection fingerprint; an LRU)."""
 
-class AnswerCache:
-    """A small LRU keyed by (collection, fingerprint, version, query, params, window)."""
 
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.data: OrderedDict[Any, Any] = OrderedDict()
+def lane_of(query: str) -> str:
+    """The answer kind a query is computed under: ``series:subset`` → ``series``,
+    ``attributes/os/mean`` → ``attributes``, ``frequencies`` → ``frequencies``."""
+    return query.split(":", 1)[0].split("/", 1)[0]
 
-    def get(self, key: Any) -> Any:
-        hit = self.data.get(key)
-        if hit is not None:
-            self.data.move_to_end(key)
-        return hit
 
-    def put(self, key: Any, value: Any) -> None:
-        self.data[key] = value
-        self.data.move_to_end(key)
-        while len(self.data) > self.size:
-            self.data.popitem(last=False)
+def _encode(body: Mapping[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
 
 
 class Service:
-    """The store, cache, metrics and settings behind every route (one per app)."""
+    """The store, caches, pools, metrics and settings behind every route (one per app)."""
 
     def __init__(self, settings: ApiSettings, store: Store, metrics: ApiMetrics) -> None:
         self.settings = settings
         self.store = store
         self.metrics = metrics
-        self.cache = AnswerCache(settings.cache_entries)
-        self._latest = AnswerCache(settings.cache_entries)  # per query: the newest answer
+        self.cache = self._byte_cache("answers", settings.answer_cache_bytes, size_of_answer)
+        self.states = self._byte_cache("states", settings.state_cache_bytes, size_of_state)
+        # Versions live for LDP_VERSION_TTL_MS; a long retention makes one hold thousands
+        # of windows, so they are bounded in bytes too (an eighth of the states' budget).
+        self._versions = self._byte_cache(
+            "versions", max(1 << 20, settings.state_cache_bytes // 8),
+            lambda v: 200 + 64 * len(v[1].windows))
         self._inflight: dict[Any, asyncio.Future[bytes]] = {}
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-estimate")
-        self._oracles: dict[str, Any] = {}
-        self._versions: dict[Any, tuple[float, StateVersion]] = {}
+        self._pools: dict[str, ThreadPoolExecutor] = {}
+        self._chooser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-choose")
+        self.choices = Choices(factor=settings.auto_refresh_factor,
+                               max_age_s=settings.auto_refresh_s, executor=self._chooser)
+        self._oracles: OrderedDict[str, Any] = OrderedDict()
         self.fleet = FleetView(store)
+
+    def _byte_cache(self, name: str, limit: int, size: Callable[[Any], int]) -> ByteLRU:
+        m = self.metrics
+        m.cache_limit_bytes.labels(name).set(limit)
+
+        def changed(entries: int, used: int, evicted: int) -> None:
+            m.cache_entries.labels(name).set(entries)
+            m.cache_bytes.labels(name).set(used)
+            if evicted:
+                m.cache_evictions.labels(name).inc(evicted)
+
+        changed(0, 0, 0)
+        return ByteLRU(limit, getsizeof=size, on_change=changed)
 
     async def call(self, aw: Awaitable[Any]) -> Any:
         """Await a Redis call; an unreachable Redis becomes :class:`Unavailable` (503)."""
@@ -96,6 +125,10 @@ class Service:
         o = self._oracles.get(spec.fingerprint)
         if o is None:
             o = self._oracles[spec.fingerprint] = spec.estimation_oracle()
+            while len(self._oracles) > _ORACLES:
+                self._oracles.popitem(last=False)
+        else:
+            self._oracles.move_to_end(spec.fingerprint)
         return o
 
     async def version(self, spec: CollectionSpec, since: float | None,
@@ -104,52 +137,96 @@ class Service:
 
         Under load this turns one Redis round trip per request into one per interval;
         answers are at most that much staler than Redis (flushes come every ~200 ms).
+        An empty interval (since not before until) holds no window: no round trip.
         """
+        if since is not None and until is not None and since >= until:
+            return StateVersion((), 0)
         key = (spec.id, spec.fingerprint, since, until)
         now = time.monotonic()
         hit = self._versions.get(key)
         if hit is not None and now - hit[0] < self.settings.version_ttl_s:
-            return hit[1]
+            return hit[1]  # type: ignore[no-any-return]
         version: StateVersion = await self.call(self.store.version(spec, since, until))
-        if len(self._versions) > 4 * self.settings.cache_entries:
-            self._versions.clear()
-        self._versions[key] = (now, version)
+        self._versions.put(key, (now, version))
         return version
 
     async def state(self, spec: CollectionSpec, version: StateVersion, since: float | None,
                     until: float | None) -> ldpcore.State:
         """The summed state of ``version``'s windows, read from Redis once per version."""
-        skey = (spec.id, spec.fingerprint, version.tag, "state", since, until)
-        state: ldpcore.State | None = self.cache.get(skey)
+        skey = (spec.id, spec.fingerprint, version.tag, since, until)
+        state: ldpcore.State | None = self.states.get(skey)
         if state is None:
             state = await self.call(self.store.state(spec, version))
-            self.cache.put(skey, state)
+            self.states.put(skey, state)
         return state
+
+    def effective_n(self, spec: CollectionSpec, version: StateVersion, n: int) -> float:
+        """n_effective of ``n`` reports in ``version``'s windows (ldpcore.longitudinal):
+        memoized reports of one device in several windows are not independent."""
+        if n <= 0:
+            return 0.0
+        n_eff = float(spec.effective_sample_size([c for _, c in version.windows] or [n]))
+        return min(float(n), max(1.0, n_eff))
+
+    def head(self, spec: CollectionSpec, version: StateVersion, n: int,
+             since: float | None, until: float | None) -> dict[str, Any]:
+        """What every answer states besides its estimate."""
+        head: dict[str, Any] = {
+            "collection": spec.id, "fingerprint": spec.fingerprint,
+            "mechanism": spec.oracle_spec["mechanism"],
+            "epsilon": spec.oracle_spec["epsilon"], "n": n,
+            "n_effective": round(self.effective_n(spec, version, n), 1),
+            "memoization": spec.memoization, "windows": len(version.windows),
+            "since": since, "until": until,
+            "as_of": (datetime.fromtimestamp(version.last_flush_ms / 1000, UTC).isoformat()
+                      if version.last_flush_ms else None),
+            "state_version": version.tag,
+        }
+        if version.lost_records:  # records deleted from Kafka before they were counted
+            head["lost_records"] = version.lost_records
+        return head
+
+    def empty_answer(self, spec: CollectionSpec, version: StateVersion, since: float | None,
+                     until: float | None, empty: Mapping[str, Any]) -> bytes:
+        """The answer of a range without reports: n = 0, the route's empty body, why."""
+        reason = ("empty time interval: since is not before until"
+                  if since is not None and until is not None and since >= until
+                  else "no reports in [since, until)")
+        return _encode({**self.head(spec, version, 0, since, until), **empty,
+                        "reason": reason})
 
     async def answer(self, spec: CollectionSpec, query: str, params: tuple[Any, ...],
                      since: float | None, until: float | None, compute: Compute,
-                     *, version: StateVersion | None = None,
-                     allow_stale: bool = True) -> tuple[bytes, str, str]:
+                     *, version: StateVersion | None = None, allow_stale: bool = True,
+                     empty: Mapping[str, Any] | None = None) -> tuple[bytes, str, str]:
         """The encoded JSON answer of ``compute(oracle, state, n_eff)`` for the current version.
 
         Returns (body, cache status, version tag); the status is ``hit`` (this version's
-        answer was cached), ``miss`` (computed now) or ``stale``.  While the state keeps
-        changing (a flush every ~200 ms under ingest) an answer that costs more than that
-        would never be cached in time: a previous version's answer at most
+        answer was cached), ``miss`` (computed now), ``stale`` or ``empty``.  While the
+        state keeps changing (a flush every ~200 ms under ingest) an answer that costs more
+        than that would never be cached in time: a previous version's answer at most
         ``LDP_MAX_STALE_MS`` old is served at once (it names the state it describes:
         ``state_version``, ``n``, ``as_of``) and the current one is computed in the
         background.  One computation per (version, query), however many requests wait for
-        it; computations run on one worker thread, so the event loop keeps answering.
+        it, on the pool of the query's answer kind.
+
+        A range that holds no report is answered with ``empty`` (n = 0) when given, else
+        refused like any range below the collection's minimum (409, have/need).
         """
         if version is None:
             version = await self.version(spec, since, until)
+        if version.n == 0 and empty is not None:
+            nothing = self.empty_answer(spec, version, since, until, empty)
+            return await self.stated(spec, nothing), "empty", version.tag
+        if version.n < spec.min_reports:
+            raise NotEnoughReports(version.n, spec.min_reports)
         key = (spec.id, spec.fingerprint, version.tag, query, params, since, until)
         hit = self.cache.get(key)
         if hit is not None:
             self.metrics.cache_hits.inc()
             return await self.stated(spec, hit), "hit", version.tag
-        qkey = (spec.id, spec.fingerprint, query, params, since, until)
-        latest = self._latest.get(qkey)
+        qkey = ("latest", spec.id, spec.fingerprint, query, params, since, until)
+        latest = self.cache.get(qkey)
         if (allow_stale and latest is not None
                 and time.monotonic() - latest[0] <= self.settings.max_stale_s):
             self.metrics.cache_hits.inc()
@@ -178,42 +255,43 @@ class Service:
                                              f.cancelled() or f.exception()))
         return fut
 
+    def _pool(self, lane: str) -> ThreadPoolExecutor:
+        pool = self._pools.get(lane)
+        if pool is None:
+            pool = self._pools[lane] = ThreadPoolExecutor(
+                max_workers=self.settings.estimate_threads,
+                thread_name_prefix=f"ldp-estimate-{lane}")
+        return pool
+
     async def _compute(self, key: Any, qkey: Any, spec: CollectionSpec, version: StateVersion,
                        since: float | None, until: float | None, compute: Compute) -> bytes:
         state = await self.state(spec, version, since, until)
-        if state.n < spec.min_reports:
+        if state.n < max(spec.min_reports, 1):
             raise NotEnoughReports(state.n, spec.min_reports)
-        # Memoized reports of one device in several windows are not independent: the
-        # intervals use the effective sample size (ldpcore.longitudinal).
-        n_eff = float(spec.effective_sample_size([n for _, n in version.windows] or [state.n]))
-        n_eff = min(float(state.n), max(1.0, n_eff))
+        head = self.head(spec, version, state.n, since, until)
         oracle = self.oracle(spec)
-        head = {
-            "collection": spec.id, "fingerprint": spec.fingerprint,
-            "mechanism": spec.oracle_spec["mechanism"],
-            "epsilon": spec.oracle_spec["epsilon"], "n": state.n,
-            "n_effective": round(n_eff, 1), "memoization": spec.memoization,
-            "windows": len(version.windows),
-            "since": since, "until": until,
-            "as_of": (datetime.fromtimestamp(version.last_flush_ms / 1000, UTC).isoformat()
-                      if version.last_flush_ms else None),
-            "state_version": version.tag,
-        }
-        if version.lost_records:  # records deleted from Kafka before they were counted
-            head["lost_records"] = version.lost_records
 
         def work() -> tuple[bytes, float]:
             t0 = time.perf_counter()
-            out = {**head, **compute(oracle, state, n_eff)}
-            return (json.dumps(out, separators=(",", ":"), allow_nan=False).encode(),
-                    time.perf_counter() - t0)
+            # n is the reports summed, whatever the answer says; n_effective may be
+            # refined by the answer (an attribute's own effective size).
+            out = {**head, **compute(oracle, state, head["n_effective"]), "n": state.n}
+            return _encode(out), time.perf_counter() - t0
 
-        encoded, took = await asyncio.get_running_loop().run_in_executor(self._executor, work)
+        lane = lane_of(key[3])
+        running = self.metrics.estimates_running.labels(lane)
+        running.inc()
+        try:
+            encoded, took = await asyncio.get_running_loop().run_in_executor(
+                self._pool(lane), work)
+        finally:
+            running.dec()
         self.metrics.estimate_seconds.labels(spec.id, key[3]).observe(took)
         self.cache.put(key, encoded)
-        self._latest.put(qkey, (time.monotonic(), encoded, version.tag))
+        self.cache.put(qkey, (time.monotonic(), encoded, version.tag))
         return encoded
 
     def close(self) -> None:
-        """Stop the estimation thread (the app's lifespan calls this at shutdown)."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        """Stop the estimation threads (the app's lifespan calls this at shutdown)."""
+        for pool in (*self._pools.values(), self._chooser):
+            pool.shutdown(wait=False, cancel_futures=True)

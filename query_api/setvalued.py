@@ -12,7 +12,13 @@ and the corrected normal intervals (``interval: "analytic-hull"``).
 
 Every answer states the ε a device spends (``epsilon_per_device``: the group's
 ``epsilon_total`` for a protocol phase, else the collection's ε), the padding
-length and the reporting oracle with its (amplified) ε.
+length and the reporting oracle with its (amplified) ε, and **what it estimates**:
+``estimand`` (a code) and ``estimand_text`` (in words), see :func:`estimand`.  A device
+whose set holds more than the padding length l items reports each of them with
+probability 1/|set| instead of 1/l, so without a sizes phase the estimate is of
+*truncated* holders (each such device counts l/|set| per item); ``under_count`` says so.
+Standard errors use the effective sample size ``n_effective`` (memoized reports over
+several windows, docs/longitudinal.md).
 """
 
 from __future__ import annotations
@@ -30,7 +36,41 @@ from .capabilities import require
 from .errors import QueryError
 from .estimates import z_value
 
-__all__ = ["top_items", "top_itemsets", "set_sizes", "epsilon_note"]
+__all__ = ["top_items", "top_itemsets", "set_sizes", "epsilon_note", "estimand",
+           "subset_answer"]
+
+ESTIMANDS = {
+    "holders": "the fraction of devices whose set holds the {what}",
+    "holders-truncated": ("the fraction of devices whose set holds the {what}, where a device "
+                          "whose set has more than l = {l} items counts l/|set| (exact when no "
+                          "set is longer than l; an under-count of the {what}s in longer sets)"),
+    "items-per-device": ("the mean number of the given items a device's set holds (the sum of "
+                         "their frequencies), a device whose set has more than l = {l} items "
+                         "counting l/|set| per item"),
+    "set-sizes": ("the fraction of devices whose set holds each number of candidate {what}s "
+                  "(capped at {l})"),
+}
+"""What a set-valued answer estimates: ``estimand`` codes and their words."""
+
+
+def estimand(code: str, *, length: int, itemsets: bool = False,
+             correction: float | None = None) -> dict[str, Any]:
+    """The ``estimand``, ``estimand_text`` and ``under_count`` fields of an answer."""
+    what = "itemset" if itemsets else "item"
+    out: dict[str, Any] = {"estimand": code,
+                           "estimand_text": ESTIMANDS[code].format(what=what, l=length)}
+    if code == "holders":
+        out["under_count"] = {
+            "length": length, "correction": correction,
+            "how": "sets longer than l are under-counted by the sizes phase's factor u; the "
+                   "interval spans the uncorrected and the corrected estimate"}
+    elif code in ("holders-truncated", "items-per-device"):
+        out["under_count"] = {
+            "length": length, "correction": None,
+            "how": f"each {what} of a set longer than l = {length} counts l/|set|; the "
+                   "interval covers this truncated quantity (a sizes phase — an svim "
+                   "group — estimates the correction)"}
+    return out
 
 
 def epsilon_note(oracle: Any, protocol: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -63,20 +103,31 @@ def _rows(names: Sequence[Any], raw: np.ndarray, raw_se: np.ndarray, u: float,
     return rows
 
 
-def _head(oracle: Any, u: float, sizes: Any) -> dict[str, Any]:
+def _head(oracle: Any, u: float, sizes: Any, *, itemsets: bool = False) -> dict[str, Any]:
     out = {"method": "unbiased" if sizes is None else "unbiased-truncation-corrected",
            "interval": "analytic" if sizes is None else "analytic-hull",
            "correction": u, "length": oracle.length, "inner": oracle.inner.mechanism,
-           "inner_epsilon": oracle.inner_epsilon}
+           "inner_epsilon": oracle.inner_epsilon,
+           **estimand("holders-truncated" if sizes is None else "holders",
+                      length=oracle.length, itemsets=itemsets,
+                      correction=None if sizes is None else u)}
     if sizes is not None:
         out["note"] = ("u from the sizes phase; the interval spans the uncorrected "
                        "(a lower bound in expectation) and the corrected estimate")
     return out
 
 
+def _widen(state: ldpcore.State, n_effective: float | None) -> float:
+    """Factor from n to the effective sample size on a standard error (1 without it)."""
+    if n_effective is None or n_effective >= state.n:
+        return 1.0
+    return float(np.sqrt(state.n / max(1.0, n_effective)))
+
+
 def top_items(oracle: Any, state: ldpcore.State, k: int, *, labels: Sequence[str] | None,
               confidence: float, sizes: tuple[Any, ldpcore.State] | None = None,
-              protocol: Mapping[str, Any] | None = None) -> dict[str, Any]:
+              protocol: Mapping[str, Any] | None = None,
+              n_effective: float | None = None) -> dict[str, Any]:
     """The k items held by the most devices, with standard errors and intervals."""
     require(oracle, SetItemFrequencies, "top-items")
     _check_k(k)
@@ -85,7 +136,7 @@ def top_items(oracle: Any, state: ldpcore.State, k: int, *, labels: Sequence[str
     u = float(ans["correction"])
     items = ans["items"]
     raw = np.asarray(ans["frequencies"]) / u
-    raw_se = np.asarray(ans["std_errors"]) / u
+    raw_se = np.asarray(ans["std_errors"]) / u * _widen(state, n_effective)
     names = [labels[i] if labels is not None else str(i) for i in items]
     rows = _rows(names, raw, raw_se, u, z)
     for row, i in zip(rows, items, strict=True):
@@ -97,7 +148,8 @@ def top_items(oracle: Any, state: ldpcore.State, k: int, *, labels: Sequence[str
 
 def top_itemsets(oracle: Any, state: ldpcore.State, k: int, *, labels: Sequence[str] | None,
                  confidence: float, sizes: tuple[Any, ldpcore.State] | None = None,
-                 protocol: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 protocol: Mapping[str, Any] | None = None,
+                 n_effective: float | None = None) -> dict[str, Any]:
     """The k candidate itemsets held by the most devices, with intervals."""
     require(oracle, ItemsetSupport, "top-itemsets")
     _check_k(k)
@@ -105,20 +157,20 @@ def top_itemsets(oracle: Any, state: ldpcore.State, k: int, *, labels: Sequence[
     ans = phases.top_itemsets(oracle, state, k, sizes)
     u = float(ans["correction"])
     raw = np.asarray(ans["supports"]) / u
-    raw_se = np.asarray(ans["std_errors"]) / u
+    raw_se = np.asarray(ans["std_errors"]) / u * _widen(state, n_effective)
     names = [[labels[i] if labels is not None else str(i) for i in its]
              for its in ans["itemsets"]]
     rows = _rows(names, raw, raw_se, u, z)
     for row, its in zip(rows, ans["itemsets"], strict=True):
         row["items"] = row.pop("label")
         row["indices"] = list(its)
-    return {**_head(oracle, u, sizes), **epsilon_note(oracle, protocol), "k": k,
-            "confidence": confidence, "itemsets": rows, "of": len(oracle.itemsets)}
+    return {**_head(oracle, u, sizes, itemsets=True), **epsilon_note(oracle, protocol),
+            "k": k, "confidence": confidence, "itemsets": rows, "of": len(oracle.itemsets)}
 
 
 def set_sizes(oracle: Any, state: ldpcore.State, *, confidence: float,
-              quantile: float = 0.9, protocol: Mapping[str, Any] | None = None
-              ) -> dict[str, Any]:
+              quantile: float = 0.9, protocol: Mapping[str, Any] | None = None,
+              n_effective: float | None = None) -> dict[str, Any]:
     """The set-size distribution (significant sizes, renormalised), the raw unbiased
     estimate of every size with its interval, and the ``quantile`` size."""
     require(oracle, SetSizeEstimates, "set-sizes")
@@ -128,8 +180,9 @@ def set_sizes(oracle: Any, state: ldpcore.State, *, confidence: float,
     raw = oracle.raw_size_estimate(state)
     dist = oracle.size_distribution(state)
     rows = []
+    widen = _widen(state, n_effective)
     for size, (f, p) in enumerate(zip(raw, dist, strict=True)):
-        se = float(np.sqrt(oracle.size_variance(state.n, float(np.clip(f, 0, 1)))))
+        se = widen * float(np.sqrt(oracle.size_variance(state.n, float(np.clip(f, 0, 1)))))
         rows.append({"size": size, "estimate": float(f), "std_error": se,
                      "ci_low": float(f) - z * se, "ci_high": float(f) + z * se,
                      "distribution": float(p)})
@@ -137,4 +190,25 @@ def set_sizes(oracle: Any, state: ldpcore.State, *, confidence: float,
             "sizes": rows, "quantile": quantile,
             "quantile_size": oracle.size_percentile(state, quantile),
             "max_size": oracle.max_size, "inner": oracle.inner.mechanism,
+            **estimand("set-sizes", length=oracle.max_size,
+                       itemsets=oracle.itemsets is not None),
             **epsilon_note(oracle, protocol)}
+
+
+def subset_answer(oracle: Any, state: ldpcore.State, indices: Sequence[int], *,
+                  method: str, confidence: float,
+                  n_effective: float | None = None) -> dict[str, Any]:
+    """``/subset`` of a ``ps`` collection: the sum of the items' frequencies (the mean number
+    of them per device) with its analytic interval (no simulation:
+    :meth:`~ldpcore.setvalued.ps.PaddingSampling.subset_std_error`); ``base-pos`` clips
+    the estimate at 0."""
+    z = z_value(confidence)
+    n = int(state.n if n_effective is None else max(1.0, min(state.n, n_effective)))
+    est = float(oracle.estimate(state)[list(indices)].sum())
+    se = float(oracle.subset_std_error(state, list(indices), n=n))
+    lo, hi = est - z * se, est + z * se
+    if method == "base-pos":
+        est, lo, hi = max(est, 0.0), max(lo, 0.0), max(hi, 0.0)
+    return {"method": method, "confidence": confidence, "interval": "analytic",
+            "replicates": 0, "estimate": est, "std_error": se, "ci_low": lo, "ci_high": hi,
+            **estimand("items-per-device", length=oracle.length)}

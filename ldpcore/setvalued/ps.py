@@ -186,6 +186,45 @@ class PaddingSampling(_Padded, FrequencyOracle, SetItemFrequencies):
     def variance(self, n: int, frequency: float = 0.0) -> float:
         return self._variance(n, frequency)
 
+    def subset_std_error(self, state: State, indices: Any, n: int | None = None) -> float:
+        r"""Analytic standard error of :math:`\sum_{x \in S} \hat f(x)` for this state.
+
+        The sum is :math:`l/(p-q)\,(\bar Y - |S'|q)` with :math:`Y_i` the number of the
+        items' entries :math:`S'` report i supports.  With GRR inside, :math:`Y_i` is a
+        Bernoulli of mean :math:`P_S`, estimated by the reports in :math:`S'`, so the
+        variance is :math:`l^2 P_S(1 - P_S) / (n (p - q)^2)` (i.i.d. reports: an upper
+        bound for a fixed population).  With OLH inside it is the inner oracle's exact
+        :meth:`~ldpcore.frequency.lh.LocalHashing.subset_variance` at the Norm-Sub fit of
+        the padded entries, times :math:`l^2`.  ``n`` (default the state's) may be an
+        effective sample size.  O(state size): no simulation.
+
+        >>> import ldpcore
+        >>> o = ldpcore.make_oracle("ps", epsilon=2.0, domain_size=6, length=3, inner="grr")
+        >>> st = o.aggregate(o.perturb_sets([[0, 1], [2], [0, 4, 5]] * 1000, rng=1))
+        >>> 0 < o.subset_std_error(st, [0, 1]) < o.std_error(3000, 0.6) + o.std_error(3000, 0.3)
+        True
+        """
+        from ..intervals import fit_distribution
+
+        self.check_state(state)
+        if state.n <= 0:
+            raise StateError("cannot estimate from an empty state (n = 0)")
+        size = int(state.n if n is None else n)
+        idx = np.asarray(indices, dtype=np.int64)
+        if self.candidates is not None:  # items outside the candidates are exactly 0
+            where = {c: i for i, c in enumerate(self.candidates)}
+            idx = np.array([where[int(x)] for x in idx if int(x) in where], dtype=np.int64)
+        if idx.size == 0:
+            return 0.0
+        inner, length = self.inner, self.length
+        inner_state = State(inner.fingerprint, state.n, state.counts)
+        exact = getattr(inner, "subset_variance", None)
+        if exact is not None:
+            var = float(exact(size, idx, fit_distribution(inner, inner_state)))
+            return float(length * math.sqrt(max(var, 0.0)))
+        share = float(np.clip(state.counts.reshape(-1)[idx].sum() / state.n, 0.0, 1.0))
+        return float(length * math.sqrt(share * (1 - share) / size) / (self._p - self._q))
+
     @classmethod
     def _unit_test_params(cls) -> list[dict[str, Any]]:
         return [{"domain_size": 6}, {"domain_size": 37, "length": 4},

@@ -35,7 +35,7 @@ from ..deps import Confidence, ServiceDep, SpecDep, WindowDep, answer_response
 from ..domain import index_offset, index_value, labels_of, to_index
 from ..errors import NotEnoughReports, NotFound, QueryError
 from ..schemas import ERRORS
-from .estimates import Method, RangeMethod, _labelled, _method
+from .estimates import NO_ESTIMATE, Method, RangeMethod, _labelled, _method
 
 router = APIRouter(prefix="/v1", tags=["attributes"])
 
@@ -69,11 +69,25 @@ def _per_attribute(name: str, fn: Compute) -> Compute:
     return compute
 
 
+_EMPTY: dict[str, dict[str, Any]] = {
+    "frequencies": {"estimates": [], "sum": None}, "subset": NO_ESTIMATE,
+    "heavy-hitters": {"heavy_hitters": []}, "mean": NO_ESTIMATE, "histogram": {"bins": []},
+    "cdf": {"cdf": []}, "quantiles": {"quantiles": []}, "range": NO_ESTIMATE}
+"""Each query's body over a range without reports (n = 0)."""
+
+
 async def _answer(svc: ServiceDep, spec: CollectionSpec, window: WindowDep, name: str,
                   query: str, params: tuple[Any, ...], fn: Compute) -> Response:
+    empty = {**_EMPTY[query], "attribute": name, "n_attribute": 0, "n_total": 0}
     return answer_response(*await svc.answer(
         spec, f"attributes/{name}/{query}", params, window.since, window.until,
-        _per_attribute(name, fn)))
+        _per_attribute(name, fn), empty=empty))
+
+
+def _slot(svc: ServiceDep, spec: CollectionSpec, window: WindowDep, name: str,
+          *shape: Any) -> Any:
+    """Where the attribute query's ``auto`` choice is kept (see query_api.choices)."""
+    return svc.choices.slot((spec.fingerprint, window.raw, "attribute", name, *shape))
 
 
 @router.get("/collections/{cid}/attributes", response_model=None,
@@ -111,10 +125,11 @@ async def attribute_frequencies(svc: ServiceDep, spec: SpecDep, window: WindowDe
     """Per value of the attribute: estimate, standard error and confidence interval."""
     sub = _attribute(spec, name)
     m, labels = _method(method, "full"), labels_of(sub)
+    slot = _slot(svc, spec, window, name, "full")
     return await _answer(svc, spec, window, name, "frequencies", (m, confidence, top),
                          lambda o, s, ne: E.frequencies(o, s, labels=labels, method=m,
                                                         confidence=confidence, top=top,
-                                                        n_effective=ne))
+                                                        n_effective=ne, choice=slot))
 
 
 @router.get("/collections/{cid}/attributes/{name}/subset", response_model=None,
@@ -129,9 +144,11 @@ async def attribute_subset(svc: ServiceDep, spec: SpecDep, window: WindowDep, na
     if not items:
         raise QueryError("labels must name at least one domain value", parameter="labels")
     idx = sorted({to_index(sub, x, "labels") for x in items})
+    slot = _slot(svc, spec, window, name, "subset", tuple(idx))
     return await _answer(svc, spec, window, name, "subset", (m, confidence, tuple(idx)),
                          lambda o, s, ne: {"labels": items, **E.subset(
-                             o, s, idx, method=m, confidence=confidence, n_effective=ne)})
+                             o, s, idx, method=m, confidence=confidence, n_effective=ne,
+                             choice=slot)})
 
 
 @router.get("/collections/{cid}/attributes/{name}/heavy-hitters", response_model=None,
@@ -143,10 +160,11 @@ async def attribute_heavy_hitters(svc: ServiceDep, spec: SpecDep, window: Window
     """The attribute's k most frequent values."""
     sub = _attribute(spec, name)
     labels, offset = labels_of(sub), index_offset(sub)
+    slot = _slot(svc, spec, window, name, "full")
     return await _answer(svc, spec, window, name, "heavy-hitters", (k, confidence),
                          lambda o, s, ne: E.heavy_hitters(o, s, k, labels=labels, offset=offset,
                                                           confidence=confidence,
-                                                          n_effective=ne))
+                                                          n_effective=ne, choice=slot))
 
 
 @router.get("/collections/{cid}/attributes/{name}/mean", response_model=None,

@@ -55,6 +55,11 @@ def _labelled(body: dict[str, Any], labels: list[str] | None, at: str) -> dict[s
     return body | {"labels": labels}
 
 
+NO_ESTIMATE: dict[str, Any] = {"estimate": None, "std_error": None, "ci_low": None,
+                               "ci_high": None}
+"""The estimate fields of an answer over a range without reports (n = 0)."""
+
+
 def _method(method: str | None, task: str) -> str:
     return E._check_method(method if method is not None else E.default_method(task))
 
@@ -68,10 +73,13 @@ async def frequencies(svc: ServiceDep, spec: SpecDep, window: WindowDep, method:
     """Per value: estimate, standard error and confidence interval."""
     m = _method(method, "full")
     labels = labels_of(spec)
+    slot = svc.choices.slot((spec.fingerprint, window.raw, "full"))
     return answer_response(*await svc.answer(
         spec, "frequencies", (m, confidence, top), window.since, window.until,
         lambda o, s, ne: E.frequencies(o, s, labels=labels, method=m, confidence=confidence,
-                                       top=top, n_effective=ne)))
+                                       top=top, n_effective=ne, choice=slot),
+        empty={"method": m, "method_requested": m, "confidence": confidence,
+               "estimates": [], "sum": None}))
 
 
 @router.get("/collections/{cid}/subset", response_model=None,
@@ -87,10 +95,14 @@ async def subset(svc: ServiceDep, spec: SpecDep, window: WindowDep,
     if not items:
         raise QueryError("labels must name at least one domain value", parameter="labels")
     idx = sorted({to_index(spec, x, "labels") for x in items})
+    slot = svc.choices.slot((spec.fingerprint, window.raw, "subset", tuple(idx)))
     return answer_response(*await svc.answer(
         spec, "subset", (m, confidence, tuple(idx)), window.since, window.until,
         lambda o, s, ne: {"labels": items, **E.subset(o, s, idx, method=m,
-                                                      confidence=confidence, n_effective=ne)}))
+                                                      confidence=confidence, n_effective=ne,
+                                                      choice=slot)},
+        empty={"labels": items, "method": m, "method_requested": m,
+               "confidence": confidence, **NO_ESTIMATE}))
 
 
 @router.get("/collections/{cid}/heavy-hitters", response_model=None,
@@ -100,10 +112,12 @@ async def heavy_hitters(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                         confidence: Confidence = 0.95) -> Response:
     """The k most frequent values with estimates and standard errors."""
     labels = labels_of(spec)
+    slot = svc.choices.slot((spec.fingerprint, window.raw, "full"))
     return answer_response(*await svc.answer(
         spec, "heavy-hitters", (k, confidence), window.since, window.until,
         lambda o, s, ne: E.heavy_hitters(o, s, k, labels=labels, offset=index_offset(spec),
-                                         confidence=confidence, n_effective=ne)))
+                                         confidence=confidence, n_effective=ne, choice=slot),
+        empty={"k": k, "heavy_hitters": [], "confidence": confidence}))
 
 
 @router.get("/collections/{cid}/range", response_model=None,
@@ -119,7 +133,9 @@ async def range_(svc: ServiceDep, spec: SpecDep, window: WindowDep,
     return answer_response(*await svc.answer(
         spec, "range", (lo, hi, method, confidence), window.since, window.until,
         lambda o, s, ne: E.range_answer(o, s, lo, hi, confidence=confidence, method=method,
-                                        n_effective=ne) | {"low": low, "high": high}))
+                                        n_effective=ne) | {"low": low, "high": high},
+        empty={"low": low, "high": high, "method": E.check_range_method(method),
+               "confidence": confidence, **NO_ESTIMATE}))
 
 
 @router.get("/collections/{cid}/quantiles", response_model=None,
@@ -140,8 +156,9 @@ async def quantiles(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                         row[key] = index_value(spec, row[key])
         return out
 
-    return answer_response(*await svc.answer(spec, "quantiles", (tuple(q), method, confidence),
-                                             window.since, window.until, compute))
+    return answer_response(*await svc.answer(
+        spec, "quantiles", (tuple(q), method, confidence), window.since, window.until, compute,
+        empty={"quantiles": [{"q": x, "value": None} for x in q], "confidence": confidence}))
 
 
 @router.get("/collections/{cid}/cdf", response_model=None,
@@ -153,7 +170,8 @@ async def cdf(svc: ServiceDep, spec: SpecDep, window: WindowDep, method: RangeMe
     return answer_response(*await svc.answer(
         spec, "cdf", (method, confidence), window.since, window.until,
         lambda o, s, ne: _labelled(E.cdf(o, s, method=method, confidence=confidence,
-                                         n_effective=ne), labels, "points")))
+                                         n_effective=ne), labels, "points"),
+        empty={"cdf": [], "labels": None, "confidence": confidence}))
 
 
 @router.get("/collections/{cid}/mean", response_model=None,
@@ -163,7 +181,8 @@ async def mean(svc: ServiceDep, spec: SpecDep, window: WindowDep,
     """Mean of a numeric collection."""
     return answer_response(*await svc.answer(
         spec, "mean", (confidence,), window.since, window.until,
-        lambda o, s, ne: E.mean(o, s, confidence=confidence, n_effective=ne)))
+        lambda o, s, ne: E.mean(o, s, confidence=confidence, n_effective=ne),
+        empty={"confidence": confidence, **NO_ESTIMATE}))
 
 
 @router.get("/collections/{cid}/histogram", response_model=None,
@@ -175,7 +194,8 @@ async def histogram(svc: ServiceDep, spec: SpecDep, window: WindowDep,
     return answer_response(*await svc.answer(
         spec, "histogram", (method, confidence), window.since, window.until,
         lambda o, s, ne: _labelled(E.histogram(o, s, method=method, confidence=confidence,
-                                               n_effective=ne), labels, "bin_starts")))
+                                               n_effective=ne), labels, "bin_starts"),
+        empty={"bins": [], "labels": None, "confidence": confidence}))
 
 
 @router.get("/methods", response_model=None, responses={200: {"model": Methods}})

@@ -1,46 +1,56 @@
 """``/v1/collections/{cid}/series``: one estimate kind over time, per window or bucket.
 
-The range ``[since, until)`` is cut into buckets of ``bucket`` seconds (a multiple of
-the collection's window, aligned to multiples of ``bucket`` since the epoch, so a bucket
-always holds whole windows); ``points=N`` instead picks the shortest such bucket that
-gives at most N points (what a dashboard with a time picker wants).  The windows of
-the whole range are read in one version round trip; each bucket is then answered
-through :meth:`Service.answer` with its own version — the (start, n) of its windows,
-which only grow with flushes — so a bucket that no longer changes is computed once
-and served from the answer cache after that.
+The range ``[since, until)`` is cut into buckets aligned to multiples of the bucket
+length since the epoch, so a bucket always holds whole windows.  The bucket length is
+the shortest multiple of the collection's window that is at least ``bucket`` (default:
+one window) and gives at most ``points`` buckets over the range (default and at most
+:data:`MAX_POINTS`): both parameters may be given, neither is ever refused.  The range
+is cut to what can hold data — no window older than the retention, none after now.
 
-Every point carries the bucket's start and end, its number of reports ``n`` and
-windows, the estimate and its confidence interval (``estimate`` is null with a
-``reason`` when the bucket holds fewer reports than the collection's minimum).
+The windows of the whole range are read in one version round trip; each bucket is then
+answered through :meth:`Service.answer` with its own version — the (start, n) of its
+windows, which only grow with flushes — so a bucket that no longer changes is computed
+once and served from the answer cache after that.
+
+Every point carries the bucket's start and end, its reports ``n`` and effective sample
+size ``n_effective`` (docs/longitudinal.md), its windows, the estimate and its
+confidence interval (``estimate`` is null with a ``reason`` when the bucket holds fewer
+reports than the collection's minimum); the answer states ``n`` and ``n_effective`` of
+the whole range.  An empty range (since not before until) is answered with no point.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
 import ldpcore
+from ldpcore.collection import CollectionSpec
 
 from .. import estimates as E
 from ..capabilities import queries_of
-from ..deps import Confidence, ServiceDep, SpecDep, WindowDep
+from ..deps import Confidence, ServiceDep, SpecDep, Window, WindowDep
 from ..domain import index_value, labels_of, to_index
 from ..errors import NotEnoughReports, QueryError, Unsupported
 from ..schemas import ERRORS, SeriesAnswer
+from ..service import Compute, Service
 from ..store import StateVersion
 from .estimates import Method, _method
 
 router = APIRouter(prefix="/v1", tags=["estimates"])
 
 MAX_POINTS = 500
-"""Most buckets one series answer holds (a 400 names ``bucket`` beyond)."""
+"""Most buckets one series answer holds."""
 MAX_SERIES = 20
-"""Most labels (``labels=``/``top=``) or quantile levels in one answer."""
+"""Most labels (``labels=``/``top=``) or quantile levels in one answer (a 400 beyond)."""
 
 Kind = Literal["frequencies", "subset", "range", "quantiles", "mean"]
 KINDS: tuple[str, ...] = ("frequencies", "subset", "range", "quantiles", "mean")
@@ -96,6 +106,201 @@ def _buckets(version: StateVersion, since: float, until: float, bucket: int
     return out
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What each bucket computes: the cache parameters, the pure computation, the names of
+    the series it yields and the method the answer names."""
+
+    params: tuple[Any, ...]
+    compute: Callable[[Any], Compute]
+    """Given the bucket's choice slot (kept ``auto`` choices), the computation."""
+    names: list[str]
+    method: str
+    shape: tuple[Any, ...] = ()
+    """What the bucket's kept ``auto`` choice is keyed by (not the confidence level)."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """The range actually answered: [since, end) in buckets of ``bucket`` seconds."""
+
+    since: int
+    end: int
+    bucket: int
+
+
+def _span(spec: CollectionSpec, window: Window, version: StateVersion | None,
+          bucket: int | None, points: int | None, now: float) -> Span:
+    """The bucket length and the bucket-aligned range (see the module notes)."""
+    w = spec.window_seconds
+    want = max(1, math.ceil((bucket or w) / w)) * w
+    limit = points or MAX_POINTS
+    until = min(window.until if window.until is not None else now, now + w)
+    oldest = now - spec.retention_seconds - w
+    if window.since is None:  # the most recent `limit` buckets, from the oldest window on
+        end = int(math.ceil(until / want) * want)
+        start = end - limit * want
+        if version is not None and version.windows:
+            first = min(s for s, _ in version.windows)
+            start = max(start, first - first % want)
+        return Span(start, end, want)
+    since = max(window.since, oldest)
+    if since >= until:
+        return Span(int(since), int(since), want)
+    size = max(want, math.ceil((until - since) / limit / w) * w)
+    while _count(since, until, size) > limit:
+        size += w
+    return Span(int(math.floor(since / size) * size), int(math.ceil(until / size) * size), size)
+
+
+def _frequencies_plan(svc: Service, spec: CollectionSpec, items: list[str], top: int | None,
+                      whole: ldpcore.State | None, m: str, confidence: float) -> Plan:
+    """Follow ``labels=`` (all, or their ``top`` over the whole range) or the ``top``
+    (default 5) values of the whole range."""
+    names = labels_of(spec)
+    if len(items) > MAX_SERIES:
+        raise QueryError(f"labels names {len(items)} values, at most {MAX_SERIES}",
+                         parameter="labels")
+    idx = [to_index(spec, x, "labels") for x in items]
+    if top is not None or not items:
+        k = top or 5
+        if whole is None:  # too few reports to rank: no series yet
+            idx = idx[:k]
+        else:  # ranked by the whole range's estimate (EMS for a numeric reconstruction)
+            o = svc.oracle(spec)
+            est = o.distribution(whole) if E._reconstructs(o) else o.estimate(whole)
+            order = sorted(range(len(est)), key=lambda i: (-float(est[i]), i))
+            rank = {i: r for r, i in enumerate(order)}
+            idx = sorted(idx or order, key=lambda i: rank[i])[:k]
+
+    def compute(slot: Any) -> Compute:
+        def run(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
+            rows = E.frequencies(o, s, labels=names, method=m, confidence=confidence,
+                                 n_effective=ne, choice=slot)
+            return {"rows": [_row(rows["estimates"][i]["label"], rows["estimates"][i])
+                             for i in idx]}
+        return run
+
+    return Plan((m, confidence, tuple(idx)), compute,
+                [names[i] if names else str(i) for i in idx], m, ("full",))
+
+
+def _subset_plan(spec: CollectionSpec, items: list[str], m: str, confidence: float) -> Plan:
+    if not items:
+        raise QueryError("kind=subset needs labels= naming at least one domain value",
+                         parameter="labels")
+    idx = sorted({to_index(spec, x, "labels") for x in items})
+    name = ",".join(items)
+
+    def compute(slot: Any) -> Compute:
+        return lambda o, s, ne: {"rows": [_row(name, E.subset(
+            o, s, idx, method=m, confidence=confidence, n_effective=ne, choice=slot))]}
+
+    return Plan((m, confidence, tuple(idx)), compute, [name], m, ("subset", tuple(idx)))
+
+
+def _range_plan(spec: CollectionSpec, low: str | None, high: str | None,
+                confidence: float) -> Plan:
+    if low is None or high is None:
+        raise QueryError("kind=range needs low= and high=",
+                         parameter="low" if low is None else "high")
+    lo, hi = to_index(spec, low, "low"), to_index(spec, high, "high")
+    if lo > hi:
+        raise QueryError(f"low must not exceed high (low={low}, high={high})", parameter="low")
+    name = f"[{low}, {high}]"
+
+    def compute(slot: Any) -> Compute:
+        return lambda o, s, ne: {"rows": [_row(name, E.range_answer(
+            o, s, lo, hi, confidence=confidence, n_effective=ne))]}
+
+    return Plan((lo, hi, confidence), compute, [name], "consistent")
+
+
+def _quantiles_plan(spec: CollectionSpec, q: list[float] | None, confidence: float) -> Plan:
+    qs = list(dict.fromkeys(q or [0.5]))
+    if len(qs) > MAX_SERIES:
+        raise QueryError(f"q has {len(qs)} levels, at most {MAX_SERIES}", parameter="q")
+    for level in qs:
+        if not 0.0 <= level <= 1.0 or math.isnan(level):
+            raise QueryError(f"q must be in [0, 1], got {level}", parameter="q")
+
+    def compute(slot: Any) -> Compute:
+        return lambda o, s, ne: {"rows": quantile_rows(
+            o, s, qs, confidence=confidence, value_of=lambda i: index_value(spec, i),
+            n_effective=ne)}
+
+    return Plan((tuple(qs), confidence), compute, [f"q{level:g}" for level in qs],
+                "CDF inversion")
+
+
+def _mean_plan(confidence: float) -> Plan:
+    def compute(slot: Any) -> Compute:
+        return lambda o, s, ne: {"rows": [_row("mean", E.mean(o, s, confidence=confidence,
+                                                              n_effective=ne))]}
+
+    return Plan((confidence,), compute, ["mean"], "unbiased")
+
+
+async def _whole(svc: Service, spec: CollectionSpec, version: StateVersion,
+                 span: Span) -> ldpcore.State | None:
+    """The range's state, summed from the buckets' (cached) states; None below the minimum."""
+    if version.n < max(1, spec.min_reports):
+        return None
+    whole: ldpcore.State = svc.oracle(spec).new_state()
+    for start, bv in _buckets(version, span.since, span.end, span.bucket):
+        if bv.windows:
+            whole += await svc.state(spec, bv, start, start + span.bucket)
+    return whole
+
+
+async def _bucket_rows(svc: Service, spec: CollectionSpec, kind: str, plan: Plan, start: int,
+                       end: int, bv: StateVersion) -> tuple[dict[str, Any],
+                                                            list[dict[str, Any]] | None, str]:
+    """One bucket's (n, n_effective) update, its rows (None: no estimate) and why not."""
+    if bv.n < max(1, spec.min_reports):
+        return {}, None, (f"not enough reports: {bv.n} of the {spec.min_reports} needed"
+                          if bv.n else "no reports")
+    slot = svc.choices.slot((spec.fingerprint, ("bucket", start, end), *plan.shape))
+    try:
+        body, _, _ = await svc.answer(spec, f"series:{kind}", plan.params, start, end,
+                                      plan.compute(slot), version=bv, allow_stale=False)
+    except NotEnoughReports as exc:
+        return {}, None, str(exc)
+    decoded = json.loads(body)
+    return {"n": decoded["n"], "n_effective": decoded["n_effective"]}, decoded["rows"], ""
+
+
+async def _points(svc: Service, spec: CollectionSpec, kind: str, plan: Plan,
+                  version: StateVersion, span: Span) -> list[dict[str, Any]]:
+    """Every bucket's points: one per series, the estimate or why there is none.  The
+    buckets are answered concurrently (on the series pool), each cached by its version."""
+    buckets = _buckets(version, span.since, span.end, span.bucket)
+    answers = await asyncio.gather(*(
+        _bucket_rows(svc, spec, kind, plan, start, start + span.bucket, bv)
+        for start, bv in buckets))
+    out: list[dict[str, Any]] = []
+    for (start, bv), (counts, rows, reason) in zip(buckets, answers, strict=True):
+        base = {"start": start, "end": start + span.bucket, "time": _iso(start), "n": bv.n,
+                "n_effective": round(svc.effective_n(spec, bv, bv.n), 1),
+                "windows": len(bv.windows)} | counts
+        if rows is None:
+            rows = [{"series": s, "estimate": None, "std_error": None, "ci_low": None,
+                     "ci_high": None, "reason": reason} for s in plan.names]
+        out.extend(base | r for r in rows)
+    return out
+
+
+def _estimand(svc: Service, spec: CollectionSpec, kind: str) -> dict[str, Any]:
+    """What a set-valued collection's series estimates (nothing for the others)."""
+    if not spec.set_valued or kind not in ("frequencies", "subset"):
+        return {}
+    from ..setvalued import estimand
+
+    length = int(svc.oracle(spec).length)
+    return estimand("holders-truncated" if kind == "frequencies" else "items-per-device",
+                    length=length)
+
+
 @router.get("/collections/{cid}/series", response_model=None,
             responses={200: {"model": SeriesAnswer}, **ERRORS})
 async def series(
@@ -103,185 +308,71 @@ async def series(
         kind: Annotated[Kind, Query(description="which estimate to follow over time")]
         = "frequencies",
         bucket: Annotated[int | None, Query(
-            ge=1, description="bucket length in seconds, a multiple of the collection's "
-                              "window (default: one window, or see points)")] = None,
+            ge=1, le=10**9, description="shortest bucket length in seconds, rounded up to a "
+                                        "multiple of the collection's window (default: one "
+                                        "window); grown to fit points")] = None,
         points: Annotated[int | None, Query(
-            ge=1, le=MAX_POINTS, description="instead of bucket: at most this many points; "
-                                             "the bucket is the shortest multiple of the "
-                                             "window that fits")] = None,
+            ge=1, le=MAX_POINTS, description="most points (default 500): the bucket is the "
+                                             "shortest allowed length that fits")] = None,
         labels: Annotated[list[str] | None, Query(
-            description="frequencies/subset: domain values (repeat and/or comma-separate)")]
-        = None,
+            description="frequencies/subset: domain values (repeat and/or comma-separate); "
+                        "kind=subset needs them", json_schema_extra={"items": {
+                            "type": "string", "minLength": 1}})] = None,
         top: Annotated[int | None, Query(
-            ge=1, le=MAX_SERIES, description="frequencies: follow the k values most frequent "
-                                             "over the whole range (default 5)")] = None,
-        low: Annotated[str | None, Query(description="range: lowest value (inclusive)")] = None,
-        high: Annotated[str | None, Query(description="range: highest value (inclusive)")]
-        = None,
-        q: Annotated[list[float] | None, Query(description="quantiles: levels in [0, 1]")]
+            ge=1, le=MAX_SERIES, description="frequencies: follow the k most frequent values "
+                                             "over the whole range, among labels= if given "
+                                             "(default 5 without labels=)")] = None,
+        low: Annotated[str | None, Query(
+            min_length=1, description="range: lowest value (inclusive); kind=range needs "
+                                      "low and high")] = None,
+        high: Annotated[str | None, Query(
+            min_length=1, description="range: highest value (inclusive)")] = None,
+        q: Annotated[list[float] | None, Query(
+            description="quantiles: levels in [0, 1]",
+            json_schema_extra={"items": {"type": "number", "minimum": 0, "maximum": 1}})]
         = None,
         method: Method = None, confidence: Confidence = 0.95) -> dict[str, Any]:
-    """An estimate per window or bucket: n, the estimate and its confidence interval.
+    """An estimate per window or bucket, each with n, n_effective, the estimate and its
+    confidence interval.
 
-    ``kind=frequencies`` follows ``labels=`` or the ``top=`` values of the whole range
-    (default method: the paper's guideline for single values, resp. frequent values);
-    ``subset`` the total frequency of ``labels=``; ``range`` the fraction in
-    [``low``, ``high``]; ``quantiles`` each level of ``q=``; ``mean`` the mean.
+    ``kind=frequencies`` follows ``labels=`` and/or the ``top=`` values of the whole
+    range; ``subset`` the total frequency of ``labels=``; ``range`` the fraction in
+    [``low``, ``high``]; ``quantiles`` each level of ``q=``; ``mean`` the mean.  The
+    default method is ``auto`` (chosen per bucket, kept across its nearby states).
+    Rules the schema cannot state: ``kind=subset`` needs ``labels``, ``kind=range``
+    needs ``low`` and ``high``; labels and bounds must be values of the collection.
     """
     if kind not in queries_of(spec):
         answers = ", ".join(k for k in KINDS if k in queries_of(spec)) or "none"
         raise Unsupported(f"kind={kind} needs a collection whose mechanism answers /{kind}; "
                           f"this one ({spec.oracle_spec['mechanism']}) answers kind={answers}",
                           parameter="kind")
-    w = spec.window_seconds
-    now = time.time()
-    until = window.until if window.until is not None else now
-    if bucket is not None and points is not None:
-        raise QueryError("give bucket= or points=, not both", parameter="points")
-    if points is not None:
-        bucket = w
-        if window.since is not None:
-            bucket = max(1, math.ceil((until - window.since) / points / w)) * w
-            while _count(window.since, until, bucket) > points:
-                bucket += w
-    bucket = w if bucket is None else bucket
-    if bucket % w:
-        raise QueryError(f"bucket must be a multiple of the collection's window ({w} s), "
-                         f"got {bucket}", parameter="bucket")
-    limit = points or MAX_POINTS
-    end = math.ceil(until / bucket) * bucket
-    if window.since is not None:
-        since = math.floor(window.since / bucket) * bucket
-        count = (end - since) // bucket
-        if count > MAX_POINTS:
-            need = math.ceil((end - since) / MAX_POINTS / w) * w
-            raise QueryError(f"bucket={bucket} s gives {count} points over this range, more "
-                             f"than {MAX_POINTS}; use bucket >= {need} or a shorter "
-                             "since/until", parameter="bucket")
-    else:  # the most recent MAX_POINTS buckets, from the oldest stored window on
-        since = end - limit * bucket
-    version = await svc.call(svc.store.version(spec, since, end))
-    if window.since is None and version.windows:
-        oldest = min(s for s, _ in version.windows)
-        since = max(since, oldest - oldest % bucket)
-
-    # What each bucket computes (pure, cached per bucket version by Service.answer).
     items = _items(labels)
-    # The default per query: auto (the method of least simulated error for the task).
-    task = "set" if kind == "subset" else "full" if items else "frequent"
-    m = _method(method, task)
-    shown: str = m if kind in ("frequencies", "subset") else (
-        "consistent" if kind in ("range", "quantiles") else "unbiased")
-    params: tuple[Any, ...]
-    names = labels_of(spec)
-    compute: Any
+    m = _method(method, "set" if kind == "subset" else "full" if items else "frequent")
+    now = time.time()
+    first = _span(spec, window, None, bucket, points, now)
+    version = (await svc.version(spec, first.since, first.end) if first.end > first.since
+               else StateVersion((), 0))
+    span = first if window.since is not None else _span(spec, window, version, bucket,
+                                                        points, now)  # from the oldest
     if kind == "frequencies":
-        if items and top is not None:
-            raise QueryError("give labels= or top=, not both", parameter="top")
-        if len(items) > MAX_SERIES:
-            raise QueryError(f"labels names {len(items)} values, at most {MAX_SERIES}",
-                             parameter="labels")
-        if items:
-            idx = [to_index(spec, x, "labels") for x in items]
-        else:  # the top k of the whole range: the sum of the buckets' (cached) states
-            k = top or 5
-            idx = []
-            if version.n >= spec.min_reports:
-                oracle = svc.oracle(spec)
-                whole = oracle.new_state()
-                for start, bv in _buckets(version, since, end, bucket):
-                    if bv.windows:
-                        whole += await svc.state(spec, bv, start, start + bucket)
-                best = E.frequencies(oracle, whole, labels=names, method=m,
-                                     confidence=confidence, top=k)["estimates"]
-                idx = [r["index"] for r in best]
-        params = (m, confidence, tuple(idx))
-
-        def compute(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
-            rows = E.frequencies(o, s, labels=names, method=m, confidence=confidence,
-                                 n_effective=ne)
-            return {"rows": [_row(rows["estimates"][i]["label"], rows["estimates"][i])
-                             for i in idx]}
-        series_names = [names[i] if names else str(i) for i in idx]
+        plan = _frequencies_plan(svc, spec, items, top,
+                                 await _whole(svc, spec, version, span), m, confidence)
     elif kind == "subset":
-        if not items:
-            raise QueryError("kind=subset needs labels= naming at least one domain value",
-                             parameter="labels")
-        sidx = sorted({to_index(spec, x, "labels") for x in items})
-        params = (m, confidence, tuple(sidx))
-        name = ",".join(items)
-        series_names = [name]
-
-        def compute(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
-            return {"rows": [_row(name, E.subset(o, s, sidx, method=m,
-                                                 confidence=confidence, n_effective=ne))]}
+        plan = _subset_plan(spec, items, m, confidence)
     elif kind == "range":
-        if low is None or high is None:
-            raise QueryError("kind=range needs low= and high=",
-                             parameter="low" if low is None else "high")
-        lo, hi = to_index(spec, low, "low"), to_index(spec, high, "high")
-        if lo > hi:
-            raise QueryError(f"low must not exceed high (low={low}, high={high})",
-                             parameter="low")
-        params = (lo, hi, confidence)
-        name = f"[{low}, {high}]"
-        series_names = [name]
-
-        def compute(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
-            return {"rows": [_row(name, E.range_answer(o, s, lo, hi, confidence=confidence,
-                                                       n_effective=ne))]}
+        plan = _range_plan(spec, low, high, confidence)
     elif kind == "quantiles":
-        qs = list(dict.fromkeys(q or [0.5]))
-        if len(qs) > MAX_SERIES:
-            raise QueryError(f"q has {len(qs)} levels, at most {MAX_SERIES}", parameter="q")
-        for level in qs:
-            if not 0.0 <= level <= 1.0 or math.isnan(level):
-                raise QueryError(f"q must be in [0, 1], got {level}", parameter="q")
-        params = (tuple(qs), confidence)
-        series_names = [f"q{level:g}" for level in qs]
-        shown = "CDF inversion"
-
-        def compute(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
-            return {"rows": quantile_rows(o, s, qs, confidence=confidence,
-                                          value_of=lambda i: index_value(spec, i),
-                                          n_effective=ne)}
-    else:  # mean
-        params = (confidence,)
-        series_names = ["mean"]
-
-        def compute(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
-            return {"rows": [_row("mean", E.mean(o, s, confidence=confidence,
-                                                 n_effective=ne))]}
-
-    out: list[dict[str, Any]] = []
-    for start, bv in _buckets(version, since, end, bucket):
-        base = {"start": start, "end": start + bucket, "time": _iso(start), "n": bv.n,
-                "windows": len(bv.windows)}
-        rows: list[dict[str, Any]] | None = None
-        reason = None
-        if bv.n < spec.min_reports:
-            reason = (f"not enough reports: {bv.n} of the {spec.min_reports} needed"
-                      if bv.n else "no reports")
-        else:
-            try:
-                body, _, _ = await svc.answer(spec, f"series:{kind}", params, start,
-                                              start + bucket, compute, version=bv,
-                                              allow_stale=False)
-            except NotEnoughReports as exc:
-                reason = str(exc)
-            else:
-                decoded = json.loads(body)
-                base["n"] = decoded["n"]
-                rows = decoded["rows"]
-        if rows is None:
-            rows = [{"series": s, "estimate": None, "std_error": None, "ci_low": None,
-                     "ci_high": None, "reason": reason} for s in series_names]
-        out.extend(base | r for r in rows)
-    return {"collection": spec.id, "description": spec.description, "kind": kind,
+        plan = _quantiles_plan(spec, q, confidence)
+    else:
+        plan = _mean_plan(confidence)
+    named = _estimand(svc, spec, kind)
+    return {**named, "collection": spec.id, "description": spec.description, "kind": kind,
             "mechanism": spec.oracle_spec["mechanism"], "epsilon": spec.oracle_spec["epsilon"],
-            "method": shown, "confidence": confidence, "window_seconds": w,
-            "bucket_seconds": bucket, "since": since, "until": end,
-            "min_reports": spec.min_reports, "series": series_names,
-            "budget": await svc.call(svc.fleet.fields(spec)),
+            "method": plan.method, "confidence": confidence,
+            "window_seconds": spec.window_seconds, "bucket_seconds": span.bucket,
+            "since": span.since, "until": span.end, "min_reports": spec.min_reports,
+            "n": version.n, "n_effective": round(svc.effective_n(spec, version, version.n), 1),
+            "series": plan.names, "budget": await svc.call(svc.fleet.fields(spec)),
             "as_of": (_iso(version.last_flush_ms / 1000) if version.last_flush_ms else None),
-            "points": out}
+            "points": await _points(svc, spec, kind, plan, version, span)}

@@ -38,7 +38,7 @@ class TopItemsetsAnswer(Answer):
 
 class SetSizesAnswer(Answer):
     sizes: list[dict[str, Any]]
-    quantile_size: int
+    quantile_size: int | None = Field(description="null when the range holds no report")
 
 
 class NextPhaseAnswer(Answer):
@@ -79,7 +79,9 @@ async def top_items(svc: ServiceDep, spec: SpecDep, window: WindowDep, k: K = 10
     return answer_response(*await svc.answer(
         spec, "top-items", (k, confidence, tag), window.since, window.until,
         lambda o, s, ne: SV.top_items(o, s, k, labels=labels, confidence=confidence,
-                                      sizes=sizes, protocol=spec.protocol)))
+                                      sizes=sizes, protocol=spec.protocol, n_effective=ne),
+        empty={"k": k, "confidence": confidence, "items": [],
+               **SV.epsilon_note(svc.oracle(spec), spec.protocol)}))
 
 
 @router.get("/collections/{cid}/top-itemsets", response_model=None,
@@ -92,7 +94,9 @@ async def top_itemsets(svc: ServiceDep, spec: SpecDep, window: WindowDep, k: K =
     return answer_response(*await svc.answer(
         spec, "top-itemsets", (k, confidence, tag), window.since, window.until,
         lambda o, s, ne: SV.top_itemsets(o, s, k, labels=labels, confidence=confidence,
-                                         sizes=sizes, protocol=spec.protocol)))
+                                         sizes=sizes, protocol=spec.protocol, n_effective=ne),
+        empty={"k": k, "confidence": confidence, "itemsets": [],
+               **SV.epsilon_note(svc.oracle(spec), spec.protocol)}))
 
 
 @router.get("/collections/{cid}/set-sizes", response_model=None,
@@ -104,7 +108,9 @@ async def set_sizes(svc: ServiceDep, spec: SpecDep, window: WindowDep,
     return answer_response(*await svc.answer(
         spec, "set-sizes", (q, confidence), window.since, window.until,
         lambda o, s, ne: SV.set_sizes(o, s, confidence=confidence, quantile=q,
-                                      protocol=spec.protocol)))
+                                      protocol=spec.protocol, n_effective=ne),
+        empty={"confidence": confidence, "sizes": [], "quantile": q, "quantile_size": None,
+               **SV.epsilon_note(svc.oracle(spec), spec.protocol)}))
 
 
 @router.get("/collections/{cid}/next-phase", response_model=None,

@@ -23,7 +23,7 @@ from ldpcore.capabilities import (
 from .. import estimates as E
 from ..deps import Confidence, ServiceDep, SpecDep
 from ..domain import index_offset, labels_of
-from ..errors import NotEnoughReports, Unavailable
+from ..errors import NotEnoughReports, QueryError, Unavailable
 from ..schemas import errors
 from .estimates import Method, _method
 
@@ -36,7 +36,7 @@ class EventStreamResponse(StreamingResponse):
 
 def live_view(o: Any, s: ldpcore.State, *, labels: list[str] | None, method: str,
               confidence: float, top: int | None, offset: int,
-              n_effective: float | None = None) -> dict[str, Any]:
+              n_effective: float | None = None, choice: Any = None) -> dict[str, Any]:
     """What the dashboard shows of a collection, by its mechanism's capabilities."""
     if isinstance(o, AttributeEstimates):  # several attributes: their report counts (the
         # per-attribute estimates are under /attributes/{name}/…)
@@ -64,7 +64,7 @@ def live_view(o: Any, s: ldpcore.State, *, labels: list[str] | None, method: str
                 "cdf_high": c["ci_high"],
                 "cdf_se": [[int(i), float(e)] for i, e in zip(pts, se, strict=True)]}
     return E.frequencies(o, s, labels=labels, method=method, confidence=confidence, top=top,
-                         n_effective=n_effective)
+                         n_effective=n_effective, choice=choice)
 
 
 @router.get("/collections/{cid}/stream", response_class=EventStreamResponse,
@@ -88,9 +88,11 @@ async def stream(request: Request, svc: ServiceDep, spec: SpecDep,
     labels = labels_of(spec)
     offset = index_offset(spec)
 
+    slot = svc.choices.slot((spec.fingerprint, (None, None), "full"))
+
     def compute(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
         return live_view(o, s, labels=labels, method=m, confidence=confidence, top=top,
-                         offset=offset, n_effective=ne)
+                         offset=offset, n_effective=ne, choice=slot)
 
     async def events() -> AsyncIterator[bytes]:
         last: str | None = last_event_id
@@ -108,11 +110,17 @@ async def stream(request: Request, svc: ServiceDep, spec: SpecDep,
                         yield (b"id: " + version.tag.encode() + b"\nevent: estimates\ndata: "
                                + body + b"\n\n")
                     except NotEnoughReports as exc:
-                        data = {"have": exc.have, "need": exc.need, "message": str(exc)}
+                        data = {"have": exc.have, "need": exc.need, "message": str(exc),
+                                "n": exc.have, "n_effective": round(
+                                    svc.effective_n(spec, version, exc.have), 1),
+                                "state_version": version.tag}
                         yield f"event: waiting\ndata: {json.dumps(data)}\n\n".encode()
                     idle = 0.0
             except Unavailable as exc:
                 yield f"event: error\ndata: {json.dumps({'message': str(exc)})}\n\n".encode()
+            except QueryError as exc:  # cannot answer at all: say why, end the stream
+                yield f"event: error\ndata: {json.dumps({'message': str(exc)})}\n\n".encode()
+                return
             idle += svc.settings.stream_interval_s
             if idle >= 15:
                 idle = 0.0

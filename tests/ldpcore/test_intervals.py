@@ -242,3 +242,21 @@ def test_subset_variance_includes_the_covariances_of_shared_hashes(mechanism: st
         assert o.subset_variance(n, [0, 1, 2, 3], ZIPF16) == pytest.approx(summed)
     else:  # collinear values (OLH) or shared sketch cells (HCMS) correlate
         assert o.subset_variance(n, [0, 1, 2, 3], ZIPF16) > 1.05 * summed
+
+
+def test_normal_draws_have_the_exact_draws_spread_and_are_used_for_big_states() -> None:
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    assert math.prod(o.state_shape) > intervals.EXACT_CELLS_PER_VALUE * 64
+    f = np.arange(1, 65) ** -1.1 / (np.arange(1, 65) ** -1.1).sum()
+    n = 20_000
+    rng = np.random.default_rng(5)
+    normal = intervals.simulated_estimates(o, f, n, 400, rng)
+    exact = o.estimate_counts(o.sample_counts(f, n, size=400, rng=rng), n)
+    # Same centre (within 4 Monte-Carlo standard errors) and spread (within 15 %) per value.
+    sd = exact.std(axis=0, ddof=1)
+    assert np.all(np.abs(normal.mean(axis=0) - f) < 4 * sd / math.sqrt(400))
+    ratio = normal.std(axis=0, ddof=1) / sd
+    assert 0.85 < float(np.median(ratio)) < 1.15 and np.all((ratio > 0.7) & (ratio < 1.3))
+    # Small states and small n stay exact.
+    g = ldpcore.make_oracle("grr", epsilon=1.0, domain_size=64)
+    assert not intervals._normal_draws(g, n) and not intervals._normal_draws(o, 500)

@@ -113,7 +113,6 @@ def test_the_effective_sample_size_widens_every_interval() -> None:
     st = o.aggregate(o.perturb(rng.choice(32, size=8000, p=_skewed(32)), rng=rng))
     full = E.range_answer(o, st, 2, 9, confidence=0.95)
     quarter = E.range_answer(o, st, 2, 9, confidence=0.95, n_effective=2000)
-    assert quarter["n_effective"] == 2000 and full["n_effective"] == 8000
     assert quarter["std_error"] == pytest.approx(2 * full["std_error"])
     g = ldpcore.make_oracle("grr", epsilon=1.0, domain_size=8)
     sg = g.aggregate(g.perturb(rng.integers(0, 8, 8000), rng=rng))

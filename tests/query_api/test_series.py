@@ -220,22 +220,38 @@ def test_without_since_the_series_starts_at_the_oldest_stored_window(
     assert body["until"] >= time.time() and len(body["points"]) >= 5
 
 
+def test_bucket_and_points_together_and_long_ranges_are_answered(
+        history: dict[str, Any]) -> None:
+    # bucket is the shortest length wanted (rounded up to whole windows), points the most
+    # buckets: neither is refused, the answer says the bucket it used.
+    assert ok(get(history, "os", kind="subset", labels="linux", bucket=W + 1)
+              )["bucket_seconds"] == 2 * W
+    both = ok(get(history, "os", kind="subset", labels="linux", bucket=W, points=2))
+    assert both["bucket_seconds"] == 2 * W and len(both["points"]) == 2
+    month = ok(get(history, "os", kind="subset", labels="linux", since="-30d", until="now"))
+    assert len(month["points"]) <= 500 and month["bucket_seconds"] % W == 0
+    assert sum(p["n"] for p in month["points"]) == 8400 == month["n"]
+    # An empty range has no point.
+    empty = ok(get(history, "os", since="now", until="-1h"))
+    assert (empty["points"], empty["n"], empty["n_effective"]) == ([], 0, 0)
+
+
+def test_top_among_labels_follows_the_most_frequent_of_them(history: dict[str, Any]) -> None:
+    body = ok(get(history, "os", kind="frequencies", labels="bsd,linux,other", top=1))
+    assert body["series"] == ["linux"]
+
+
 @pytest.mark.parametrize(("cid", "params", "status", "parameter", "says"), [
-    ("os", {"bucket": W + 1}, 400, "bucket", f"multiple of the collection's window ({W} s)"),
-    ("os", {"since": "-30d", "until": "now"}, 400, "bucket", "use bucket >= "),
-    ("os", {"bucket": W, "points": 10}, 400, "points", "not both"),
     ("os", {"points": 501}, 400, "points", "500"),
     ("os", {"kind": "mean"}, 409, "kind", "answers kind=frequencies, subset"),
     ("load", {"kind": "frequencies"}, 409, "kind", "answers kind=mean"),
     ("os", {"kind": "median"}, 400, "kind", "frequencies"),
     ("os", {"kind": "subset"}, 400, "labels", "at least one"),
     ("os", {"labels": "linux,plan9"}, 400, "labels", "plan9"),
-    ("os", {"labels": "linux", "top": 2}, 400, "top", "not both"),
     ("os", {"top": 99}, 400, "top", "20"),
     ("latency", {"kind": "range", "low": 5}, 400, "high", "needs low= and high="),
     ("latency", {"kind": "range", "low": 50, "high": 10}, 400, "low", "must not exceed"),
     ("latency", {"kind": "quantiles", "q": 1.5}, 400, "q", "[0, 1]"),
-    ("os", {"since": "now", "until": "-1h"}, 400, "since", "before until"),
     ("os", {"confidence": 1.5}, 400, "confidence", "1"),
     ("nope", {}, 404, "id", "GET /v1/collections"),
 ])

@@ -9,6 +9,7 @@ import pytest
 
 import ldpcore
 from ldpcore.collection import CollectionSpec
+from ldpcore.errors import ParameterError
 from ldpcore.setvalued.phases import Protocol, device_phase, next_phase
 from ldpcore.setvalued.synthetic import zipf_sets
 
@@ -77,11 +78,26 @@ def test_a_phase_needs_its_mechanism_and_known_keys() -> None:
 def test_the_protocol_is_part_of_the_fingerprint_and_plain_specs_keep_theirs() -> None:
     with_p = CollectionSpec.from_dict(phase("svim", "candidates",
                                             {"mechanism": "ps", "epsilon": 1.0}, 1.0))
-    plain = {k: v for k, v in phase("svim", "candidates", {"mechanism": "ps", "epsilon": 1.0},
+    # Outside a protocol group a ps collection declares its padding length.
+    plain = {k: v for k, v in phase("svim", "candidates", {"mechanism": "ps", "epsilon": 1.0,
+                                                           "length": 1},
                                     1.0).items() if k != "protocol"}
     assert CollectionSpec.from_dict(plain).fingerprint != with_p.fingerprint
     assert "protocol" not in CollectionSpec.from_dict(plain).to_dict()
     assert CollectionSpec.from_dict(with_p.to_dict()) == with_p
+
+
+def test_a_plain_set_valued_collection_must_declare_its_padding_length() -> None:
+    raw = {"id": "apps", "oracle": {"mechanism": "ps", "epsilon": 1.0},
+           "domain": {"kind": "categories", "labels": ["a", "b", "c"]}}
+    with pytest.raises(ParameterError, match="oracle.length is required.*90th percentile"):
+        CollectionSpec.from_dict(raw)
+    with pytest.raises(ParameterError, match="oracle.length is required"):
+        CollectionSpec.from_dict({**raw, "oracle": {"mechanism": "psi", "epsilon": 1.0}})
+    spec = CollectionSpec.from_dict({**raw, "oracle": {"mechanism": "ps", "epsilon": 1.0,
+                                                        "length": 2}})
+    # The canonical form carries it, so a stored spec reads back.
+    assert CollectionSpec.from_dict(spec.to_dict()).oracle_spec["length"] == 2
 
 
 def test_device_phases_follow_the_fractions_and_are_stable() -> None:

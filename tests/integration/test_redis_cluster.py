@@ -305,3 +305,33 @@ def test_a_sharded_flush_fences_each_partition_by_its_own_watermark(
                                                      {"collection": SPEC.id})
     assert ingested == state.n
     assert acc.assigned() == {0: 8, 1: 10} and log.seeks[-1] == {0: 8, 1: 10}
+
+
+def test_the_catalogue_readers_follow_a_registration_on_the_cluster(
+        redis_cluster: RedisClusterNodes, cluster_client: Any) -> None:
+    # the gateway's asyncio catalogue and the blocking one read {catalogue} keys
+    import asyncio
+
+    from ldpstream.catalogue import Catalogue, SyncCatalogue
+
+    prefix = f"k{uuid.uuid4().hex[:8]}:"
+    first, second = (CollectionSpec.from_dict(s) for s in SPECS)
+    CollectionCatalog(cluster_client, prefix).register(first)
+    sync = SyncCatalogue(cluster_client, prefix)
+    sync.load()
+    assert set(sync.all()) == {first.id}
+
+    async def run() -> set[str]:
+        client = cluster_options(redis_cluster).connect_async("redis://")
+        try:
+            cat = Catalogue(client, prefix)
+            await cat.load()
+            assert await cat.find(first.id) == first and await cat.find(second.id) is None
+            CollectionCatalog(cluster_client, prefix).register(second)
+            await cat.check(full=True)
+            return {c for c in (first.id, second.id) if await cat.find(c) is not None}
+        finally:
+            await client.aclose()
+    assert asyncio.run(run()) == {first.id, second.id}
+    sync.check()
+    assert set(sync.all()) == {first.id, second.id}

@@ -789,6 +789,7 @@ class Accumulator:
     async def reset_to_redis(self, partitions: list[int] | None = None) -> None:
         """Drop the delta and restart every (given) partition from its Redis watermark."""
         self.drop_delta()
+        self._shards.clear()  # a Redis that went back may have lost the shard index too
         parts = list(self._pos) if partitions is None else partitions
         wms = await asyncio.to_thread(read_watermarks, self.redis, self.s.reports_topic,
                                       self.s.redis_prefix, parts)

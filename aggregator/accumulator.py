@@ -19,7 +19,9 @@ time, in offset order.  Everything that decides what is counted lives here:
 * the flush, one :data:`ldpstream.storage.FLUSH_SCRIPT` call: the delta and the
   partition watermarks, atomically, if every watermark is still what this worker
   last saw (compare-and-set); otherwise the delta is dropped and every partition
-  restarts from its Redis watermark;
+  restarts from its Redis watermark.  On a Redis Cluster (the sharded layout of
+  :mod:`ldpstream.storage`) the delta is kept per partition and each partition's part
+  is one script call in that partition's hash slot, with the same checks;
 * the broker-lost-its-log check (a "suspect" partition, see :meth:`check_suspect`);
 * holes in the log (:meth:`records_lost`, :meth:`check_jumps`): records deleted before
   they were counted (retention or ``DeleteRecords`` ahead of the worker) are never
@@ -182,7 +184,10 @@ class Accumulator:
         self.metrics = metrics
         self.clock = clock
         self.timestamp_ms = timestamp_ms
-        self.keys = Keys(settings.redis_prefix)
+        self.keys = Keys.for_client(redis, settings.redis_prefix)
+        self.sharded = self.keys.sharded
+        self._part = -1  # the partition process() works on (sharded layout), else -1
+        self._shards: set[str] = set()  # shard index entries written (sharded layout)
         self.registry = CollectionCatalog(redis, settings.redis_prefix)
         self.flush_script = redis.register_script(FLUSH_SCRIPT)
         self.stats = WorkerStats()
@@ -191,7 +196,9 @@ class Accumulator:
         self._unknown: dict[str, float] = {}
         self._pos: dict[int, int] = {}        # partition -> next offset to accept
         self._flushed: dict[int, int] = {}    # partition -> watermark in Redis as we know it
-        self._delta: dict[tuple[str, int], tuple[int, np.ndarray]] = {}
+        # (partition or -1, collection, window start) -> (n, counts); the partition only in
+        # the sharded layout, where each partition flushes alone
+        self._delta: dict[tuple[int, str, int], tuple[int, np.ndarray]] = {}
         self._pending_reports = 0
         self._ingested: dict[str, int] = defaultdict(int)
         self._dead: list[_DeadLetter] = []
@@ -203,6 +210,7 @@ class Accumulator:
         self._lost: dict[int, tuple[int, int, int]] = {}
         self._verify_failed = False
         self._requests: dict[str, int] = {}  # ldp-request name -> expiry ms, not yet flushed
+        self._request_part: dict[str, int] = {}  # its partition (sharded layout)
         self._stamps: list[int] = []  # record timestamps (ms) of the delta, sampled
 
     @property
@@ -260,7 +268,7 @@ class Accumulator:
         """Add a decoded batch's state to the local delta of its (collection, window)."""
         if not state.n:
             return
-        key = (dec.spec.id, start)
+        key = (self._part, dec.spec.id, start)
         old = self._delta.get(key)
         if old is None:
             self._delta[key] = (state.n, state.counts)
@@ -322,6 +330,8 @@ class Accumulator:
         pos = self._pos.get(partition)
         if pos is None or not msgs:  # revoked meanwhile
             return
+        if self.sharded:
+            self._part = partition
         if self.stats.first_message_at is None:
             self.stats.first_message_at = time.time()
         if partition in self._suspect:
@@ -334,6 +344,8 @@ class Accumulator:
                 self._take(partition, kept, pos)
             # only now (a Redis outage in _take leaves nothing done: read again)
             self._requests.update(names)
+            if self.sharded:
+                self._request_part.update(dict.fromkeys(names, partition))
             self._pos[partition] = max(self._pos[partition], end)  # past the skipped
             return
         self._take(partition, msgs, pos)
@@ -404,7 +416,11 @@ class Accumulator:
         fresh = [name for _, (name, _) in tagged if name not in self._requests]
         known: set[str] = set()
         if fresh:  # Redis I/O: an outage propagates and the batch is read again
-            found = self.redis.mget([self.keys.request(n) for n in fresh])
+            if self.sharded:  # one partition's markers: one slot
+                t, p = self.s.reports_topic, msgs[0].partition
+                found = self.redis.mget([self.keys.shard_request(t, p, n) for n in fresh])
+            else:
+                found = self.redis.mget([self.keys.request(n) for n in fresh])
             known = {n for n, v in zip(fresh, found, strict=True) if v is not None}
         drop = set()
         names: dict[str, int] = {}
@@ -472,16 +488,20 @@ class Accumulator:
             return False
         if self._dead:
             await self._send_dead_letters()
-        deltas = {}
-        for (cid, start), (n, counts) in self._delta.items():
+        deltas: dict[tuple[str, int], tuple[int, np.ndarray, int]] = {}
+        for (_, cid, start), (n, counts) in self._delta.items():
             codec = self._codecs[cid]
             expire_ms = (start + codec.spec.window_seconds + codec.spec.retention_seconds) * 1000
             deltas[(cid, start)] = (n, counts, expire_ms)
         lost = {p: self._lost[p] for p in parts if p in self._lost}
-        keys, args = flush_args(self.keys, self.s.reports_topic, parts, deltas,
-                                int(self.clock() * 1000), lost=lost, requests=self._requests)
+        flush_ms = int(self.clock() * 1000)
         t0 = time.perf_counter()
-        res = await asyncio.to_thread(self.flush_script, keys=keys, args=args)
+        if self.sharded:
+            res = await self._flush_shards(parts, lost, flush_ms)
+        else:
+            keys, args = flush_args(self.keys, self.s.reports_topic, parts, deltas, flush_ms,
+                                    lost=lost, requests=self._requests)
+            res = await asyncio.to_thread(self.flush_script, keys=keys, args=args)
         self.metrics.flush_seconds.observe(time.perf_counter() - t0)
         if int(res[0]) != 1 and _text(res[1]) == "request":
             # another worker counted a copy of one of these requests (written to another
@@ -527,6 +547,69 @@ class Accumulator:
         self._clear()
         await self._commit_canary(parts)
         return True
+
+    async def _flush_shards(self, parts: dict[int, tuple[int, int]],
+                            lost: dict[int, tuple[int, int, int]], now_ms: int) -> Any:
+        """The sharded flush: one script per partition, each in its partition's slot.
+
+        Returns the first refusal (as the single script would), else ``[1]``.  The
+        partitions flushed before a refusal stay committed (their reports are accounted
+        here): the reset that follows re-reads every partition from its Redis watermark,
+        theirs included.
+        """
+        topic = self.s.reports_topic
+        by_part: dict[int, dict[tuple[str, int], tuple[int, np.ndarray, int]]] = {}
+        for (p, cid, start), (n, counts) in self._delta.items():
+            spec = self._codecs[cid].spec
+            expire_ms = (start + spec.window_seconds + spec.retention_seconds) * 1000
+            by_part.setdefault(p, {})[(cid, start)] = (n, counts, expire_ms)
+        reqs: dict[int, dict[str, int]] = {}
+        for name, expires in self._requests.items():
+            reqs.setdefault(self._request_part[name], {})[name] = expires
+        committed: list[int] = []
+        for p in sorted(set(parts) | set(by_part) | set(reqs)):
+            deltas = by_part.get(p, {})
+            await self._index_shard(p, {cid for cid, _ in deltas})
+            keys, args = flush_args(self.keys, topic, {p: parts[p]} if p in parts else {},
+                                    deltas, now_ms, lost={p: lost[p]} if p in lost else {},
+                                    requests=reqs.get(p, {}), shard=p)
+            res = await asyncio.to_thread(self.flush_script, keys=keys, args=args)
+            if int(res[0]) != 1:
+                self._account_committed(committed, by_part, lost)
+                return res
+            committed.append(p)
+        return [1]
+
+    def _account_committed(self, committed: list[int],
+                           by_part: Mapping[int, Mapping[tuple[str, int], tuple[Any, ...]]],
+                           lost: Mapping[int, tuple[int, int, int]]) -> None:
+        """Metrics of the partitions a sharded flush committed before one was refused."""
+        topic = self.s.reports_topic
+        for p in committed:
+            for (cid, _), (n, *_rest) in by_part.get(p, {}).items():
+                self.metrics.ingested.labels(cid).inc(n)
+                self.stats.counted += n
+            if p in lost:
+                self.metrics.records_lost.labels(topic, str(p)).inc(lost[p][0])
+                self.stats.records_lost += lost[p][0]
+
+    async def _index_shard(self, partition: int, collections: set[str]) -> None:
+        """Name the shard in ``P shards`` (and each collection's) before the first flush
+        writes there, so readers summing the shards never miss it."""
+        tag = f"{self.s.reports_topic}:{partition}"
+        todo = [(self.keys.shards, tag)] if tag not in self._shards else []
+        todo += [(self.keys.collection_shards(c), f"{c}\0{tag}") for c in collections
+                 if f"{c}\0{tag}" not in self._shards]
+        if not todo:
+            return
+
+        def write() -> None:
+            pipe = self.redis.pipeline(transaction=False)
+            for key, _ in todo:
+                pipe.sadd(key, tag)
+            pipe.execute()
+        await asyncio.to_thread(write)
+        self._shards.update(entry for _, entry in todo)
 
     async def _send_dead_letters(self) -> None:
         """Have the broker acknowledge every pending dead letter, or raise.
@@ -584,6 +667,7 @@ class Accumulator:
 
     def _clear(self) -> None:
         self._requests.clear()
+        self._request_part.clear()
         self._stamps.clear()
         self._delta.clear()
         self._ingested.clear()
@@ -610,7 +694,7 @@ class Accumulator:
             return
         try:
             wms = await asyncio.to_thread(read_watermarks, self.redis, self.s.reports_topic,
-                                          self.s.redis_prefix)
+                                          self.s.redis_prefix, list(self._flushed))
         except Exception as exc:  # Redis away: said once, tried again next interval
             self.metrics.redis_up.set(0)
             if not self._verify_failed:
@@ -705,12 +789,13 @@ class Accumulator:
     async def reset_to_redis(self, partitions: list[int] | None = None) -> None:
         """Drop the delta and restart every (given) partition from its Redis watermark."""
         self.drop_delta()
-        wms = await asyncio.to_thread(read_watermarks, self.redis, self.s.reports_topic,
-                                      self.s.redis_prefix)
-        times = await asyncio.to_thread(read_flush_times, self.redis, self.s.reports_topic,
-                                        self.s.redis_prefix)
-        seeks: dict[int, int] = {}
+        self._shards.clear()  # a Redis that went back may have lost the shard index too
         parts = list(self._pos) if partitions is None else partitions
+        wms = await asyncio.to_thread(read_watermarks, self.redis, self.s.reports_topic,
+                                      self.s.redis_prefix, parts)
+        times = await asyncio.to_thread(read_flush_times, self.redis, self.s.reports_topic,
+                                        self.s.redis_prefix, parts)
+        seeks: dict[int, int] = {}
         # Every await happens before any position changes: records fetched meanwhile from an
         # old position must not meet a new _pos (they would be taken for a jump and the
         # re-fetched ones for replays: reports lost in a rebalance, seen on Apache Kafka).

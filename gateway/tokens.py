@@ -41,6 +41,7 @@ from ldpstream.privacypass.tokens import (
     public_key_from_spki,
     www_authenticate,
 )
+from ldpstream.storage import is_cluster
 
 from .parse import BodyError
 
@@ -140,7 +141,7 @@ class TokenGate:
             raise ValueError(f"verifier must be one of {', '.join(blindrsa.BACKENDS)}, "
                              f"got {verifier!r}")
         self.verifier = blindrsa.default_backend() if verifier == "auto" else verifier
-        self.redis, self.names, self.mode = redis, scheme.PPKeys(prefix), mode
+        self.redis, self.names, self.mode = redis, scheme.PPKeys(prefix, is_cluster(redis)), mode
         self.issuer_name, self.skew, self.clock = issuer_name, skew, clock
         self.window_seconds, self.collection_ids = window_seconds, collection_ids
         self.keys: dict[bytes, tuple[scheme.KeyRecord,

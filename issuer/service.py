@@ -34,7 +34,7 @@ from ldpstream.privacypass.tokens import (
     issue,
     spki_der,
 )
-from ldpstream.storage import Keys
+from ldpstream.storage import Keys, is_cluster
 
 __all__ = ["IssuanceError", "KeyManager", "Quotas", "SpecCache", "sign_requests",
            "decode_requests", "IssuerKey"]
@@ -65,8 +65,8 @@ class KeyManager:
 
     def __init__(self, redis: Any, prefix: str, *, skew: int,
                  password: bytes | None = None) -> None:
-        self.redis, self.keys, self.skew, self.password = redis, scheme.PPKeys(prefix), skew, \
-            password
+        self.redis, self.skew, self.password = redis, skew, password
+        self.keys = scheme.PPKeys(prefix, is_cluster(redis))
         self._cache: dict[tuple[str, int], IssuerKey] = {}
         self._locks: dict[tuple[str, int], asyncio.Lock] = {}
         self.created = 0
@@ -185,7 +185,7 @@ class SpecCache:
     """Collection specs read from the Redis catalogue, each kept ``ttl`` seconds."""
 
     def __init__(self, redis: Any, prefix: str, ttl: float = 5.0) -> None:
-        self.redis, self.key, self.ttl = redis, Keys(prefix).collections, ttl
+        self.redis, self.key, self.ttl = redis, Keys.for_client(redis, prefix).collections, ttl
         self._cache: dict[str, tuple[float, CollectionSpec | None]] = {}
 
     async def get(self, cid: str) -> CollectionSpec | None:

@@ -176,12 +176,15 @@ class Catalogue(CatalogueState):
                  on_change: Callable[[Mapping[str, CollectionSpec]], None] | None = None
                  ) -> None:
         super().__init__(clock=clock, on_change=on_change, miss_ttl=miss_ttl)
-        self.redis, self.keys = redis, Keys(prefix)
+        self.redis, self.keys = redis, Keys.for_client(redis, prefix)
         self.freshness, self.reread = freshness, reread
         self._flight: asyncio.Task[None] | None = None
 
     async def _read_all(self) -> None:
-        pipe = self.redis.pipeline(transaction=True)
+        # one transaction; on a cluster a pipeline (its async transactions leave a
+        # connection behind): the version is read first, so a newer hash only means one
+        # more read at the next check
+        pipe = self.redis.pipeline(transaction=not self.keys.sharded)
         pipe.get(self.keys.catalogue_version)
         pipe.hgetall(self.keys.collections)
         version, raw = await pipe.execute()
@@ -267,11 +270,14 @@ class SyncCatalogue(CatalogueState):
                  on_change: Callable[[Mapping[str, CollectionSpec]], None] | None = None
                  ) -> None:
         super().__init__(clock=clock, on_change=on_change, miss_ttl=miss_ttl)
-        self.redis, self.keys = redis, Keys(prefix)
+        self.redis, self.keys = redis, Keys.for_client(redis, prefix)
         self.freshness = freshness
 
     def _read_all(self) -> None:
-        pipe = self.redis.pipeline(transaction=True)
+        # one transaction; on a cluster a pipeline (its async transactions leave a
+        # connection behind): the version is read first, so a newer hash only means one
+        # more read at the next check
+        pipe = self.redis.pipeline(transaction=not self.keys.sharded)
         pipe.get(self.keys.catalogue_version)
         pipe.hgetall(self.keys.collections)
         version, raw = pipe.execute()

@@ -171,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_up_parser(sub)
     add_read_token_parser(sub)
+    from ldpstream.sharding import add_migrate_parser
+
+    add_migrate_parser(sub)
     from producer.cli import add_simulate_parser
 
     add_simulate_parser(sub)
@@ -220,8 +223,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the embedded tansu (default) or Apache Kafka (KRaft, from .tools/kafka)")
     p.set_defaults(func=_cmd_bench_pipeline)
     from query_api.bench import add_bench_api_parser
+    from query_api.layoutbench import add_bench_layout_parser
 
     add_bench_api_parser(bsub)
+    add_bench_layout_parser(bsub)
     from gateway.bench import add_bench_gateway_parser
     from ldpstream.dev.soak import add_bench_soak_parser
 

@@ -123,7 +123,7 @@ class DurableWatermarks:
                  clock: Callable[[], float] = time.monotonic) -> None:
         if replicas < 0:
             raise ValueError(f"replicas must be >= 0, got {replicas}")
-        self.redis, self.topic, self.keys = redis, topic, Keys(prefix)
+        self.redis, self.topic, self.keys = redis, topic, Keys.for_client(redis, prefix)
         self.replicas, self.replica_wait_ms = replicas, replica_wait_ms
         self.margin = margin
         self.wait_timeout_ms, self.clock = wait_timeout_ms, clock
@@ -186,6 +186,13 @@ class DurableWatermarks:
     # -- the proof ---------------------------------------------------------------------
     def durable(self) -> Verdict:
         """The watermarks proven on disk now (see the module docstring); one round."""
+        if self.keys.sharded:
+            # the proof reads one server's AOF state; a cluster's watermarks live on
+            # several primaries, each needing its own proof: not done, so nothing released
+            return Verdict(None, "none", False,
+                           "Redis Cluster: proving the watermarks durable on every primary "
+                           "is not implemented; counted records stay on the broker (its own "
+                           "retention applies)")
         fsync = self._config("appendfsync")
         if fsync == "no":
             return Verdict(None, "none", False,

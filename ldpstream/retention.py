@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .durability import DurableWatermarks, Verdict
-from .storage import DEFAULT_PREFIX, CollectionCatalog, Keys, read_watermarks
+from .storage import DEFAULT_PREFIX, CollectionCatalog, Keys, read_watermarks, shard_tags
 
 __all__ = ["Janitor", "JanitorMetrics", "JanitorStats", "release_offsets"]
 
@@ -250,12 +250,14 @@ class Janitor:
     def trim_windows(self, now: float | None = None) -> int:
         """Remove the ``windows`` entries whose window hash has expired; how many went."""
         now = time.time() if now is None else now
-        keys = Keys(self.prefix)
+        keys = Keys.for_client(self.redis, self.prefix)
         removed = 0
         for cid, spec in CollectionCatalog(self.redis, self.prefix).all().items():
             cutoff = now - spec.window_seconds - spec.retention_seconds
-            removed += int(self.redis.zremrangebyscore(keys.windows(cid), "-inf",
-                                                       f"({cutoff}"))
+            names = ([keys.shard_windows(t, p, cid) for t, p in shard_tags(self.redis, keys, cid)]
+                     if keys.sharded else [keys.windows(cid)])
+            for name in names:
+                removed += int(self.redis.zremrangebyscore(name, "-inf", f"({cutoff}"))
         self.stats.windows_trimmed += removed
         return removed
 

@@ -152,6 +152,10 @@ def env_redis_prefix(env: Mapping[str, str]) -> str:
     prefix = env.get("LDP_REDIS_PREFIX") or DEFAULT_PREFIX
     if any(c.isspace() for c in prefix):
         raise ConfigError(f"LDP_REDIS_PREFIX must be non-empty without spaces, got {prefix!r}")
+    if ("LDP_REDIS_CLUSTER" in env and env["LDP_REDIS_CLUSTER"].strip()
+            and ("{" in prefix or "}" in prefix)):
+        raise ConfigError(f"LDP_REDIS_PREFIX must have no braces with LDP_REDIS_CLUSTER (they "
+                          f"would change the keys' hash tags), got {prefix!r}")
     return prefix
 
 

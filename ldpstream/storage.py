@@ -40,6 +40,32 @@ all of it happens or none, so a loss is recorded exactly once, like a count.
 
 Readers use :func:`load_state` (sync ``redis.Redis``; the query API's async store
 reads the same keys), which sums the windows overlapping ``[since, until)``.
+
+**Sharded layout (Redis Cluster).**  A cluster runs a script only on keys of one hash
+slot, so with a cluster client (``LDP_REDIS_CLUSTER``; :func:`is_cluster`) the keys a
+flush writes carry the hash tag of their (topic, partition), ``T = {topic:partition}``,
+and a worker runs one flush script per partition::
+
+    P T state:{id}:{window_start}  hash   as ``P state:…`` above, the counts of this partition
+    P T windows:{id}               zset   as ``P windows:{id}``, the windows of this partition
+    P T wm                         hash   as ``P wm:{topic}``, one field pair: "{partition}"
+                                          and "{partition}:t"
+    P T lost                       hash   as ``P lost``, for this partition
+    P T req:{digest}.{part}        string as ``P req:…`` (a retry is recognised in the
+                                          partition the collection's key maps to)
+    P shards                       set    every "topic:partition" that has flushed
+    P shards:{id}                  set    the "topic:partition" tags holding ``id``'s counts
+    P {catalogue}collections       hash   the catalogue, its version and the private set
+    P {catalogue}collections:version      share one tag, so registering and deleting stay
+    P {catalogue}private                  in one slot
+
+(with ``T`` written out, e.g. ``ldp:{ldp.reports:3}state:grr:1700000000``).  A worker
+adds its partition to ``P shards`` and ``P shards:{id}`` before the first flush that
+writes there, so a reader never misses a shard; readers sum a collection's shards
+(:func:`load_state`, pipelined: the cluster client sends one batch per node).  Sums of
+integers are the same in any order, so every answer equals the single-Redis one bit
+for bit.  :func:`ldpstream.sharding.migrate_to_sharded` moves today's layout into the sharded
+one (the counts go to partition 0's tag).
 """
 
 from __future__ import annotations
@@ -70,6 +96,8 @@ __all__ = [
     "VERSION_SCRIPT",
     "REGISTER_SCRIPT",
     "since_until_args",
+    "is_cluster",
+    "shard_tags",
 ]
 
 DEFAULT_PREFIX = "ldp:"
@@ -152,20 +180,75 @@ class CollectionConflict(ValueError):
     """An id is already registered with a different spec (specs are immutable)."""
 
 
+def is_cluster(redis: Any) -> bool:
+    """Whether ``redis`` is a Redis Cluster client (sync or asyncio): the sharded layout."""
+    from redis.asyncio.cluster import RedisCluster as AsyncCluster
+    from redis.cluster import RedisCluster
+
+    return isinstance(redis, (RedisCluster, AsyncCluster))
+
+
 @dataclass(frozen=True)
 class Keys:
-    """Builds the Redis keys of the layout above for one prefix."""
+    """Builds the Redis keys of the layout above for one prefix.
+
+    ``sharded``: the Redis Cluster layout (module docstring); :meth:`for_client` picks it
+    from the client.
+    """
 
     prefix: str = DEFAULT_PREFIX
+    sharded: bool = False
+
+    def __post_init__(self) -> None:
+        if self.sharded and ("{" in self.prefix or "}" in self.prefix):
+            raise ValueError(f"LDP_REDIS_PREFIX must have no braces on a Redis Cluster (they "
+                             f"make hash tags), got {self.prefix!r}")
+
+    @classmethod
+    def for_client(cls, redis: Any, prefix: str = DEFAULT_PREFIX) -> Keys:
+        return cls(prefix, sharded=is_cluster(redis))
+
+    @property
+    def _cat(self) -> str:
+        return f"{self.prefix}{{catalogue}}" if self.sharded else self.prefix
 
     @property
     def collections(self) -> str:
-        return f"{self.prefix}collections"
+        return f"{self._cat}collections"
 
     @property
     def catalogue_version(self) -> str:
         """Bumped with every change of :attr:`collections` (see :mod:`ldpstream.catalogue`)."""
-        return f"{self.prefix}collections:version"
+        return f"{self._cat}collections:version"
+
+    # ---- the sharded layout: one hash tag per (topic, partition) -----------------------
+    def shard(self, topic: str, partition: int) -> str:
+        """The key prefix of a partition's keys: ``P{topic:partition}``."""
+        return f"{self.prefix}{{{topic}:{partition}}}"
+
+    def shard_state(self, topic: str, partition: int, collection: str, start: int) -> str:
+        return f"{self.shard(topic, partition)}state:{collection}:{start}"
+
+    def shard_windows(self, topic: str, partition: int, collection: str) -> str:
+        return f"{self.shard(topic, partition)}windows:{collection}"
+
+    def shard_watermarks(self, topic: str, partition: int) -> str:
+        return f"{self.shard(topic, partition)}wm"
+
+    def shard_lost(self, topic: str, partition: int) -> str:
+        return f"{self.shard(topic, partition)}lost"
+
+    def shard_request(self, topic: str, partition: int, name: str) -> str:
+        return f"{self.shard(topic, partition)}req:{name}"
+
+    @property
+    def shards(self) -> str:
+        """Set of every ``topic:partition`` that has flushed (sharded layout)."""
+        return f"{self.prefix}shards"
+
+    def collection_shards(self, collection: str) -> str:
+        """Set of the ``topic:partition`` tags holding ``collection``'s counts."""
+        return f"{self.prefix}shards:{collection}"
 
     def state(self, collection: str, start: int) -> str:
         return f"{self.prefix}state:{collection}:{start}"
@@ -189,7 +272,7 @@ class Keys:
 
     @property
     def private(self) -> str:
-        return f"{self.prefix}private"
+        return f"{self._cat}private"
 
     @property
     def fleet(self) -> str:
@@ -215,7 +298,7 @@ class CollectionCatalog:
 
     def __init__(self, redis: Any, prefix: str = DEFAULT_PREFIX) -> None:
         self.redis = redis
-        self.keys = Keys(prefix)
+        self.keys = Keys.for_client(redis, prefix)
         self._register: Any = None
 
     def register(self, spec: CollectionSpec) -> bool:
@@ -318,27 +401,79 @@ def since_until_args(since: float | None, until: float | None,
     return lo, hi
 
 
+def _tags(raw: Iterable[Any]) -> list[tuple[str, int]]:
+    out = []
+    for m in raw:
+        topic, _, p = _b(m).decode().rpartition(":")
+        out.append((topic, int(p)))
+    return sorted(out)
+
+
+def shard_tags(redis: Any, keys: Keys, collection: str | None = None) -> list[tuple[str, int]]:
+    """The (topic, partition) shards of the sharded layout: all of them, or those holding
+    ``collection``'s counts."""
+    key = keys.shards if collection is None else keys.collection_shards(collection)
+    return _tags(redis.smembers(key))
+
+
 def load_state(redis: Any, spec: CollectionSpec, since: float | None = None,
                until: float | None = None, prefix: str = DEFAULT_PREFIX) -> State:
-    """The summed state of ``spec`` over windows overlapping ``[since, until)`` (epoch s)."""
-    keys = Keys(prefix)
+    """The summed state of ``spec`` over windows overlapping ``[since, until)`` (epoch s).
+
+    On a Redis Cluster the sum runs over every shard of the collection, two pipelined
+    rounds (window lists, then hashes), each one batch per node.
+    """
+    keys = Keys.for_client(redis, prefix)
     lo, hi = since_until_args(since, until, spec.window_seconds)
-    starts = windows_in(spec, redis.zrangebyscore(keys.windows(spec.id), lo, hi), since, until)
+    if keys.sharded:
+        tags = shard_tags(redis, keys, spec.id)
+        pipe = redis.pipeline(transaction=False)
+        for t, p in tags:
+            pipe.zrangebyscore(keys.shard_windows(t, p, spec.id), lo, hi)
+        lists = pipe.execute() if tags else []
+        names = [keys.shard_state(t, p, spec.id, s)
+                 for (t, p), raw in zip(tags, lists, strict=True)
+                 for s in windows_in(spec, raw, since, until)]
+    else:
+        starts = windows_in(spec, redis.zrangebyscore(keys.windows(spec.id), lo, hi), since,
+                            until)
+        names = [keys.state(spec.id, s) for s in starts]
     pipe = redis.pipeline(transaction=False)
-    for s in starts:
-        pipe.hgetall(keys.state(spec.id, s))
-    return state_from_hashes(spec, pipe.execute() if starts else [])
+    for name in names:
+        pipe.hgetall(name)
+    return state_from_hashes(spec, pipe.execute() if names else [])
 
 
-def read_watermarks(redis: Any, topic: str, prefix: str = DEFAULT_PREFIX) -> dict[int, int]:
-    """partition -> highest counted offset, for one topic."""
-    raw = redis.hgetall(Keys(prefix).watermarks(topic))
+def _wm_hash(redis: Any, topic: str, prefix: str,
+             partitions: Iterable[int] | None) -> dict[Any, Any]:
+    """``P wm:{topic}``, or on a cluster the union of the partitions' ``P{topic:p}wm``
+    (``partitions``: those to read; None: every one in ``P shards``)."""
+    keys = Keys.for_client(redis, prefix)
+    if not keys.sharded:
+        return dict(redis.hgetall(keys.watermarks(topic)))
+    parts = sorted(set(partitions) if partitions is not None
+                   else {p for t, p in shard_tags(redis, keys) if t == topic})
+    pipe = redis.pipeline(transaction=False)
+    for p in parts:
+        pipe.hgetall(keys.shard_watermarks(topic, p))
+    out: dict[Any, Any] = {}
+    for h in pipe.execute() if parts else []:
+        out.update(h)
+    return out
+
+
+def read_watermarks(redis: Any, topic: str, prefix: str = DEFAULT_PREFIX,
+                    partitions: Iterable[int] | None = None) -> dict[int, int]:
+    """partition -> highest counted offset, for one topic (on a cluster: of ``partitions``,
+    or of every partition that has flushed)."""
+    raw = _wm_hash(redis, topic, prefix, partitions)
     return {int(k): int(v) for k, v in raw.items() if b":" not in _b(k)}
 
 
-def read_flush_times(redis: Any, topic: str, prefix: str = DEFAULT_PREFIX) -> dict[int, int]:
+def read_flush_times(redis: Any, topic: str, prefix: str = DEFAULT_PREFIX,
+                     partitions: Iterable[int] | None = None) -> dict[int, int]:
     """partition -> wall time (ms) of the flush that set its watermark."""
-    raw = redis.hgetall(Keys(prefix).watermarks(topic))
+    raw = _wm_hash(redis, topic, prefix, partitions)
     return {int(_b(k).split(b":")[0]): int(v) for k, v in raw.items() if b":" in _b(k)}
 
 
@@ -349,8 +484,12 @@ def _b(k: Any) -> bytes:
 def flush_args(keys: Keys, topic: str, partitions: Mapping[int, tuple[int, int]],
                deltas: Mapping[tuple[str, int], tuple[int, np.ndarray, int]],
                now_ms: int = 0, lost: Mapping[int, tuple[int, int, int]] | None = None,
-               requests: Mapping[str, int] | None = None) -> tuple[list[str], list[Any]]:
+               requests: Mapping[str, int] | None = None,
+               shard: int | None = None) -> tuple[list[str], list[Any]]:
     """KEYS and ARGV of :data:`FLUSH_SCRIPT`.
+
+    ``shard``: the sharded layout's partition, whose hash tag every key carries (then
+    ``partitions`` may hold that partition only); None: the single-Redis layout.
 
     ``partitions``: partition -> (expected watermark, new watermark);
     ``deltas``: (collection, window start) -> (n, counts, expire_at_ms);
@@ -360,18 +499,28 @@ def flush_args(keys: Keys, topic: str, partitions: Mapping[int, tuple[int, int]]
     counted by this flush (the script refuses it if one is counted already).
     """
     lost, requests = lost or {}, requests or {}
-    k: list[str] = [keys.watermarks(topic), keys.lost]
+    if shard is not None:
+        if set(partitions) - {shard}:
+            raise ValueError(f"a flush of shard {shard} cannot move partitions "
+                             f"{sorted(partitions)}")
+        t, sp = topic, shard
+        k: list[str] = [keys.shard_watermarks(t, sp), keys.shard_lost(t, sp)]
+    else:
+        k = [keys.watermarks(topic), keys.lost]
     a: list[Any] = [now_ms, topic, len(partitions)]
     for p, (expected, new) in sorted(partitions.items()):
         count, first, last = lost.get(p, (0, 0, 0))
         a += [p, expected, new, count, f"{first}-{last}"]
     a.append(len(requests))
     for name, expire_ms in requests.items():
-        k.append(keys.request(name))
+        k.append(keys.request(name) if shard is None else keys.shard_request(t, sp, name))
         a.append(expire_ms)
     a.append(len(deltas))
     for (cid, start), (n, counts, expire_at) in deltas.items():
-        k += [keys.state(cid, start), keys.windows(cid)]
+        if shard is None:
+            k += [keys.state(cid, start), keys.windows(cid)]
+        else:
+            k += [keys.shard_state(t, sp, cid, start), keys.shard_windows(t, sp, cid)]
         flat = counts.reshape(-1)
         nz = np.flatnonzero(flat)
         a += [start, expire_at, n, int(nz.size)]
@@ -385,8 +534,36 @@ def flush_args(keys: Keys, topic: str, partitions: Mapping[int, tuple[int, int]]
 def read_lost(redis: Any, prefix: str = DEFAULT_PREFIX) -> dict[str, Any]:
     """What ``P lost`` says: ``records`` (total), ``t`` (ms of the last loss) and, per
     ``"{topic}:{partition}"``, ``(records, "first-last")`` of that partition."""
-    raw = {_b(k).decode(): _b(v).decode() for k, v in redis.hgetall(Keys(prefix).lost).items()}
+    raw = lost_fields(redis.hgetall(Keys(prefix).lost)) if not is_cluster(redis) else \
+        read_lost_hashes(redis, Keys.for_client(redis, prefix))
     parts = {f: (int(v), raw.get(f + ":last", "")) for f, v in raw.items()
              if f not in ("records", "t") and not f.endswith(":last")}
     return {"records": int(raw.get("records", 0)), "t": int(raw.get("t", 0)),
             "partitions": parts}
+
+
+def lost_fields(h: Mapping[Any, Any]) -> dict[str, str]:
+    return {_b(k).decode(): _b(v).decode() for k, v in h.items()}
+
+
+def merge_lost(hashes: Iterable[Mapping[Any, Any]]) -> dict[str, str]:
+    """The shards' ``P{topic:p}lost`` hashes as one ``P lost`` (records summed, t max)."""
+    out: dict[str, str] = {}
+    records = t = 0
+    for h in hashes:
+        f = lost_fields(h)
+        records += int(f.pop("records", 0))
+        t = max(t, int(f.pop("t", 0)))
+        out.update(f)
+    if records:
+        out["records"], out["t"] = str(records), str(t)
+    return out
+
+
+def read_lost_hashes(redis: Any, keys: Keys) -> dict[str, str]:
+    """The merged lost hashes of every shard (sharded layout; sync client)."""
+    tags = shard_tags(redis, keys)
+    pipe = redis.pipeline(transaction=False)
+    for t, p in tags:
+        pipe.hgetall(keys.shard_lost(t, p))
+    return merge_lost(pipe.execute() if tags else [])

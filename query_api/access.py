@@ -70,7 +70,7 @@ class ReadAccess:
         self.tokens = TokenFile(settings.read_tokens) if settings.read_tokens else None
         self.admin_token = settings.admin_token
         self.metrics_port = settings.metrics_port
-        self.redis, self.key = redis, Keys(prefix).private
+        self.redis, self.key = redis, Keys.for_client(redis, prefix).private
         self._private: tuple[float, frozenset[str]] | None = None
 
     @property

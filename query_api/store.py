@@ -5,6 +5,10 @@ The query service only reads states; it writes collections (admin routes).  A
 query covers, read in one round trip (:data:`ldpstream.storage.VERSION_SCRIPT`):
 every flush adds reports to n, and window expiry drops entries, so equal versions
 mean equal states and estimates can be cached per version.
+
+On a Redis Cluster (the sharded layout of :mod:`ldpstream.storage`) a collection's
+windows are summed over its shards: the version is read in pipelined rounds (shard
+list, window lists, ``n``/``t`` of each window), each one batch per node.
 """
 
 from __future__ import annotations
@@ -23,12 +27,21 @@ from ldpstream.storage import (
     CollectionConflict,
     Keys,
     check_same_spec,
+    merge_lost,
     since_until_args,
     state_from_hashes,
     windows_in,
 )
 
 __all__ = ["Store", "StateVersion", "CollectionConflict"]
+
+_DELETE = """
+-- KEYS = collections hash, its version, private set (one hash tag); ARGV[1] = id
+local n = redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('INCR', KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[1])
+return n
+"""
 
 
 @dataclass(frozen=True)
@@ -59,10 +72,11 @@ class Store:
 
     def __init__(self, redis: Any, prefix: str = DEFAULT_PREFIX) -> None:
         self.redis = redis
-        self.keys = Keys(prefix)
+        self.keys = Keys.for_client(redis, prefix)
         self._version_script = redis.register_script(VERSION_SCRIPT)
         self._register_script = redis.register_script(REGISTER_SCRIPT)
         self._specs: dict[str, tuple[str, CollectionSpec]] = {}
+        self._delete_script: Any = None
 
     async def ping(self) -> bool:
         return bool(await self.redis.ping())
@@ -98,6 +112,8 @@ class Store:
 
     async def delete(self, cid: str) -> bool:
         """Remove a collection and all of its window states; True if it existed."""
+        if self.keys.sharded:
+            return await self._delete_sharded(cid)
         starts = await self.redis.zrange(self.keys.windows(cid), 0, -1)
         pipe = self.redis.pipeline(transaction=True)
         pipe.hdel(self.keys.collections, cid)
@@ -110,9 +126,79 @@ class Store:
         self._specs.pop(cid, None)
         return bool(res[0])
 
+    async def _delete_sharded(self, cid: str) -> bool:
+        # the catalogue keys share a hash tag: one script (redis-py's async cluster
+        # transactions leave a connection behind); then each shard's keys
+        if self._delete_script is None:
+            self._delete_script = self.redis.register_script(_DELETE)
+        existed = await self._delete_script(
+            keys=[self.keys.collections, self.keys.catalogue_version, self.keys.private],
+            args=[cid])
+        self._specs.pop(cid, None)
+        tags = await self._tags(cid)
+        pipe = self.redis.pipeline(transaction=False)
+        for t, p in tags:
+            pipe.zrange(self.keys.shard_windows(t, p, cid), 0, -1)
+        lists = await pipe.execute() if tags else []
+        pipe = self.redis.pipeline(transaction=False)
+        for (t, p), starts in zip(tags, lists, strict=True):
+            for s in starts:
+                pipe.delete(self.keys.shard_state(t, p, cid, int(float(s))))
+            pipe.delete(self.keys.shard_windows(t, p, cid))
+        pipe.delete(self.keys.collection_shards(cid))
+        await pipe.execute()
+        return bool(existed)
+
+    async def _tags(self, cid: str | None) -> list[tuple[str, int]]:
+        key = self.keys.shards if cid is None else self.keys.collection_shards(cid)
+        return _parse_tags(await self.redis.smembers(key))
+
+    async def _lost_hash(self) -> dict[Any, Any]:
+        if not self.keys.sharded:
+            return dict(await self.redis.hgetall(self.keys.lost))
+        tags = await self._tags(None)
+        pipe = self.redis.pipeline(transaction=False)
+        for t, p in tags:
+            pipe.hgetall(self.keys.shard_lost(t, p))
+        return dict(merge_lost(await pipe.execute() if tags else []))
+
+    async def _version_sharded(self, spec: CollectionSpec, since: float | None,
+                               until: float | None) -> StateVersion:
+        # three pipelined rounds: the shard lists; the window lists and the lost counts;
+        # n and t of every window
+        lo, hi = since_until_args(since, until, spec.window_seconds)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.smembers(self.keys.collection_shards(spec.id))
+        pipe.smembers(self.keys.shards)
+        mine, every = (_parse_tags(raw) for raw in await pipe.execute())
+        pipe = self.redis.pipeline(transaction=False)
+        for t, p in mine:
+            pipe.zrangebyscore(self.keys.shard_windows(t, p, spec.id), lo, hi)
+        for t, p in every:
+            pipe.hget(self.keys.shard_lost(t, p), "records")
+        got = await pipe.execute() if mine or every else []
+        lists, losts = got[:len(mine)], got[len(mine):]
+        names = [(s, self.keys.shard_state(t, p, spec.id, s))
+                 for (t, p), raw in zip(mine, lists, strict=True)
+                 for s in windows_in(spec, raw, since, until)]
+        pipe = self.redis.pipeline(transaction=False)
+        for _, name in names:
+            pipe.hmget(name, "n", "t")
+        rows = await pipe.execute() if names else []
+        n_of: dict[int, int] = {}
+        last = 0
+        for (s, _), (n, t) in zip(names, rows, strict=True):
+            if n is not None:
+                n_of[s] = n_of.get(s, 0) + int(n)
+                last = max(last, int(t or 0))
+        lost = sum(int(v) for v in losts if v is not None)
+        return StateVersion(tuple(sorted(n_of.items())), last, lost)
+
     # ---- states -----------------------------------------------------------------------
     async def version(self, spec: CollectionSpec, since: float | None,
                       until: float | None) -> StateVersion:
+        if self.keys.sharded:
+            return await self._version_sharded(spec, since, until)
         lo, hi = since_until_args(since, until, spec.window_seconds)
         prefix = self.keys.state(spec.id, 0)[:-1]
         pipe = self.redis.pipeline(transaction=False)
@@ -131,10 +217,13 @@ class Store:
         """What the workers and the janitor left for ``/readyz``: records lost before they
         were counted (``P lost``) and whether the janitor may release records
         (``P janitor``)."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hgetall(self.keys.lost)
-        pipe.hgetall(self.keys.janitor)
-        lost, janitor = await pipe.execute()
+        if self.keys.sharded:
+            lost, janitor = await self._lost_hash(), await self.redis.hgetall(self.keys.janitor)
+        else:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.hgetall(self.keys.lost)
+            pipe.hgetall(self.keys.janitor)
+            lost, janitor = await pipe.execute()
         out: dict[str, Any] = {}
         lost = {_s(k): _s(v) for k, v in lost.items()}
         if int(lost.get("records", 0)):
@@ -150,11 +239,26 @@ class Store:
 
     async def state(self, spec: CollectionSpec, version: StateVersion) -> State:
         """The summed state of the windows of ``version`` (read now; may be a little newer)."""
+        if self.keys.sharded:  # every shard's hash of each window (missing ones are empty)
+            tags = await self._tags(spec.id)
+            names = [self.keys.shard_state(t, p, spec.id, start)
+                     for t, p in tags for start, _ in version.windows]
+        else:
+            names = [self.keys.state(spec.id, start) for start, _ in version.windows]
         pipe = self.redis.pipeline(transaction=False)
-        for start, _ in version.windows:
-            pipe.hgetall(self.keys.state(spec.id, start))
-        hashes = await pipe.execute() if version.windows else []
+        for name in names:
+            pipe.hgetall(name)
+        hashes = await pipe.execute() if names else []
         return state_from_hashes(spec, hashes)
+
+
+def _parse_tags(raw: Any) -> list[tuple[str, int]]:
+    """``topic:partition`` members of a shard set, as sorted (topic, partition) pairs."""
+    out = []
+    for m in raw:
+        topic, _, p = _s(m).rpartition(":")
+        out.append((topic, int(p)))
+    return sorted(out)
 
 
 def _s(v: Any) -> str:

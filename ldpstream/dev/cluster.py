@@ -481,6 +481,27 @@ class RedisSentinels:
         raise ServerError(f"no failover away from port {old_port} in {timeout:.0f} s")
 
 
+def _cluster_port(taken: set[int]) -> int:
+    """A free loopback port whose cluster bus port (+10000) is free too; Redis refuses a
+    port above 55535 (a free port from the kernel often is)."""
+    import random
+    import socket
+
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(20000, 30000)
+        if port in taken or port + 10000 in taken:
+            continue
+        try:
+            for p in (port, port + 10000):
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                    s.bind((LOOPBACK, p))
+        except OSError:
+            continue
+        return port
+    raise ServerError("no free port pair (port, port + 10000) below 30000 for Redis Cluster")
+
+
 class RedisClusterNodes:
     """A Redis Cluster of ``size`` primaries (no replicas) on loopback ports."""
 
@@ -494,10 +515,13 @@ class RedisClusterNodes:
         return ",".join(f"{LOOPBACK}:{n.port}" for n in self.nodes)
 
     def start(self) -> RedisClusterNodes:
+        taken: set[int] = set()
         for i in range(self.size):
             wd = self.workdir / f"node-{i + 1}"
             wd.mkdir(parents=True, exist_ok=True)
-            self.nodes.append(start_redis(wd, extra=[
+            port = _cluster_port(taken)
+            taken.add(port)
+            self.nodes.append(start_redis(wd, port, extra=[
                 "--cluster-enabled", "yes", "--cluster-config-file", str(wd / "nodes.conf"),
                 "--cluster-node-timeout", "2000"]))
         cli = str(Path(redis_binary()).with_name("redis-cli"))

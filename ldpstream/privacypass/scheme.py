@@ -37,6 +37,11 @@ Redis layout (prefix ``P``, default ``ldp:``):
 ``P pp:spent:{c}:{w}:{nonce}``         a redeemed token (gateway, ``SET NX``),
                                        PEXPIREAT window end + skew
 =====================================  =============================================
+
+On a Redis Cluster (``PPKeys(…, sharded=True)``) the public, private and spent keys are
+``P {pp}pk:…``, ``P {pp}sk:…`` and ``P {pp}spent:…``: one hash tag, so the gateway's
+spend script (a batch's tokens of any collections and windows) and the key reads stay
+in one slot.  Quota keys are single-key calls and keep their names.
 """
 
 from __future__ import annotations
@@ -122,20 +127,21 @@ class KeyRecord:
 class PPKeys:
     """Names of the Privacy Pass keys in Redis (see the module docstring)."""
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, sharded: bool = False) -> None:
         self.prefix = prefix
+        self._pp = f"{prefix}{{pp}}" if sharded else f"{prefix}pp:"
 
     def public(self, collection: str, window: int) -> str:
-        return f"{self.prefix}pp:pk:{collection}:{window}"
+        return f"{self._pp}pk:{collection}:{window}"
 
     def secret(self, collection: str, window: int) -> str:
-        return f"{self.prefix}pp:sk:{collection}:{window}"
+        return f"{self._pp}sk:{collection}:{window}"
 
     def quota(self, device: str, collection: str, window: int) -> str:
         return f"{self.prefix}pp:q:{device}:{collection}:{window}"
 
     def spent(self, collection: str, window: int, nonce: bytes) -> str:
-        return f"{self.prefix}pp:spent:{collection}:{window}:{nonce.hex()}"
+        return f"{self._pp}spent:{collection}:{window}:{nonce.hex()}"
 
 
 def env_issuer_name(env: Mapping[str, str]) -> str:

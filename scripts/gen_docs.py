@@ -275,7 +275,19 @@ def configuration_page() -> str:
                        f"{_cell(str(var.facts.get('allowed', '')))} | "
                        f"{', '.join(var.used_by)} | {_cell(_rst(var.meaning))} |")
         out.append("")
+    out += ["## Removed settings", "",
+            "Set one of these and the service refuses to start, naming its replacement.", "",
+            "| variable | removed in favour of |", "|---|---|"]
+    out += [f"| `{name}` | {why} |" for name, why in REMOVED.items()]
+    out.append("")
     return "\n".join(out)
+
+
+REMOVED = {
+    "LDP_CACHE_ENTRIES": "`LDP_ANSWER_CACHE_MB` and `LDP_STATE_CACHE_MB` (the query API's "
+                         "caches are bounded in bytes, not entries)",
+}
+"""Variables that were read once and are refused now (start-up fails naming them)."""
 
 
 def openapi() -> dict[str, Any]:

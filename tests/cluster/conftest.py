@@ -214,7 +214,9 @@ def run_scenario(cluster: LocalCluster, name: str, fault: Any) -> dict[str, Any]
     gws = [str(s.base_url) for s in cluster.services["gateway"]]
     apis = [str(s.base_url) for s in cluster.services["api"]]
     traffic = Traffic(spec, kafka_send=lambda k, v, p: client.send_raw(k, v, partition=p),
-                      kafka_flush=client.flush, gateways=gws, rate=40.0,
+                      # after a broker restart over TLS the producer may take a few of
+                      # its reconnect backoffs (up to 30 s each) to deliver what it holds
+                      kafka_flush=lambda: client.flush(180), gateways=gws, rate=40.0,
                       partitions=cluster.partitions, seed=hash(name) % 1000).start()
     probe = ApiProbe(apis, f"/v1/collections/{spec.id}/frequencies").start()
     try:

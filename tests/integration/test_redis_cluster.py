@@ -77,8 +77,9 @@ def _answers(settings: Any, paths: list[str]) -> list[Any]:
     return out
 
 
-# fields that say when the state was flushed (two workers, two clocks): the rest is equal
-_CLOCKS = {"as_of", "state_version"}
+# fields that say when the state was flushed (two workers, two clocks) or how old the
+# `auto` choice is (two services, read 0.1 s apart): the rest is equal
+_CLOCKS = {"as_of", "state_version", "age_s"}
 
 
 def _strip(doc: Any) -> Any:

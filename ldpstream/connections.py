@@ -214,40 +214,32 @@ class RedisOptions:
         """A sync client: ``redis.Redis`` (one URL, or the primary the Sentinels name,
         re-asked after every connection error) or ``redis.cluster.RedisCluster``."""
         import redis
-
-        if self.mode == "single":
-            return redis.Redis.from_url(url, **client, **self.kwargs())
-        node = {**self._node_kwargs(url), **client}
-        if self.mode == "cluster":
-            from redis.cluster import ClusterNode, RedisCluster
-
-            node.pop("health_check_interval", None)
-            nodes = [ClusterNode(h, p) for h, p in self.cluster_nodes]  # type: ignore[no-untyped-call,unused-ignore]
-            return RedisCluster(startup_nodes=nodes, **node)
+        from redis.cluster import ClusterNode, RedisCluster
         from redis.sentinel import Sentinel
 
-        sentinel = Sentinel(list(self.sentinels),  # type: ignore[no-untyped-call,unused-ignore]
-                            sentinel_kwargs=self._sentinel_kwargs(node), **node)
-        return sentinel.master_for(self.master_name)  # type: ignore[no-untyped-call,unused-ignore]
+        return self._client(url, client, redis.Redis, ClusterNode, RedisCluster, Sentinel)
 
     def connect_async(self, url: str, **client: Any) -> Any:
         """The ``redis.asyncio`` counterpart of :meth:`connect`."""
         import redis.asyncio as aredis
-
-        if self.mode == "single":
-            return aredis.Redis.from_url(url, **client, **self.kwargs())
-        node = {**self._node_kwargs(url), **client}
-        if self.mode == "cluster":
-            from redis.asyncio.cluster import ClusterNode, RedisCluster
-
-            node.pop("health_check_interval", None)
-            nodes = [ClusterNode(h, p) for h, p in self.cluster_nodes]  # type: ignore[no-untyped-call,unused-ignore]
-            return RedisCluster(startup_nodes=nodes, **node)
+        from redis.asyncio.cluster import ClusterNode, RedisCluster
         from redis.asyncio.sentinel import Sentinel
 
-        sentinel = Sentinel(list(self.sentinels),  # type: ignore[no-untyped-call,unused-ignore]
-                            sentinel_kwargs=self._sentinel_kwargs(node), **node)
-        return sentinel.master_for(self.master_name)  # type: ignore[no-untyped-call,unused-ignore]
+        return self._client(url, client, aredis.Redis, ClusterNode, RedisCluster, Sentinel)
+
+    def _client(self, url: str, client: dict[str, Any], redis_cls: Any, node_cls: Any,
+                cluster_cls: Any, sentinel_cls: Any) -> Any:
+        """One client of this mode, from the sync or the asyncio classes of redis-py."""
+        if self.mode == "single":
+            return redis_cls.from_url(url, **client, **self.kwargs())
+        node = {**self._node_kwargs(url), **client}
+        if self.mode == "cluster":
+            node.pop("health_check_interval", None)
+            nodes = [node_cls(h, p) for h, p in self.cluster_nodes]
+            return cluster_cls(startup_nodes=nodes, **node)
+        sentinel = sentinel_cls(list(self.sentinels),
+                                sentinel_kwargs=self._sentinel_kwargs(node), **node)
+        return sentinel.master_for(self.master_name)
 
     @staticmethod
     def _sentinel_kwargs(node: Mapping[str, Any]) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from .servers import (
     random_cluster_id,
     redis_binary,
     start_redis,
+    stop_together,
     wait_port,
 )
 
@@ -271,8 +272,7 @@ class KafkaCluster:
         return self
 
     def stop(self) -> None:
-        for b in self.brokers:
-            b.stop()
+        stop_together(self.brokers)
 
     def admin(self) -> Any:
         """A kafka-python admin client of the brokers running now."""
@@ -406,8 +406,8 @@ class RedisSentinels:
         return self
 
     def stop(self) -> None:
-        for s in [*self.sentinels, *self.nodes]:
-            s.stop()
+        stop_together(self.sentinels)
+        stop_together(self.nodes)
 
     def client(self, port: int, **kw: Any) -> Any:
         """A plain client of one node (``port``), or of a Sentinel."""
@@ -760,6 +760,11 @@ class LocalCluster:
             m.kill()
 
     def stop(self) -> None:
+        # every service at once (the workers flush as they go), then the servers
+        for group in reversed(list(self.services.values())):
+            for s in group:
+                if s.proc is not None and s.proc.poll() is None:
+                    s.proc.send_signal(signal.SIGTERM)
         for group in reversed(list(self.services.values())):
             for s in group:
                 s.stop()

@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,7 +201,12 @@ class ManagedServer:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait(timeout)
+            proc.wait(10)  # a SIGKILL is reaped at once, whatever the stop's timeout
+
+    def terminate(self) -> None:
+        """SIGTERM without waiting (:func:`stop_together` then reaps)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
         """SIGKILL (a crash), then reap."""
@@ -213,6 +218,22 @@ class ManagedServer:
     def restart(self) -> ManagedServer:
         self.stop()
         return self.start()
+
+
+def stop_together(servers: Sequence[ManagedServer], timeout: float | None = None) -> None:
+    """SIGTERM every server at once, then reap each within one shared ``timeout`` (the
+    longest ``stop_timeout`` by default), SIGKILL for those still running.
+
+    KRaft brokers stopped one by one wait for a controller quorum the earlier stops
+    removed; stopped together they need one timeout at most, not one each.
+    """
+    if timeout is None:
+        timeout = max((m.stop_timeout for m in servers), default=0.0)
+    for m in servers:
+        m.terminate()
+    deadline = time.monotonic() + timeout
+    for m in servers:
+        m.stop(max(0.1, deadline - time.monotonic()))
 
 
 def start_kafka(workdir: Path, port: int | None = None) -> ManagedServer:

@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aggregator.servers import free_port, start_kafka, start_redis  # noqa: E402
-from aggregator.stack import _spawn, _wait_http  # noqa: E402
 
 from ldpcore.collection import CollectionSpec, encode_message  # noqa: E402
+from ldpctl.stack import _spawn, _wait_http  # noqa: E402
 from ldpstream.storage import load_state  # noqa: E402
 from producer.demo import demo_collections  # noqa: E402
 from producer.sdk import Client  # noqa: E402

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ldpstream.cli import EXPERIMENTS, build_parser
+from ldpctl.cli import EXPERIMENTS, build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +34,7 @@ def test_up_help_says_which_settings_pass_through(capsys: pytest.CaptureFixture[
 
 
 def test_up_children_get_the_callers_ldp_settings_but_not_those_up_sets() -> None:
-    from ldpstream.dev.stack import UP_SETS, child_env
+    from ldpctl.stack import UP_SETS, child_env
 
     env, passed = child_env({"LDP_READ_TOKENS": "/t", "LDP_REDIS_URL": "redis://elsewhere",
                              "HOME": "/h"}, {"LDP_REDIS_URL": "redis://127.0.0.1:1"})
@@ -45,8 +45,8 @@ def test_up_children_get_the_callers_ldp_settings_but_not_those_up_sets() -> Non
 
 def test_read_token_mints_a_token_and_prints_the_line_of_its_hash(
         capsys: pytest.CaptureFixture[str]) -> None:
+    from ldpctl.cli import main
     from ldpstream.access import parse_token_file, token_hash
-    from ldpstream.cli import main
 
     assert main(["read-token", "--collections", "sales,hr"]) == 0
     out = capsys.readouterr().out

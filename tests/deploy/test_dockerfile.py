@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ldpstream.cli import _health_url
+from ldpctl.cli import _health_url
 
 from .conftest import ROOT
 

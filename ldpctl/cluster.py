@@ -31,11 +31,9 @@ from ldpstream.dev.servers import (
     _die_with_parent,
     free_port,
     start_redis,
-    wait_port,
 )
 
-__all__ = ["LocalCluster", "Service", "local_cluster", "run_cluster", "wait_http",
-           "wait_port"]
+__all__ = ["LocalCluster", "Service", "local_cluster", "run_cluster"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -274,20 +272,6 @@ def local_cluster(workdir: Path, **options: Any) -> Iterator[LocalCluster]:
         yield cluster
     finally:
         cluster.stop()
-
-
-def wait_http(url: str, timeout: float) -> None:
-    """Until ``url`` answers 200 (raises ServerError after ``timeout``)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:  # noqa: S310 - loopback
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise ServerError(f"{url} did not answer 200 within {timeout:.0f} s")
-
 
 
 def run_cluster(args: Any) -> int:

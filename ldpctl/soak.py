@@ -163,6 +163,7 @@ class Stack:
 def _start(args: argparse.Namespace, work: Path) -> Stack:
     log = work / "up.out"
     port = free_port()
+    # A process: the soak measures the memory of up's processes, then stops it as Ctrl-C does.
     argv = [sys.executable, "-m", "ldpctl", "up", "--port", str(port), "--rate",
             str(args.rate), "--data-dir", str(work / "data"), *args.up_args]
     if args.broker:

@@ -310,6 +310,8 @@ def run_stack(args: argparse.Namespace) -> int:
         env, passed = child_env(environ, own)
         if passed:
             print(f"  settings from your environment: {', '.join(passed)}", flush=True)
+        # Processes, not calls: each service is a server with its own event loop, port, log
+        # and signals (Ctrl-C stops them children first; one crashing leaves the others).
         py = sys.executable
         worker = _spawn([py, "-m", "aggregator"], env, logs / "aggregator.log")
         children.append(("aggregator", worker))

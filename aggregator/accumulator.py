@@ -100,6 +100,9 @@ class Positions(Protocol):
     async def log_start(self, partition: int) -> int:
         """The partition's log start offset: the first offset the broker still holds."""
 
+    async def log_end(self, partition: int) -> int:
+        """The partition's log end offset: the offset the next record will get."""
+
     async def next_offset(self, partition: int, offset: int) -> int | None:
         """The offset of the first record at or after ``offset`` (None: none came)."""
 
@@ -729,6 +732,17 @@ class Accumulator:
                         partition, exc)
             return None
 
+    async def log_end(self, partition: int) -> int | None:
+        """The broker's log end offset of ``partition`` (None if it cannot say now)."""
+        if self.positions is None:
+            return None
+        try:
+            return await self.positions.log_end(partition)
+        except Exception as exc:
+            log.warning("partition %d: asking the broker for its log end failed: %r",
+                        partition, exc)
+            return None
+
     def records_lost(self, partition: int, first: int, end: int) -> None:
         """Records ``[first, end)`` of ``partition`` left the log before they were counted.
 
@@ -800,11 +814,14 @@ class Accumulator:
         # old position must not meet a new _pos (they would be taken for a jump and the
         # re-fetched ones for replays: reports lost in a rebalance, seen on Apache Kafka).
         committed_of: dict[int, Any] = {}
+        ends: dict[int, int | None] = {}
         starts: dict[int, int | None] = {}
         if self.positions is not None:
             for p in parts:
                 if wms.get(p, -1) >= 0:
                     committed_of[p] = await self.positions.committed(p)
+                    if committed_of[p] is not None:
+                        ends[p] = await self.log_end(p)
                 # records deleted while nobody read the partition: known before any arrives
                 starts[p] = await self.log_start(p)
         for p in parts:
@@ -814,10 +831,13 @@ class Accumulator:
             if self.positions is None:
                 continue
             committed = committed_of.get(p, 0)
-            if committed is None:
-                # Redis counted up to w but the broker has no offsets for this group: it may
-                # have lost its log (tansu memory storage restart).  Read from the start and
-                # let the first message decide (see check_suspect).
+            end = ends.get(p)
+            if committed is None or (end is not None and committed > end):
+                # Redis counted up to w but the broker has no offsets for this group, or holds
+                # one beyond its log's end (a commit sent to the old broker and retried to the
+                # restarted one lands there): it may have lost its log (tansu memory storage
+                # restart).  Read from the start and let the first message decide (see
+                # check_suspect).
                 self._suspect[p] = (w, times.get(p, 0))
                 self._pos[p] = 0
                 seeks[p] = 0

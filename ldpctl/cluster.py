@@ -224,6 +224,22 @@ class LocalCluster:
             raise
         return self
 
+    def kill(self) -> None:
+        """Stop the services together, then SIGKILL the servers: a test's teardown, where
+        nothing is kept (a graceful :meth:`stop` waits for each broker's controlled
+        shutdown in turn, and the last ones, without a quorum, for their stop timeout)."""
+        services = [s for group in self.services.values() for s in group if s.alive()]
+        for s in services:  # a service's own children go with a graceful stop
+            assert s.proc is not None
+            s.proc.send_signal(signal.SIGTERM)
+        for s in services:
+            s.stop(timeout=10.0)
+        servers = [*(self.kafka.brokers if self.kafka else []),
+                   *((self.redis.sentinels + self.redis.nodes) if self.redis else []),
+                   *([self.single_redis] if self.single_redis else [])]
+        for m in servers:
+            m.kill()
+
     def stop(self) -> None:
         for group in reversed(list(self.services.values())):
             for s in group:

@@ -99,6 +99,9 @@ class Traffic:
     _threads: list[threading.Thread] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     errors: list[BaseException] = field(default_factory=list)
+    #: messages the Kafka client still held when its flush gave up (in doubt)
+    stuck: list[Outcome] = field(default_factory=list)
+    flush_error: str | None = None
 
     def _messages(self, seed: int) -> Any:
         rng = np.random.default_rng(seed)
@@ -133,7 +136,18 @@ class Traffic:
                 nxt += period
                 time.sleep(max(0.0, nxt - time.monotonic()))
             if self.kafka_flush is not None:
-                self.kafka_flush()
+                try:
+                    self.kafka_flush()
+                except Exception as exc:  # noqa: BLE001 - the producer gave up: see stuck
+                    # The client could not settle what it holds in time (kafka-python's
+                    # flush waits per batch).  What it still holds was maybe delivered, maybe
+                    # not: in doubt, as for a device whose library never answered.  The
+                    # caller closes the producer (aborting them) before counting.
+                    self.stuck = [o for o, _ in self._settle(pending)]
+                    self.flush_error = repr(exc)
+                    for o in self.stuck:
+                        o.status = "doubt"
+                    return
             self._settle(pending, wait=True)
         except BaseException as exc:  # noqa: BLE001 - surfaced by the caller
             self.errors.append(exc)

@@ -61,6 +61,12 @@ class _ConsumerPositions:
         tp = TopicPartition(self.topic, partition)
         return int((await self.consumer.beginning_offsets([tp]))[tp])
 
+    async def log_end(self, partition: int) -> int:
+        from aiokafka import TopicPartition
+
+        tp = TopicPartition(self.topic, partition)
+        return int((await self.consumer.end_offsets([tp]))[tp])
+
     async def next_offset(self, partition: int, offset: int) -> int | None:
         return await first_offset_at(self.bootstrap, self.topic, partition, offset,
                                      **self.security)

@@ -251,6 +251,12 @@ class _FaustPositions:
         tp = TopicPartition(self.topic, partition)
         return int((await self.canary.beginning_offsets([tp]))[tp])
 
+    async def log_end(self, partition: int) -> int:
+        from aiokafka import TopicPartition
+
+        tp = TopicPartition(self.topic, partition)
+        return int((await self.canary.end_offsets([tp]))[tp])
+
     async def next_offset(self, partition: int, offset: int) -> int | None:
         s = self.driver.acc.s
         return await first_offset_at(s.kafka_bootstrap, self.topic, partition, offset,

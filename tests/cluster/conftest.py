@@ -90,7 +90,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     try:
         yield c
     finally:
-        c.stop()
+        c.kill()
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
     try:
         yield c
     finally:
-        c.stop()
+        c.kill()
 
 
 def redis_client(cluster: LocalCluster) -> Any:
@@ -226,13 +226,18 @@ def run_scenario(cluster: LocalCluster, name: str, fault: Any) -> dict[str, Any]
         t1 = time.time()
         time.sleep(AFTER_S)
     finally:
-        traffic.stop()
-        probe.stop()
-        client.close()
+        try:
+            traffic.stop()
+        finally:
+            probe.stop()
+            # closed, not flushed: what the producer still holds is aborted (in doubt), so
+            # nothing reaches Kafka after the count below
+            client.producer.close(timeout=10)
     state = wait_counted(cluster, spec)
     summary = check_counted(spec, traffic.outcomes, state)
     during = probe.summary(t0, t1 + 1.0)
     report = {"fault_s": round(t1 - t0, 1), **summary,
+              "kafka_stuck": len(traffic.stuck), "kafka_flush_error": traffic.flush_error,
               "gateway": dict(traffic.gateway_status), "api_during": during,
               "api_all": probe.summary()}
     print(f"\nFAILOVER {json.dumps({'test': name, **report})}")

@@ -110,8 +110,11 @@ def test_broker_restart_loses_the_topic_and_the_worker_recovers_and_says_so(
         k.restart()                               # memory storage: the topic is gone
         after = publish(k.bootstrap, ldp_names["topic"], 8_000, 5)
         expected = before + after
-        wait_for(lambda: load_state(rc, SPEC, prefix=ldp_names["prefix"]).n >= expected.n, 90,
-                 "the new log counted after the broker restart")
+        try:
+            wait_for(lambda: load_state(rc, SPEC, prefix=ldp_names["prefix"]).n >= expected.n,
+                     90, "the new log counted after the broker restart")
+        except AssertionError as exc:  # the worker's log says where it stood
+            raise AssertionError(f"{exc}\n{worker.output()[-6000:]}") from None
         assert load_state(rc, SPEC, prefix=ldp_names["prefix"]) == expected
         wait_for(lambda: "the broker lost its log" in worker.output(), 10, "the worker's ERROR")
         assert worker.alive(), worker.output()

@@ -21,6 +21,7 @@ COPY aggregator ./aggregator
 COPY query_api ./query_api
 COPY gateway ./gateway
 COPY issuer ./issuer
+COPY ldpctl ./ldpctl
 RUN python -m venv /opt/ldpstream \
  && /opt/ldpstream/bin/pip install --upgrade pip \
  && /opt/ldpstream/bin/pip install .

@@ -1,7 +1,7 @@
 """The demo collections of ``ldpstream up``: what they hold and how devices are simulated.
 
 Each collection is fed by one ``ldpstream simulate --devices 50000 --rate 400`` process
-(started by ``ldpstream/dev/stack.py``), i.e. a population of 50,000 simulated devices
+(started by ``ldpctl/stack.py``), i.e. a population of 50,000 simulated devices
 with the simulator's default churn (5 % of the devices replaced by new ones every
 window) and presence (a device reports in a window with probability 0.9).  Every
 collection keeps the default cadence and memoization: a device sends at most one
@@ -62,7 +62,3 @@ def demo_collections() -> list[tuple[dict[str, Any], str]]:
                      "domain": {"kind": "interval", "low": 0.0, "high": 60.0, "bins": 256},
                      "window_seconds": 300, "min_reports": 2000}, "geometric:0.08"))
     return out
-
-
-if __name__ == "__main__":  # what ``ldpstream up`` launches the demo from
-    print(json.dumps(demo_collections()))

@@ -30,10 +30,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from aggregator.servers import free_port, start_kafka, start_redis  # noqa: E402
-from aggregator.stack import _spawn, _wait_http  # noqa: E402
-
 from ldpcore.collection import CollectionSpec, encode_message  # noqa: E402
+from ldpctl.stack import _spawn, _wait_http  # noqa: E402
+from ldpstream.dev.servers import free_port, start_kafka, start_redis  # noqa: E402
 from ldpstream.storage import load_state  # noqa: E402
 from producer.demo import demo_collections  # noqa: E402
 from producer.sdk import Client  # noqa: E402
@@ -117,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                     "LDP_API_HOST": "127.0.0.1", "PYTHONPATH": str(ROOT),
                     "LDP_METRICS_PORT": str(free_port())})
         children.append(_spawn([sys.executable, "-m", "aggregator"], env, work / "worker.log"))
-        api = _spawn([sys.executable, "-m", "ldpstream_cli", "serve"], env, work / "api.log")
+        api = _spawn([sys.executable, "-m", "ldpctl", "serve"], env, work / "api.log")
         children.append(api)
         base = f"http://127.0.0.1:{port}"
         _wait_http(base + "/readyz", 60, api)

@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 bash scripts/system-deps.sh
 bash scripts/bootstrap.sh
 .venv/bin/ruff check .
-.venv/bin/mypy --strict ldpcore ldpstream producer aggregator query_api gateway issuer
+.venv/bin/mypy --strict ldpcore ldpstream producer aggregator query_api gateway issuer ldpctl
 # The documentation site (mkdocs.yml): --strict fails on any broken link or anchor.
 site=$(mktemp -d)
 trap 'rm -rf "$site"' EXIT

@@ -1,4 +1,5 @@
-"""The ``ldpstream`` command's own verbs (experiment, health parsing)."""
+"""The ``ldpstream`` command: its own verbs (experiment, health parsing), the verbs each
+service registers, and ``python -m ldpstream``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ldpstream.cli import EXPERIMENTS, build_parser
+from ldpctl.cli import EXPERIMENTS, build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +35,7 @@ def test_up_help_says_which_settings_pass_through(capsys: pytest.CaptureFixture[
 
 
 def test_up_children_get_the_callers_ldp_settings_but_not_those_up_sets() -> None:
-    from ldpstream.dev.stack import UP_SETS, child_env
+    from ldpctl.stack import UP_SETS, child_env
 
     env, passed = child_env({"LDP_READ_TOKENS": "/t", "LDP_REDIS_URL": "redis://elsewhere",
                              "HOME": "/h"}, {"LDP_REDIS_URL": "redis://127.0.0.1:1"})
@@ -45,8 +46,8 @@ def test_up_children_get_the_callers_ldp_settings_but_not_those_up_sets() -> Non
 
 def test_read_token_mints_a_token_and_prints_the_line_of_its_hash(
         capsys: pytest.CaptureFixture[str]) -> None:
+    from ldpctl.cli import main
     from ldpstream.access import parse_token_file, token_hash
-    from ldpstream.cli import main
 
     assert main(["read-token", "--collections", "sales,hr"]) == 0
     out = capsys.readouterr().out
@@ -56,3 +57,32 @@ def test_read_token_mints_a_token_and_prints_the_line_of_its_hash(
     scope = parse_token_file(line, "printed line")[token_hash(token)]
     assert scope.collections == {"sales", "hr"} and not scope.everything
     assert main(["read-token", "--collections", "bad id"]) == 2
+
+
+def test_each_service_runs_its_own_verbs() -> None:
+    # The top floor collects the verbs; the service that owns one registers it and runs it.
+    owners = {"simulate": "producer", "aggregate": "aggregator", "serve": "query_api",
+              "gateway": "gateway", "issuer": "issuer"}
+    parser = build_parser()
+    for verb, service in owners.items():
+        args = parser.parse_args([verb])
+        assert args.func.__module__.split(".")[0] == service, verb
+    benches = {"pipeline": "aggregator", "api": "query_api", "redis-layout": "query_api",
+               "gateway": "gateway", "soak": "ldpctl", "freshness": "ldpctl", "scaling": "ldpctl"}
+    for bench, package in benches.items():
+        args = parser.parse_args(["bench", bench])
+        assert args.func.__module__.split(".")[0] == package, bench
+
+
+def test_python_m_ldpstream_is_the_same_command(capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import runpy
+
+    helps = []
+    for package in ("ldpstream", "ldpctl"):
+        monkeypatch.setattr("sys.argv", [package, "--help"])
+        with pytest.raises(SystemExit) as done:
+            runpy.run_module(package, run_name="__main__")
+        assert done.value.code == 0
+        helps.append(capsys.readouterr().out)
+    assert helps[0] == helps[1] and "aggregate" in helps[0]

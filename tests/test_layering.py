@@ -1,5 +1,6 @@
 """Imports go one way: ldpcore ← ldpstream ← producer / aggregator / query_api / gateway /
-issuer, and no module imports itself back through others (no import cycle inside a package)."""
+issuer ← ldpctl (the ``ldpstream`` command and the local stack), and no module imports itself
+back through others (no import cycle inside a package)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVICES = {"producer", "aggregator", "query_api", "gateway", "issuer"}
-OURS = {"ldpcore", "ldpstream"} | SERVICES
+TOP = "ldpctl"
+OURS = {"ldpcore", "ldpstream", TOP} | SERVICES
 # What each package may import from ours (besides itself).
 ALLOWED = {"ldpcore": set(), "ldpstream": {"ldpcore"},
-           **{s: {"ldpcore", "ldpstream"} for s in SERVICES}}
-# The CLI entry point sits above everything: it runs the verb asked for (lazily).
-ENTRY_POINTS = {Path("ldpstream/cli.py")}
+           **{s: {"ldpcore", "ldpstream"} for s in SERVICES},
+           TOP: {"ldpcore", "ldpstream"} | SERVICES}
+# `python -m ldpstream` keeps working: this one file of the shared layer runs the top floor's
+# CLI, and nothing imports it (test_the_alias_is_only_run_never_imported).
+ALIAS = Path("ldpstream/__main__.py")
 
 
 def imported_packages(path: Path) -> set[str]:
@@ -30,16 +34,61 @@ def imported_packages(path: Path) -> set[str]:
     return out & OURS
 
 
+def run_as_module(path: Path) -> set[str]:
+    """The packages of ours a module runs as ``python -m PKG…`` or imports by name
+    (``importlib.import_module("PKG…")``): dependencies the import statements do not show."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.List | ast.Tuple):
+            words = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+            out |= {str(b).split(".")[0] for a, b in zip(words, words[1:], strict=False)
+                    if a == "-m" and isinstance(b, str)}
+        elif (isinstance(node, ast.Call) and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+              and getattr(node.func, "attr", getattr(node.func, "id", None))
+              in ("import_module", "__import__", "run_module")):
+            out.add(node.args[0].value.split(".")[0])
+    return out & OURS
+
+
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_imports_only_go_down(package: str) -> None:
     bad = []
     for path in sorted((ROOT / package).rglob("*.py")):
         rel = path.relative_to(ROOT)
-        if rel in ENTRY_POINTS:
-            continue
-        for dep in imported_packages(path) - {package} - ALLOWED[package]:
+        allowed = ALLOWED[package] | ({TOP} if rel == ALIAS else set())
+        for dep in imported_packages(path) - {package} - allowed:
             bad.append(f"{rel} imports {dep}")
     assert not bad, "\n".join(bad)
+
+
+def test_the_shared_layer_runs_no_service() -> None:
+    # Starting a service as `python -m aggregator` (or the CLI, which reaches every service)
+    # ties the shared layer to it as much as an import does: that is the top floor's job.
+    bad = [f"{path.relative_to(ROOT)} runs {dep}"
+           for pkg in ("ldpcore", "ldpstream") for path in sorted((ROOT / pkg).rglob("*.py"))
+           for dep in run_as_module(path) - ALLOWED[pkg] - {"ldpcore"}]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_alias_is_only_run_never_imported() -> None:
+    # The shared layer's one arrow to the top floor stays an entry point: it names the CLI
+    # and nothing else, and no module imports it (so no code of the shared layer reaches up).
+    assert imported_packages(ROOT / ALIAS) == {TOP}
+    graph = import_graph(frozenset(OURS))
+    assert not [m for m, deps in graph.items() if "ldpstream.__main__" in deps]
+
+
+def test_the_checks_see_upward_arrows(tmp_path: Path) -> None:
+    # What the old layout did must fail here: a CLI in the shared layer importing a service
+    # lazily, and a dev tool starting one with `python -m`.
+    probe = tmp_path / "probe.py"
+    probe.write_text("def run():\n    from aggregator.app import main\n    return main()\n")
+    assert imported_packages(probe) == {"aggregator"}
+    probe.write_text("import importlib, subprocess, sys\n"
+                     "subprocess.run([sys.executable, '-m', 'producer.demo'])\n"
+                     "importlib.import_module('gateway.app')\n")
+    assert run_as_module(probe) == {"producer", "gateway"}
 
 
 def test_there_are_no_top_level_modules_besides_the_packages() -> None:

@@ -1,1 +1,3 @@
-"""Developer tooling: the embedded servers (tansu broker, Redis) and ``ldpstream up``."""
+"""Servers for local runs and tests, started by the top floor (:mod:`ldpctl`) and the test
+fixtures: the embedded broker and Redis, Apache Kafka, the replicated cluster's servers,
+the containers backend.  Nothing here imports or starts a service."""

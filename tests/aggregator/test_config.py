@@ -109,7 +109,7 @@ def test_redis_password_and_tls_files_reach_from_url_arguments() -> None:
 
 
 def test_engine_defaults_to_faust_and_the_cli_flag_sets_it() -> None:
-    from ldpstream.cli import build_parser
+    from ldpctl.cli import build_parser
 
     assert WorkerSettings.from_env({}).engine == "faust"
     assert WorkerSettings.from_env({"LDP_ENGINE": " AIOKafka "}).engine == "aiokafka"

@@ -1,7 +1,7 @@
 """The replicated cluster of the failover tests, started once per module and shared by its
 tests (one module at a time, so the machine runs one cluster at a time).
 
-:class:`ldpstream.dev.cluster.LocalCluster`: three Apache Kafka brokers (KRaft, RF 3,
+:class:`ldpctl.cluster.LocalCluster`: three Apache Kafka brokers (KRaft, RF 3,
 ``min.insync.replicas=2``), Redis primary + replica + three Sentinels, two workers (the
 default engine) with the janitor on, two query APIs, two gateways.  Every collection the
 tests use is registered before the services start (the gateways read the catalogue at
@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from ldpcore.collection import CollectionSpec, encode_message
+from ldpctl.cluster import LocalCluster
+from ldpctl.failover import ApiProbe, Traffic, check_counted, post_message
 from ldpstream.connections import RedisOptions
-from ldpstream.dev.cluster import LocalCluster
-from ldpstream.dev.failover import ApiProbe, Traffic, check_counted, post_message
 from ldpstream.storage import CollectionCatalog, load_state, read_watermarks
 
 pytestmark = pytest.mark.integration

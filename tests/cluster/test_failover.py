@@ -4,7 +4,7 @@ Each test streams one collection's reports straight to Kafka (the idempotent ``a
 producer of the Python SDK) and through both gateways at once, breaks something in the
 middle, lets it come back, and ends with Redis equal to ldpcore's aggregate of every
 acknowledged message (plus, for the few requests left unanswered by a killed process,
-a subset of them), cell for cell (:func:`ldpstream.dev.failover.check_counted`).
+a subset of them), cell for cell (:func:`ldpctl.failover.check_counted`).
 While it runs, a probe queries the API replicas: what users see is printed (``-s``).
 Last, the janitor is shown to release only what the Redis replica holds.
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ldpstream.dev.cluster import LocalCluster
+from ldpctl.cluster import LocalCluster
 from ldpstream.retention import Janitor
 from ldpstream.storage import Keys
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ldpstream.dev.cluster import LocalCluster
+from ldpctl.cluster import LocalCluster
 
 from .conftest import end_offsets, leader_of_busiest, run_scenario, topic
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ldpstream.cli import build_parser
+from ldpctl.cli import build_parser
 from ldpstream.collections_file import read_collections_file
 
 from .conftest import ROOT, run

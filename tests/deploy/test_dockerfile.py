@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ldpstream.cli import _health_url
+from ldpctl.cli import _health_url
 
 from .conftest import ROOT
 
@@ -61,6 +61,16 @@ def test_copied_sources_exist_and_are_not_docker_ignored() -> None:
         for src in rest.split()[:-1]:
             assert (ROOT / src).exists(), src
             assert not any(fnmatch.fnmatch(src, pat) for pat in ignored), src
+
+
+def test_the_image_copies_every_package_pip_installs() -> None:
+    # `pip install .` in the image finds only what was copied: a package left out (the CLI's
+    # ldpctl, say) builds an image whose `ldpstream` command fails at start.
+    found = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = {p.rstrip("*") for p in found["packages"]["find"]["include"]}
+    copied = {src.strip("./") for op, rest in instructions()
+              if op == "COPY" and not rest.startswith("--from") for src in rest.split()[:-1]}
+    assert packages <= copied, sorted(packages - copied)
 
 
 def test_image_installs_without_the_embedded_test_servers() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ldpstream.dev.soak import ROLES, Sample, classify, report, slope
-from ldpstream.dev.stack import choose_broker
+from ldpctl.soak import ROLES, Sample, classify, report, slope
+from ldpctl.stack import choose_broker
 from ldpstream.retention import Janitor, release_offsets
 
 

@@ -1,6 +1,6 @@
 """``ldpstream bench soak``: run ``ldpstream up`` for N minutes and watch every process's memory.
 
-Starts ``python -m ldpstream up`` (the demo rate unless ``--rate`` says otherwise) in a
+Starts ``python -m ldpctl up`` (the demo rate unless ``--rate`` says otherwise) in a
 temporary data directory, finds its processes (the ``up`` supervisor itself, the broker,
 Redis, the aggregator worker, the API and the simulated devices, summed), and every
 ``--interval`` seconds samples each one's resident set size (``VmRSS`` of
@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .servers import _die_with_parent, free_port
+from ldpstream.dev.servers import _die_with_parent, free_port
 
 __all__ = ["ROLES", "Sample", "add_bench_soak_parser", "classify", "run_soak", "slope"]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 #: The processes of ``ldpstream up``, in the order the tables show them.
 ROLES = ("supervisor", "broker", "redis", "worker", "api", "devices")
@@ -52,6 +52,8 @@ def classify(cmdline: list[str]) -> str | None:
     'broker'
     >>> classify(["python", "-m", "ldpstream", "simulate", "--collection", "emoji"])
     'devices'
+    >>> classify(["python", "-m", "ldpctl", "serve"])
+    'api'
     >>> classify(["/usr/bin/redis-server 127.0.0.1:6379"])
     'redis'
     >>> classify(["bash"]) is None
@@ -66,12 +68,10 @@ def classify(cmdline: list[str]) -> str | None:
         return "redis"
     if "-m aggregator" in text or " aggregate" in text:
         return "worker"
-    if "ldpstream serve" in text:
-        return "api"
-    if "ldpstream simulate" in text:
-        return "devices"
-    if "ldpstream up" in text:
-        return "supervisor"
+    # the verbs run as ``ldpstream VERB``, ``python -m ldpctl VERB`` or ``-m ldpstream VERB``
+    verb = re.search(r"\b(?:ldpstream|ldpctl) (serve|simulate|up)\b", text)
+    return {"serve": "api", "simulate": "devices", "up": "supervisor"}.get(
+        verb.group(1) if verb else "")
     return None
 
 
@@ -163,7 +163,8 @@ class Stack:
 def _start(args: argparse.Namespace, work: Path) -> Stack:
     log = work / "up.out"
     port = free_port()
-    argv = [sys.executable, "-m", "ldpstream", "up", "--port", str(port), "--rate",
+    # A process: the soak measures the memory of up's processes, then stops it as Ctrl-C does.
+    argv = [sys.executable, "-m", "ldpctl", "up", "--port", str(port), "--rate",
             str(args.rate), "--data-dir", str(work / "data"), *args.up_args]
     if args.broker:
         argv += ["--broker", args.broker]

@@ -1,11 +1,11 @@
 """``ldpstream bench freshness`` and ``ldpstream bench scaling``: end-to-end freshness and
-worker scaling, on one broker and on the replicated cluster (:mod:`ldpstream.dev.cluster`).
+worker scaling, on one broker and on the replicated cluster (:mod:`ldpctl.cluster`).
 
 **Freshness** is the time from a device's send to the report being visible in the query
-API's ``n``.  A steady background stream (:class:`ldpstream.dev.failover.Traffic`, SDK
+API's ``n``.  A steady background stream (:class:`ldpctl.failover.Traffic`, SDK
 producer and gateways) loads the system; meanwhile single reports of an otherwise idle
 collection are sent one at a time, each timed until ``GET …/frequencies`` counts it
-(:func:`ldpstream.dev.failover.freshness`).  Both paths: straight to Kafka (an idempotent
+(:func:`ldpctl.failover.freshness`).  Both paths: straight to Kafka (an idempotent
 ``acks=all`` producer, flushed at once, as the SDK's ``Client``) and ``POST /v1/reports``
 to a gateway.  Default settings of every service.
 

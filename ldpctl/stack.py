@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .servers import (
+from ldpstream.dev.servers import (
     BROKERS,
     KAFKA_VERSION,
     ManagedServer,
@@ -88,7 +88,7 @@ def choose_broker(wanted: str) -> str:
         return "tansu"
     return "kafka"
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 #: The ``LDP_…`` variables ``up`` sets for its children itself; every other ``LDP_…``
@@ -212,11 +212,10 @@ def _wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes]) -> None:
 
 
 def _demo_collections() -> list[tuple[dict[str, Any], str]]:
-    """The producer's demo collections, asked of ``python -m producer.demo`` (the shared
-    layer runs services, it does not import them)."""
-    out = subprocess.run([sys.executable, "-m", "producer.demo"], cwd=ROOT, check=True,
-                         capture_output=True, text=True, timeout=60).stdout
-    return [(spec, dist) for spec, dist in json.loads(out)]
+    """The producer's demo collections (a call: the top floor may import the services)."""
+    from producer.demo import demo_collections
+
+    return demo_collections()
 
 
 def _with_retention(demos: list[tuple[dict[str, Any], str]],
@@ -311,10 +310,12 @@ def run_stack(args: argparse.Namespace) -> int:
         env, passed = child_env(environ, own)
         if passed:
             print(f"  settings from your environment: {', '.join(passed)}", flush=True)
+        # Processes, not calls: each service is a server with its own event loop, port, log
+        # and signals (Ctrl-C stops them children first; one crashing leaves the others).
         py = sys.executable
         worker = _spawn([py, "-m", "aggregator"], env, logs / "aggregator.log")
         children.append(("aggregator", worker))
-        api = _spawn([py, "-m", "ldpstream", "serve"], env, logs / "api.log")
+        api = _spawn([py, "-m", "ldpctl", "serve"], env, logs / "api.log")
         children.append(("api", api))
         base = f"http://127.0.0.1:{port}"
         gateway_url = issuer_url = None
@@ -322,7 +323,7 @@ def run_stack(args: argparse.Namespace) -> int:
             iport = getattr(args, "issuer_port", None) or free_port()
             ienv = {**env, "LDP_ISSUER_HOST": "127.0.0.1", "LDP_ISSUER_PORT": str(iport),
                     "LDP_ISSUER_OPEN": "true"}
-            iss = _spawn([py, "-m", "ldpstream", "issuer"], ienv, logs / "issuer.log")
+            iss = _spawn([py, "-m", "ldpctl", "issuer"], ienv, logs / "issuer.log")
             children.append(("issuer", iss))
             issuer_url = f"http://127.0.0.1:{iport}"
         if with_gateway:
@@ -330,7 +331,7 @@ def run_stack(args: argparse.Namespace) -> int:
             genv = {**env, "LDP_GATEWAY_HOST": "127.0.0.1", "LDP_GATEWAY_PORT": str(gport)}
             if issuer_url is not None:
                 genv["LDP_GATEWAY_TOKENS"] = getattr(args, "gateway_tokens", "optional")
-            gw = _spawn([py, "-m", "ldpstream", "gateway"], genv, logs / "gateway.log")
+            gw = _spawn([py, "-m", "ldpctl", "gateway"], genv, logs / "gateway.log")
             children.append(("gateway", gw))
             gateway_url = f"http://127.0.0.1:{gport}"
         _wait_http(base + "/readyz", 60, api)
@@ -355,7 +356,7 @@ def run_stack(args: argparse.Namespace) -> int:
             print(f"  janitor every {interval:g} s: {what}", flush=True)
         if not args.no_simulate:
             for spec, dist in demos:
-                sim = _spawn([py, "-m", "ldpstream", "simulate", "--collection", spec["id"],
+                sim = _spawn([py, "-m", "ldpctl", "simulate", "--collection", spec["id"],
                               "--collections-file", str(cfile), "--dist", dist,
                               "--reports", str(10**12), "--devices", "50000",
                               "--rate", str(args.rate), "--batch-size", "1,16,64",

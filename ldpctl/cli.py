@@ -46,49 +46,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_aggregate(args: argparse.Namespace) -> int:
-    import os
-
-    from aggregator.app import main as aggregate_main
-
-    if args.engine:  # the flag wins over LDP_ENGINE
-        os.environ["LDP_ENGINE"] = args.engine
-
-    return aggregate_main()
-
-
-def _cmd_serve(args: argparse.Namespace) -> int:
-    from query_api.server import main as serve_main
-
-    return serve_main()
-
-
-def _cmd_gateway(args: argparse.Namespace) -> int:
-    import os
-
-    from gateway.app import main as gateway_main
-
-    if args.port is not None:  # the flag wins over LDP_GATEWAY_PORT
-        os.environ["LDP_GATEWAY_PORT"] = str(args.port)
-    return gateway_main()
-
-
-def _cmd_issuer(args: argparse.Namespace) -> int:
-    import os
-
-    from issuer.app import main as issuer_main
-
-    if args.port is not None:  # the flag wins over LDP_ISSUER_PORT
-        os.environ["LDP_ISSUER_PORT"] = str(args.port)
-    return issuer_main()
-
-
-def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
-    from aggregator.bench import run_from_args
-
-    return run_from_args(args)
-
-
 def _health_url(cmdline: list[str], env: dict[str, str]) -> str | None:
     """Which URL proves the running verb alive (None: being alive is enough)."""
     def local(host: str | None) -> str:
@@ -156,6 +113,18 @@ def _cmd_health(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import aggregator.commands
+    import gateway.commands
+    import issuer.commands
+    import producer.commands
+    import query_api.commands
+    from ldpstream.access import add_read_token_parser
+    from ldpstream.sharding import add_migrate_parser
+
+    from .clusterbench import add_bench_cluster_parsers
+    from .soak import add_bench_soak_parser
+    from .stack import add_up_parser
+
     parser = argparse.ArgumentParser(prog="ldpstream", description=__doc__)
     sub = parser.add_subparsers(dest="verb", required=True)
     p = sub.add_parser("mechanisms", help="list the available ε-LDP mechanisms")
@@ -166,37 +135,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reports", type=int, default=200_000)
     p.add_argument("--seed", type=int, default=None)
     p.set_defaults(func=_cmd_demo)
-    from ldpstream.access import add_read_token_parser
-    from ldpstream.dev.stack import add_up_parser
-
     add_up_parser(sub)
     add_read_token_parser(sub)
-    from ldpstream.sharding import add_migrate_parser
-
     add_migrate_parser(sub)
-    from producer.cli import add_simulate_parser
-
-    add_simulate_parser(sub)
-    p = sub.add_parser("aggregate", help="run one aggregator worker (settings: LDP_… env vars)")
-    p.add_argument("--engine", choices=["faust", "aiokafka"], default=None,
-                   help="faust-streaming agent (default) or the direct aiokafka loop "
-                        "(default: LDP_ENGINE, else faust)")
-    p.set_defaults(func=_cmd_aggregate)
-    p = sub.add_parser("serve", help="run the query API (settings: LDP_… env vars)")
-    p.set_defaults(func=_cmd_serve)
-    p = sub.add_parser("gateway", help="run the HTTP ingestion gateway: devices POST "
-                                       "/v1/reports (settings: LDP_… env vars)")
-    p.add_argument("--port", type=int, default=None,
-                   help="listen on this port (default: LDP_GATEWAY_PORT, else 8080; 0 = free)")
-    p.set_defaults(func=_cmd_gateway)
-    issuer_help = ("run the Privacy Pass token issuer: devices get blind-signed tokens (RFC "
-                   "9578 type 2), at most a collection's quota per window (settings: "
-                   "LDP_ISSUER_KEYS, LDP_ISSUER_OPEN, LDP_ISSUER_ATTESTER, LDP_ISSUER_HOST/PORT, "
-                   "LDP_TOKEN_ISSUER_NAME, LDP_REDIS_URL…; docs/privacy-pass.md)")
-    p = sub.add_parser("issuer", help=issuer_help, description=issuer_help)
-    p.add_argument("--port", type=int, default=None,
-                   help="listen on this port (default: LDP_ISSUER_PORT, else 8090; 0 = free)")
-    p.set_defaults(func=_cmd_issuer)
+    # Each service registers its own verbs (and its benchmarks, below).
+    producer.commands.add_commands(sub)
+    aggregator.commands.add_commands(sub)
+    query_api.commands.add_commands(sub)
+    gateway.commands.add_commands(sub)
+    issuer.commands.add_commands(sub)
     p = sub.add_parser("experiment", help="run a paper reproduction or benchmark of bench/")
     p.add_argument("name", choices=sorted(EXPERIMENTS))
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the script (e.g. --quick)")
@@ -208,32 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_health)
     bench = sub.add_parser("bench", help="benchmarks")
     bsub = bench.add_subparsers(dest="bench", required=True)
-    p = bsub.add_parser("pipeline", help="embedded broker + Redis: raw consume vs each engine")
-    p.add_argument("--sizes", default="1,512,4096:oue",
-                   help="reports per message, one case each (comma separated; SIZE:MECH "
-                        "picks the mechanism of that case)")
-    p.add_argument("--engines", default="faust,aiokafka",
-                   help="engines to measure; ENGINE:MS runs one with LDP_MAX_POLL_INTERVAL_MS=MS")
-    p.add_argument("--seconds", type=float, default=10.0,
-                   help="least steady-state window of every figure")
-    p.add_argument("--mechanism", default="grr")
-    p.add_argument("--domain-size", type=int, default=64)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--broker", choices=("tansu", "kafka"), default="tansu",
-                   help="the embedded tansu (default) or Apache Kafka (KRaft, from .tools/kafka)")
-    p.set_defaults(func=_cmd_bench_pipeline)
-    from query_api.bench import add_bench_api_parser
-    from query_api.layoutbench import add_bench_layout_parser
-
-    add_bench_api_parser(bsub)
-    add_bench_layout_parser(bsub)
-    from gateway.bench import add_bench_gateway_parser
-    from ldpstream.dev.soak import add_bench_soak_parser
-
-    add_bench_gateway_parser(bsub)
+    aggregator.commands.add_bench_commands(bsub)
+    query_api.commands.add_bench_commands(bsub)
+    gateway.commands.add_bench_commands(bsub)
     add_bench_soak_parser(bsub)
-    from ldpstream.dev.clusterbench import add_bench_cluster_parsers
-
     add_bench_cluster_parsers(bsub)
     return parser
 

@@ -17,7 +17,8 @@ from producer.simulate import SimulationResult, simulate
 
 from .helpers import WorkerProcess, wait_for, worker_env
 
-pytestmark = pytest.mark.integration
+# each engine on one broker in CI (tests/integration/conftest.py); LDP_FAULTS_FULL=1: all four
+pytestmark = [pytest.mark.integration, pytest.mark.diagonal]
 
 SPEC = CollectionSpec.from_dict({"id": "olh", "oracle": {"mechanism": "olh", "epsilon": 1.5},
                                  "domain": {"kind": "integers", "low": 0, "high": 99}})

@@ -26,7 +26,8 @@ from tests.message_cases import mutate, reference_outcome, specs, valid_message
 
 from .helpers import WorkerProcess, wait_for, worker_env
 
-pytestmark = pytest.mark.integration
+# each engine on one broker in CI (tests/integration/conftest.py): the parser is the same
+pytestmark = [pytest.mark.integration, pytest.mark.diagonal]
 
 N_MESSAGES = 10_500
 

@@ -723,24 +723,21 @@ class Accumulator:
     # ---- holes in the log ----------------------------------------------------------------
     async def log_start(self, partition: int) -> int | None:
         """The broker's log start offset of ``partition`` (None if it cannot say now)."""
-        if self.positions is None:
-            return None
-        try:
-            return await self.positions.log_start(partition)
-        except Exception as exc:
-            log.warning("partition %d: asking the broker for its log start failed: %r",
-                        partition, exc)
-            return None
+        return await self._log_bound(partition, "start")
 
     async def log_end(self, partition: int) -> int | None:
         """The broker's log end offset of ``partition`` (None if it cannot say now)."""
+        return await self._log_bound(partition, "end")
+
+    async def _log_bound(self, partition: int, which: str) -> int | None:
         if self.positions is None:
             return None
+        ask = self.positions.log_start if which == "start" else self.positions.log_end
         try:
-            return await self.positions.log_end(partition)
+            return await ask(partition)
         except Exception as exc:
-            log.warning("partition %d: asking the broker for its log end failed: %r",
-                        partition, exc)
+            log.warning("partition %d: asking the broker for its log %s failed: %r",
+                        partition, which, exc)
             return None
 
     def records_lost(self, partition: int, first: int, end: int) -> None:

@@ -232,16 +232,22 @@ def test_a_flush_before_a_suspect_partitions_first_record_leaves_its_watermark(
     assert read_watermarks(redis_client, "t", ldp_names["prefix"]) == {0: 11}
 
 
+def _assigned_after_a_commit_at_30(redis_client: Any, names: dict[str, str],
+                                   end: int) -> tuple[Any, Log]:
+    acc, log = _acc(redis_client, names)
+    redis_client.hset(Keys(names["prefix"]).watermarks("t"), mapping={"0": 29, "0:t": 1})
+    log.commit_at, log.end = 30, end
+    asyncio.run(acc.on_partitions_assigned([0]))
+    return acc, log
+
+
 def test_a_committed_offset_beyond_the_log_end_is_a_lost_log_and_the_new_log_is_counted(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
     # The canary commit of the last flush before a broker restart, retried to the restarted
     # (empty) broker, lands there: the group has an offset again, but beyond the new log's
     # end.  The partition is suspect, and the new log's first record (produced after the
     # flush) proves it new: counted from its start, not skipped as replays of 0..29.
-    acc, log = _acc(redis_client, ldp_names)
-    redis_client.hset(Keys(ldp_names["prefix"]).watermarks("t"), mapping={"0": 29, "0:t": 1})
-    log.commit_at, log.end = 30, 3
-    asyncio.run(acc.on_partitions_assigned([0]))
+    acc, log = _assigned_after_a_commit_at_30(redis_client, ldp_names, end=3)
     assert acc.assigned() == {0: 0} and log.seeks[-1] == {0: 0}
     acc.process(0, [Rec(0, o, _value(o)) for o in range(3)])
     assert acc.assigned() == {0: 3} and acc.pending_reports == 9
@@ -252,10 +258,7 @@ def test_a_committed_offset_beyond_the_log_end_is_a_lost_log_and_the_new_log_is_
 
 def test_a_committed_offset_within_the_log_is_the_same_log_and_reading_resumes_after_it(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
-    acc, log = _acc(redis_client, ldp_names)
-    redis_client.hset(Keys(ldp_names["prefix"]).watermarks("t"), mapping={"0": 29, "0:t": 1})
-    log.commit_at, log.end = 30, 30
-    asyncio.run(acc.on_partitions_assigned([0]))
+    acc, log = _assigned_after_a_commit_at_30(redis_client, ldp_names, end=30)
     assert acc.assigned() == {0: 30} and log.seeks[-1] == {0: 30}
     assert acc.stats.offset_resets == []
 

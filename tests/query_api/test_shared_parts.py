@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -99,3 +100,67 @@ def test_one_thread_makes_a_part_the_others_wait_for_it() -> None:
     for t in threads:
         t.join(10)
     assert got == [b"part"] * 4 and made == [1]
+
+
+@pytest.mark.integration
+def test_a_flush_rereads_only_its_window_and_the_sum_is_the_whole_state(
+        redis_server: Any) -> None:
+    import asyncio
+    import time
+    import uuid
+
+    import redis
+    import redis.asyncio as aredis
+    from prometheus_client import CollectorRegistry
+
+    from ldpcore.collection import CollectionSpec
+    from query_api.config import ApiSettings
+    from query_api.metrics import ApiMetrics
+    from query_api.service import Service
+    from query_api.store import Store
+
+    from .states import register, write_window
+
+    prefix = f"sp{uuid.uuid4().hex[:8]}:"
+    spec = CollectionSpec.from_dict({
+        "id": "win", "oracle": {"mechanism": "olh", "epsilon": 1.0},
+        "domain": {"kind": "integers", "low": 0, "high": 63}, "window_seconds": 3600,
+        "min_reports": 1})
+    o = spec.oracle()
+    sync = redis.Redis.from_url(redis_server.url)
+    register(sync, prefix, spec)
+    hour = int(time.time()) // 3600 * 3600
+    starts = [hour - 2 * 3600, hour - 3600, hour]
+    for k, start in enumerate(starts):
+        write_window(sync, prefix, spec, start, o.sample_state(_zipf(64), 3000, rng=k))
+
+    async def run() -> None:
+        client = aredis.Redis.from_url(redis_server.url)
+        settings = ApiSettings(redis_url=redis_server.url, redis_prefix=prefix)
+        store = Store(client, prefix)
+        svc = Service(settings, store, ApiMetrics(CollectorRegistry()))
+        read: list[list[int]] = []
+        inner = store.window_states
+
+        async def spy(spec_: Any, which: list[int]) -> Any:
+            read.append(list(which))
+            return await inner(spec_, which)
+
+        store.window_states = spy  # type: ignore[method-assign]
+        try:
+            v1 = await store.version(spec, None, None)
+            s1 = await svc.state(spec, v1, None, None)
+            # A flush into the newest window: a new version; only that window is read.
+            write_window(sync, prefix, spec, hour, o.sample_state(_zipf(64), 500, rng=9))
+            v2 = await store.version(spec, None, None)
+            s2 = await svc.state(spec, v2, None, None)
+            whole = await store.state(spec, v2)  # every window read again, summed
+            assert read == [starts, [hour]]
+            assert s2.n == whole.n == s1.n + 500
+            assert np.array_equal(s2.counts, whole.counts)
+        finally:
+            svc.close()
+            await client.aclose()
+
+    asyncio.run(run())
+    sync.close()

@@ -96,8 +96,9 @@ from .consistency.batch import postprocess_rows, simplex_projection_rows
 from .errors import ParameterError, StateError
 
 __all__ = ["Answer", "BOUNDARY_SIGMAS", "DEFAULT_REPLICATES", "EXACT_CELLS_PER_VALUE",
-           "NORMAL_MIN_N", "answer", "bootstrap_interval", "can_simulate", "choose_method",
-           "fit_distribution", "method_answers", "simulated_estimates", "state_seed"]
+           "NORMAL_MIN_N", "Prepared", "answer", "bootstrap_interval", "can_simulate",
+           "choose_method", "fit_distribution", "method_answers", "prepare",
+           "simulated_estimates", "state_seed"]
 
 DEFAULT_REPLICATES = 200
 """Bootstrap replicates R per answer (the 2.5 % quantile is then the 5th smallest error)."""
@@ -218,13 +219,22 @@ def can_simulate(oracle: FrequencyOracle, n: int, replicates: int) -> bool:
 
 
 def _value_variances(oracle: FrequencyOracle, n: int, freqs: FloatArray) -> FloatArray:
-    """``oracle.variance(n, f)`` for every f in ``freqs`` (clipped to [0, 1]): affine in f
-    for every frequency oracle (checked at two points), else one call per value."""
+    """``oracle.variance(n, f)`` for every f in ``freqs`` (clipped to [0, 1]).
+
+    Every frequency oracle's variance is a polynomial of degree at most 2 in f (affine
+    for the flat oracles; HH adds the sampling term f(1 − f)(h − 1)/n): the quadratic
+    through f = 0, 1/2, 1 is used when two more points agree with it (relative 1e-9),
+    else one call per value (d validated calls cost ~40 µs each at d = 1,024).
+    """
     f = np.clip(np.asarray(freqs, dtype=np.float64), 0.0, 1.0)
     v0, v1 = oracle.variance(n, 0.0), oracle.variance(n, 1.0)
     half = oracle.variance(n, 0.5)
-    if math.isclose(half, (v0 + v1) / 2, rel_tol=1e-9, abs_tol=0.0):
-        out: FloatArray = v0 + (v1 - v0) * f
+    # Newton form through (0, v0), (1/2, half), (1, v1): v0 + b f + c f (f − 1/2).
+    b = 2.0 * (half - v0)
+    c = 2.0 * (v1 - half) - b
+    if all(math.isclose(oracle.variance(n, x), v0 + b * x + c * x * (x - 0.5),
+                        rel_tol=1e-9, abs_tol=0.0) for x in (0.125, 0.8)):
+        out: FloatArray = v0 + f * (b + c * (f - 0.5))
         return out
     return np.array([oracle.variance(n, float(x)) for x in f])
 
@@ -427,22 +437,98 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
         of one device in several windows: :func:`ldpcore.longitudinal.effective_sample_size`);
         variances and simulations use it instead of ``state.n``.  The estimate itself
         still uses every report.
+
+    ``answer(..., confidence=c)`` is ``prepare(...).at(c)``: everything but the level
+    (estimate, method choice, simulated errors) is computed by :func:`prepare`.
     """
+    confidence = _check_confidence(confidence)
+    return prepare(oracle, state, method=method, indices=indices, replicates=replicates,
+                   rng=rng, fitted=fitted, n_effective=n_effective).at(confidence)
+
+
+def _check_confidence(confidence: float) -> float:
+    confidence = check_float("confidence", confidence, low=0.0, high=1.0, low_open=True)
+    if confidence >= 1.0:
+        raise ParameterError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    return confidence
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An answer before its level is chosen: what :func:`answer` computes for every level.
+
+    The point, the method (``auto`` resolved), the analytic standard errors and, for a
+    bootstrap, the simulated errors sorted per entry (``errors``, shape (k, R)), their
+    mean (bias) and spread and which entries join the analytic interval.  :meth:`at`
+    turns it into the :class:`Answer` at any confidence in O(k): a service answering
+    the same state at many levels computes this once (:attr:`nbytes` is its size).
+    """
+
+    method: str
+    point: FloatArray
+    raw_answer: FloatArray
+    raw_se: FloatArray
+    kind: str | None
+    reason: str | None
+    n: int
+    replicates: int
+    mse: dict[str, float] = field(default_factory=dict)
+    errors: FloatArray | None = None
+    bias: FloatArray | None = None
+    spread: FloatArray | None = None
+    near: np.ndarray | None = None
+    interval: bool = True
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by its arrays (for a cache bounded in bytes)."""
+        arrays = (self.point, self.raw_answer, self.raw_se, self.errors, self.bias,
+                  self.spread, self.near)
+        return sum(int(a.nbytes) for a in arrays if a is not None) + 64 * len(self.mse)
+
+    def at(self, confidence: float) -> Answer:
+        """The answer with its interval at ``confidence`` (in (0, 1))."""
+        confidence = _check_confidence(confidence)
+        if not self.interval:
+            return Answer(self.method, self.point, None, None, None, None, self.reason,
+                          self.n, confidence, 0)
+        z = _z(confidence)
+        raw_ans, raw_se = self.raw_answer, self.raw_se
+        if self.errors is None:
+            return Answer("base", raw_ans, raw_ans - z * raw_se, raw_ans + z * raw_se,
+                          raw_se, self.kind, self.reason, self.n, confidence, 0, self.mse)
+        assert self.bias is not None and self.near is not None
+        # Order statistics rounded outwards: a finite R must not narrow the interval
+        # (np.quantile's "lower"/"higher").
+        lo, hi = _order_indices(self.errors.shape[1], 1.0 - confidence)
+        q_lo, q_hi = self.errors[:, lo], self.errors[:, hi]
+        bias, point = self.bias, self.point
+        # The bias is estimated at the fit, not at the truth: allow any bias between 0 and it.
+        low = point - q_hi + np.minimum(bias, 0.0)
+        high = point - q_lo + np.maximum(bias, 0.0)
+        low = np.where(self.near, np.minimum(low, raw_ans - z * raw_se), low)
+        high = np.where(self.near, np.maximum(high, raw_ans + z * raw_se), high)
+        return Answer(self.method, point, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0),
+                      self.spread, "bootstrap", self.reason, self.n, confidence,
+                      self.replicates, self.mse)
+
+
+def prepare(oracle: FrequencyOracle, state: State, *, method: str = "auto",
+            indices: Sequence[int] | np.ndarray | None = None,
+            replicates: int = DEFAULT_REPLICATES, rng: np.random.Generator | int | None = None,
+            fitted: FloatArray | None = None, n_effective: float | None = None) -> Prepared:
+    """Everything of :func:`answer` but the level (same parameters, no ``confidence``)."""
     oracle.check_state(state)
     if state.n <= 0:
         raise StateError("cannot answer from an empty state (n = 0)")
     if method != "auto" and method not in METHODS:
         raise ParameterError(f"method must be 'auto' or one of {list(METHODS)}, got {method!r}")
-    confidence = check_float("confidence", confidence, low=0.0, high=1.0, low_open=True)
-    if confidence >= 1.0:
-        raise ParameterError(f"confidence must be a number in (0, 1), got {confidence!r}")
     replicates = check_int("replicates", replicates, low=20, high=100_000)
     n, d = state.n, oracle.domain_size
     if n_effective is not None:
         n = max(1, min(n, int(math.floor(check_float("n_effective", n_effective, low=1.0,
                                                               high=float(2**62))))))
     idx = _check_indices(indices, d)
-    z = _z(confidence)
     raw = oracle.estimate(state)
     var0 = oracle.variance(n)
     slope = oracle.variance(n, 1.0) - var0
@@ -453,9 +539,8 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
     if idx is not None and exact is not None:  # the covariances in closed form
         raw_se = np.array([math.sqrt(exact(n, idx, fit_distribution(oracle, state)))])
 
-    def analytic(reason: str | None, mse: dict[str, float] | None = None) -> Answer:
-        return Answer("base", raw_ans, raw_ans - z * raw_se, raw_ans + z * raw_se, raw_se,
-                      kind, reason, n, confidence, 0, mse or {})
+    def analytic(reason: str | None, mse: dict[str, float] | None = None) -> Prepared:
+        return Prepared("base", raw_ans, raw_ans, raw_se, kind, reason, n, 0, mse or {})
 
     if method == "base" and (idx is None or exact is not None):
         return analytic(None)
@@ -470,9 +555,9 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
             return analytic(f"auto kept base: {why}")
         point = method_answers(raw[None, :], method, idx, variance=var0,
                                variance_slope=slope)[0]
-        return Answer(method, point, None, None, None, None,
-                      f"no interval: {why}; method=base has an analytic interval", n,
-                      confidence, 0)
+        return Prepared(method, point, raw_ans, raw_se, None,
+                        f"no interval: {why}; method=base has an analytic interval", n, 0,
+                        interval=False)
     f_fit = (fit_distribution(oracle, state) if fitted is None
              else oracle.check_distribution(fitted))
     gen = as_rng(state_seed(state) if rng is None else rng)
@@ -521,31 +606,23 @@ def answer(oracle: FrequencyOracle, state: State, *, method: str = "auto",
         iv_sims = simulate(f_fit, replicates)
     err = errors(method, iv_sims, truth, {})
     point = method_answers(raw[None, :], method, idx, variance=var0, variance_slope=slope)[0]
-    alpha = 1.0 - confidence
-    # Order statistics rounded outwards: a finite R must not narrow the interval
-    # (np.quantile's "lower"/"higher", by a partial sort).
-    q_lo, q_hi = _order_statistics(err, alpha)
     bias, spread = err.mean(axis=0), err.std(axis=0, ddof=1)
-    # The bias is estimated at the fit, not at the truth: allow any bias between 0 and it.
-    low = point - q_hi + np.minimum(bias, 0.0)
-    high = point - q_lo + np.maximum(bias, 0.0)
     near = ((truth < BOUNDARY_SIGMAS * _analytic_se(oracle, n, f_fit, idx))
             | (np.abs(bias) > BIAS_RATIO * spread))
-    low = np.where(near, np.minimum(low, raw_ans - z * raw_se), low)
-    high = np.where(near, np.maximum(high, raw_ans + z * raw_se), high)
-    return Answer(method, point, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0),
-                  err.std(axis=0, ddof=1), "bootstrap", note, n, confidence, replicates, mse)
+    # Per entry, its R errors sorted (rows contiguous per entry: sorting along the last
+    # axis is several times faster): any level's order statistics are then two columns.
+    ordered = np.sort(np.ascontiguousarray(err.T), axis=1)
+    return Prepared(method, point, raw_ans, raw_se, kind, note, n, replicates, mse,
+                    ordered, bias, spread, near)
 
 
-def _order_statistics(err: FloatArray, alpha: float) -> tuple[FloatArray, FloatArray]:
-    """Per column, the ``alpha/2`` quantile rounded down and the ``1 - alpha/2`` one rounded
-    up (``np.quantile(..., method="lower"/"higher")``), by one partial sort."""
-    last = err.shape[0] - 1
+def _order_indices(r: int, alpha: float) -> tuple[int, int]:
+    """Of R sorted errors, the ``alpha/2`` quantile rounded down and the ``1 - alpha/2`` one
+    rounded up (``np.quantile(..., method="lower"/"higher")``)."""
+    last = r - 1
     lo = int(math.floor(last * (alpha / 2) + 1e-12))
     hi = min(last, int(math.ceil(last * (1 - alpha / 2) - 1e-12)))
-    # Rows contiguous per column: partitioning along the last axis is several times faster.
-    part = np.partition(np.ascontiguousarray(err.T), sorted({lo, hi}), axis=1)
-    return part[:, lo], part[:, hi]
+    return lo, hi
 
 
 def choose_method(oracle: FrequencyOracle, state: State,

@@ -14,4 +14,14 @@ The services never import each other, and ``ldpstream`` imports none of them.
 
 from __future__ import annotations
 
+import os as _os
+
+# One BLAS thread per Python thread, unless set otherwise: the services' concurrency is
+# their own (estimation pools per answer kind, workers); OpenBLAS's own threads per call
+# spin against them on a shared machine (a Square Wave EMS reconstruction at 1,024 bins:
+# 0.4-0.7 s of CPU with them, 0.08-0.12 s without).  Read when numpy is first imported,
+# which the CLI does after this.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    _os.environ.setdefault(_var, "1")
+
 __all__: list[str] = []

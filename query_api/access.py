@@ -141,7 +141,7 @@ def _token_of(authorization: str) -> str:
     return ""
 
 
-def get_access(request: Request) -> ReadAccess:
+async def get_access(request: Request) -> ReadAccess:
     access: ReadAccess = request.app.state.access
     return access
 
@@ -149,7 +149,7 @@ def get_access(request: Request) -> ReadAccess:
 AccessDep = Annotated[ReadAccess, Depends(get_access)]
 
 
-def require_reader(request: Request, access: AccessDep) -> Reader:
+async def require_reader(request: Request, access: AccessDep) -> Reader:
     """The request's reader (401 when a read token is needed and missing or unknown)."""
     return access.reader(request.headers.get("authorization", ""))
 

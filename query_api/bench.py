@@ -17,7 +17,11 @@ Every request asks the route's default (``auto``, ``consistent``, EMS) with its 
 2. **Every request a miss, open loop**: ``--miss-rate`` requests/s (default 200) at fixed
    times over 20 collections (4 of each kind above), each request a query never asked
    before (a fresh confidence level), so every one is computed; latency is charged from
-   the scheduled send time (no coordinated omission).  Target: p99 <= 250 ms.
+   the scheduled send time (no coordinated omission).  Meanwhile a thread flushes 1,000
+   reports into each collection ``--flush-rate`` times a second (default 1: 20 flushes/s
+   through the aggregator's flush script), so each collection's state version changes
+   as under a live stream and its level-free parts (estimate, ``auto`` method, simulated
+   errors) are computed again for every new version.  Target: p99 <= 250 ms.
 3. **Cached, closed loop**: ``--clients`` keep-alive clients as fast as they can on one
    cached answer (the maximum throughput of one process).
 
@@ -35,6 +39,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -303,27 +308,88 @@ def _miss_paths(specs: list[tuple[Any, str]], count: int) -> list[str]:
     return out
 
 
+class Flusher:
+    """Flushes into every collection at ``rate`` per collection per second, in a thread:
+    each flush adds a state of :data:`FLUSH_REPORTS` reports to the current window, as the
+    aggregator does under a live stream, so the state version of every collection changes
+    that often and no answer of an older version may be served (``LDP_MAX_STALE_MS`` aside:
+    every request here is a query never asked, which has no older answer either)."""
+
+    def __init__(self, writer: Writer, specs: list[tuple[Any, str]], rate: float,
+                 rng: np.random.Generator) -> None:
+        self.writer, self.specs, self.rate = writer, specs, rate
+        # A few distinct deltas per collection, drawn before the run (cheap to send).
+        self.deltas = {s.id: [_state(s, kind, FLUSH_REPORTS, rng) for _ in range(4)]
+                       for s, kind in specs}
+        self.done = 0
+        self.late = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, t0: float, seconds: float) -> None:
+        def run() -> None:
+            hour = int(time.time()) // 3600 * 3600
+            step = 1.0 / (self.rate * len(self.specs))  # staggered over the collections
+            k = 0
+            while not self._stop.is_set():
+                due = t0 + k * step
+                if due >= t0 + seconds:
+                    return
+                delay = due - time.perf_counter()
+                if delay > 0 and self._stop.wait(delay):
+                    return
+                self.late = max(self.late, time.perf_counter() - due)
+                spec, _ = self.specs[k % len(self.specs)]
+                deltas = self.deltas[spec.id]
+                self.writer.put(spec, hour, deltas[(k // len(self.specs)) % len(deltas)])
+                self.done += 1
+                k += 1
+
+        self._thread = threading.Thread(target=run, name="bench-flusher", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+
+
+FLUSH_REPORTS = 1000
+"""Reports per flush in the every-request-a-miss case (n stays near 10^6: a kept ``auto``
+choice stays valid, as between nearby flushes of a live collection)."""
+
+
 def _every_miss(ports: dict[str, int], writer: Writer, rng: np.random.Generator,
-                rate: float, seconds: float, clients: int) -> None:
+                rate: float, seconds: float, clients: int, flush_rate: float) -> None:
     kinds = list(KIND_PATHS)
     specs = []
     for i in range(20):
         kind = kinds[i % len(kinds)]
         specs.append((_fill(writer, f"load-{i}", kind, rng), kind))
     paths = _miss_paths(specs, int(rate * seconds))
+    flushing = (f"; a flush into each collection {flush_rate:g} times a second, so every "
+                "collection's state version changes that often" if flush_rate > 0 else "")
     print(f"\nEvery request a miss, open loop: {rate:,.0f} requests/s at fixed times over "
           f"{len(specs)} collections ({clients} connections, {seconds:.0f} s; each request "
-          "a query never asked before)\n")
+          f"a query never asked before{flushing})\n")
     print(f"{'server':<12}{'offered req/s':>14}{'served':>10}{'p50 ms':>10}{'p90 ms':>10}"
-          f"{'p99 ms':>10}{'max ms':>10}{'errors':>8}")
+          f"{'p99 ms':>10}{'max ms':>10}{'errors':>8}{'flushes':>9}")
     for name, port in ports.items():
         for spec, kind in specs:  # each collection answered once: its auto choice is made
             for _, route in KIND_PATHS[kind]:
                 asyncio.run(_once(port, f"/v1/collections/{spec.id}/{route}"))
-        lat, errors, secs = asyncio.run(_paced(port, paths, clients, rate, seconds))
+        flusher = Flusher(writer, specs, flush_rate, rng) if flush_rate > 0 else None
+        if flusher is not None:
+            flusher.start(time.perf_counter() + 0.2, seconds)
+        try:
+            lat, errors, secs = asyncio.run(_paced(port, paths, clients, rate, seconds))
+        finally:
+            if flusher is not None:
+                flusher.stop()
         print(f"{name:<12}{rate:>14,.0f}{lat.size / secs:>10,.0f}"
               + "".join(f"{1e3 * np.percentile(lat, q):>10.1f}" for q in (50, 90, 99))
-              + f"{1e3 * lat.max():>10.1f}{errors:>8}", flush=True)
+              + f"{1e3 * lat.max():>10.1f}{errors:>8}"
+              + f"{flusher.done if flusher is not None else 0:>9}", flush=True)
 
 
 def _cached(ports: dict[str, int], clients: int, seconds: float) -> None:
@@ -387,7 +453,8 @@ def run_from_args(args: argparse.Namespace) -> int:
             _cold_and_warm(ports, writer, rng)
             stop()  # fresh processes: a timed-out answer may still hold a server's thread
             ports = start()
-        _every_miss(ports, writer, rng, args.miss_rate, args.seconds, args.clients)
+        _every_miss(ports, writer, rng, args.miss_rate, args.seconds, args.clients,
+                    args.flush_rate)
         if not args.skip_kinds:
             _cached(ports, args.clients, args.seconds / 2)
     finally:
@@ -405,6 +472,9 @@ def add_bench_api_parser(bsub: Any) -> None:
                    help="length of the every-request-a-miss case (default 20)")
     p.add_argument("--miss-rate", type=float, default=200.0,
                    help="requests/s of the every-request-a-miss case (default 200)")
+    p.add_argument("--flush-rate", type=float, default=1.0,
+                   help="flushes per collection per second during the every-request-a-miss "
+                        "case, each a new state version (default 1; 0: states unchanged)")
     p.add_argument("--skip-kinds", action="store_true",
                    help="only the every-request-a-miss case")
     p.add_argument("--baseline", metavar="CHECKOUT",

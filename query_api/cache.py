@@ -37,10 +37,14 @@ def size_of_answer(value: Any) -> int:
 
 
 def size_of_state(value: Any) -> int:
-    """A summed state: its counts array (and a small object around it)."""
+    """A summed state: its counts array (and a small object around it); a part of an
+    answer derived from one (an array, or an object stating its ``nbytes``)."""
     counts = getattr(value, "counts", None)
     if isinstance(counts, np.ndarray):
         return ENTRY_OVERHEAD + int(counts.nbytes)
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int):
+        return ENTRY_OVERHEAD + nbytes
     return ENTRY_OVERHEAD + sys.getsizeof(value)
 
 
@@ -61,6 +65,7 @@ class ByteLRU:
         self.evictions = 0
         self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
+        self._making: dict[Hashable, threading.Lock] = {}
 
     def __len__(self) -> int:
         return len(self._data)
@@ -91,6 +96,26 @@ class ByteLRU:
             entries, used = len(self._data), self.currsize
         if self.on_change is not None:
             self.on_change(entries, used, evicted)
+
+    def get_or_make(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """The value of ``key``, made by ``make()`` and kept if absent: one thread makes
+        it while the others asking for the same key wait for it (no duplicate work)."""
+        hit = self.get(key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            making = self._making.setdefault(key, threading.Lock())
+        try:
+            with making:
+                hit = self.get(key)
+                if hit is None:
+                    hit = make()
+                    self.put(key, hit)
+                return hit
+        finally:
+            with self._lock:
+                if self._making.get(key) is making:
+                    del self._making[key]
 
     def clear(self) -> None:
         with self._lock:

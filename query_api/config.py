@@ -39,7 +39,8 @@ class ApiSettings:
     LDP_STREAM_INTERVAL_S       1.0                         SSE poll interval for state changes
     LDP_VERSION_TTL_MS          50                          re-read state versions this often
     LDP_ANSWER_CACHE_MB         64                          encoded answers kept (MiB, LRU)
-    LDP_STATE_CACHE_MB          256                         summed states kept (MiB, LRU)
+    LDP_STATE_CACHE_MB          256                         summed states kept (MiB, LRU), with
+                                                            the parts their answers share
     LDP_MAX_STALE_MS            2000                        serve a previous version's answer this
                                                             long while the new one is computed
     LDP_ESTIMATE_THREADS        2                           threads per answer kind (each kind has

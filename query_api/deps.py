@@ -21,8 +21,11 @@ __all__ = ["ServiceDep", "SpecDep", "WindowDep", "Window", "Confidence", "requir
            "answer_response"]
 
 
-def get_service(request: Request) -> Service:
-    """The app's :class:`Service` (created by the lifespan)."""
+async def get_service(request: Request) -> Service:
+    """The app's :class:`Service` (created by the lifespan).
+
+    The dependencies are ``async def`` although they do not await: FastAPI runs a plain
+    ``def`` dependency on a worker thread, a thread hop per dependency per request."""
     svc: Service = request.app.state.service
     return svc
 
@@ -57,7 +60,7 @@ class Window:
     raw: tuple[str | None, str | None] = (None, None)
 
 
-def get_window(
+async def get_window(
         spec: SpecDep,
         since: Annotated[str | None, Query(
             pattern=TIME_PATTERN,
@@ -76,7 +79,7 @@ WindowDep = Annotated[Window, Depends(get_window)]
 Confidence = Annotated[float, Query(gt=0, lt=1, description="confidence level of the intervals")]
 
 
-def require_admin(request: Request, svc: ServiceDep) -> None:
+async def require_admin(request: Request, svc: ServiceDep) -> None:
     """Admin routes need ``Authorization: Bearer $LDP_ADMIN_TOKEN`` (401/403 otherwise)."""
     token_set = svc.settings.admin_token
     if token_set is None:

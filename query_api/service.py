@@ -9,7 +9,11 @@ state, compute, encode and cache.  Equal versions mean equal states (see
 
 * **Caches bounded in bytes** (:mod:`query_api.cache`): encoded answers
   (``LDP_ANSWER_CACHE_MB``) and summed states (``LDP_STATE_CACHE_MB``), each an LRU
-  whose use is the ``ldp_api_cache_bytes{cache}`` gauge.
+  whose use is the ``ldp_api_cache_bytes{cache}`` gauge.  The state cache also keeps
+  what the answers of one state share whatever their level or k (estimate, ``auto``
+  method, simulated errors, EMS reconstruction; :data:`query_api.estimates.SHARED`),
+  keyed by the state's content: a miss for a new ``confidence`` costs only its interval
+  and its JSON.
 * **A pool per answer kind**: answers are computed off the event loop on a thread
   pool of ``LDP_ESTIMATE_THREADS`` threads *per answer kind* (frequencies, subset,
   series, top-items, …), so a slow kind — a first ``auto`` choice, a large CDF —
@@ -39,6 +43,7 @@ from .cache import ByteLRU, size_of_answer, size_of_state
 from .choices import Choices
 from .config import ApiSettings
 from .errors import NotEnoughReports, Unavailable, unknown_collection
+from .estimates import SHARED
 from .fleet import FleetView
 from .metrics import ApiMetrics
 from .store import StateVersion, Store
@@ -156,9 +161,32 @@ class Service:
         skey = (spec.id, spec.fingerprint, version.tag, since, until)
         state: ldpcore.State | None = self.states.get(skey)
         if state is None:
-            state = await self.call(self.store.state(spec, version))
+            state = await self._summed(spec, version)
             self.states.put(skey, state)
         return state
+
+    async def _summed(self, spec: CollectionSpec, version: StateVersion) -> ldpcore.State:
+        """The sum of the version's window states, each kept under (window, n, last flush):
+        a flush changes one window, so only that one is read again (an OLH collection's
+        4 windows: one read of 4), and a series' windows are the range's windows."""
+        if not version.windows or len(version.flushed) != len(version.windows):
+            return await self.call(self.store.state(spec, version))  # type: ignore[no-any-return]
+        keys = [("window", spec.id, spec.fingerprint, start, n, t)
+                for (start, n), t in zip(version.windows, version.flushed, strict=True)]
+        parts: list[ldpcore.State | None] = [self.states.get(k) for k in keys]
+        missing = [i for i, part in enumerate(parts) if part is None]
+        if missing:
+            fresh = await self.call(self.store.window_states(
+                spec, [version.windows[i][0] for i in missing]))
+            for i, part in zip(missing, fresh, strict=True):
+                parts[i] = part
+                self.states.put(keys[i], part)
+        total = parts[0]
+        assert total is not None
+        for part in parts[1:]:
+            assert part is not None
+            total = total + part
+        return total
 
     def effective_n(self, spec: CollectionSpec, version: StateVersion, n: int) -> float:
         """n_effective of ``n`` reports in ``version``'s windows (ldpcore.longitudinal):
@@ -273,9 +301,15 @@ class Service:
 
         def work() -> tuple[bytes, float]:
             t0 = time.perf_counter()
-            # n is the reports summed, whatever the answer says; n_effective may be
-            # refined by the answer (an attribute's own effective size).
-            out = {**head, **compute(oracle, state, head["n_effective"]), "n": state.n}
+            # The answers of one state share their level-free parts (estimates.SHARED),
+            # kept beside the states and bounded with them (LDP_STATE_CACHE_MB).
+            token = SHARED.set(self.states)
+            try:
+                # n is the reports summed, whatever the answer says; n_effective may be
+                # refined by the answer (an attribute's own effective size).
+                out = {**head, **compute(oracle, state, head["n_effective"]), "n": state.n}
+            finally:
+                SHARED.reset(token)
             return _encode(out), time.perf_counter() - t0
 
         lane = lane_of(key[3])

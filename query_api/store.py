@@ -53,6 +53,9 @@ class StateVersion:
     lost_records: int = 0
     """Records of the reports topic deleted before they were counted (``P lost``): n
     misses their reports."""
+    flushed: tuple[int, ...] = ()
+    """Each window's last flush time (ms), in the order of ``windows``: with its n, what
+    identifies the window's state (the service keeps window states under it)."""
 
     @property
     def n(self) -> int:
@@ -186,13 +189,15 @@ class Store:
             pipe.hmget(name, "n", "t")
         rows = await pipe.execute() if names else []
         n_of: dict[int, int] = {}
-        last = 0
+        t_of: dict[int, int] = {}
         for (s, _), (n, t) in zip(names, rows, strict=True):
             if n is not None:
                 n_of[s] = n_of.get(s, 0) + int(n)
-                last = max(last, int(t or 0))
+                t_of[s] = max(t_of.get(s, 0), int(t or 0))
         lost = sum(int(v) for v in losts if v is not None)
-        return StateVersion(tuple(sorted(n_of.items())), last, lost)
+        windows = tuple(sorted(n_of.items()))
+        return StateVersion(windows, max(t_of.values(), default=0), lost,
+                            tuple(t_of[s] for s, _ in windows))
 
     # ---- states -----------------------------------------------------------------------
     async def version(self, spec: CollectionSpec, since: float | None,
@@ -211,7 +216,8 @@ class Store:
         keep = set(windows_in(spec, [r[0] for r in rows], since, until))
         rows = [r for r in rows if r[0] in keep]
         return StateVersion(tuple((s, n) for s, n, _ in rows),
-                            max((t for _, _, t in rows), default=0), int(lost or 0))
+                            max((t for _, _, t in rows), default=0), int(lost or 0),
+                            tuple(t for _, _, t in rows))
 
     async def health(self) -> dict[str, Any]:
         """What the workers and the janitor left for ``/readyz``: records lost before they
@@ -235,6 +241,25 @@ class Store:
             out["janitor"] = {"releasing": janitor["releasing"] == "1",
                               "strategy": janitor.get("strategy", ""),
                               "reason": janitor.get("reason", "")}
+        return out
+
+    async def window_states(self, spec: CollectionSpec, starts: list[int]) -> list[State]:
+        """The state of each window in ``starts`` (read now), in one round trip."""
+        if self.keys.sharded:
+            tags = await self._tags(spec.id)
+            groups = [[self.keys.shard_state(t, p, spec.id, start) for t, p in tags]
+                      for start in starts]
+        else:
+            groups = [[self.keys.state(spec.id, start)] for start in starts]
+        pipe = self.redis.pipeline(transaction=False)
+        for names in groups:
+            for name in names:
+                pipe.hgetall(name)
+        hashes = await pipe.execute() if any(groups) else []
+        out, at = [], 0
+        for names in groups:
+            out.append(state_from_hashes(spec, hashes[at:at + len(names)]))
+            at += len(names)
         return out
 
     async def state(self, spec: CollectionSpec, version: StateVersion) -> State:

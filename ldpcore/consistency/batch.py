@@ -119,27 +119,32 @@ def _prior_atoms(d: int, s: float) -> tuple[FloatArray, FloatArray]:
 
 
 def power_rows(est: FloatArray, *, variance: float | None) -> FloatArray:
-    """Power (posterior mean under the fitted power-law prior) of every row."""
+    """Power (posterior mean under the fitted power-law prior) of every row.
+
+    Rows are grouped by their fitted exponent, so each group's kernel has that prior's
+    atoms only (no padding to the widest prior); the log-weights are formed in one buffer
+    in place, and the posterior's two sums are a matrix product and a sum over it.
+    """
     sigma = need_sigma("power", variance)
     r, d = est.shape
     exps = _fit_exponents(est, sigma)
     uniq, which = np.unique(exps, return_inverse=True)
-    atoms = [_prior_atoms(d, float(s)) for s in uniq]
-    width = max(v.size for v, _ in atoms)
-    values = np.zeros((uniq.size, width))
-    logw = np.full((uniq.size, width), -np.inf)
-    for i, (v, lw) in enumerate(atoms):
-        values[i, :v.size], logw[i, :v.size] = v, lw
     out = np.empty_like(est)
-    step = max(1, (1 << 21) // (d * width))
-    for start in range(0, r, step):
-        rows = slice(start, start + step)
-        vals, lws = values[which[rows]][:, None, :], logw[which[rows]][:, None, :]
-        z = (est[rows][:, :, None] - vals) / sigma
-        lw = lws - 0.5 * z**2
-        lw -= lw.max(axis=2, keepdims=True)
-        wts = np.exp(lw)
-        out[rows] = (wts * vals).sum(axis=2) / wts.sum(axis=2)
+    half = -0.5 / sigma**2
+    for g, s in enumerate(uniq):
+        values, logw = _prior_atoms(d, float(s))
+        rows = np.flatnonzero(which == g)
+        step = max(1, (1 << 21) // (d * values.size))
+        for start in range(0, rows.size, step):
+            part = rows[start:start + step]
+            # log w_k - (x - v_k)^2 / (2 sigma^2), less its maximum over k (stability).
+            lw = np.subtract(est[part][:, :, None], values)
+            np.square(lw, out=lw)
+            lw *= half
+            lw += logw
+            lw -= lw.max(axis=2, keepdims=True)
+            np.exp(lw, out=lw)
+            out[part] = (lw @ values) / lw.sum(axis=2)
     return out
 
 

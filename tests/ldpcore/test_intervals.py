@@ -260,3 +260,13 @@ def test_normal_draws_have_the_exact_draws_spread_and_are_used_for_big_states() 
     # Small states and small n stay exact.
     g = ldpcore.make_oracle("grr", epsilon=1.0, domain_size=64)
     assert not intervals._normal_draws(g, n) and not intervals._normal_draws(o, 500)
+
+
+@pytest.mark.parametrize("mechanism", ["hh", "olh", "grr", "haar"])
+def test_value_variances_equal_one_call_per_value(mechanism: str) -> None:
+    # The vectorised path (a quadratic in f) must give what oracle.variance gives per value.
+    o = ldpcore.make_oracle(mechanism, epsilon=1.0, domain_size=64)
+    f = np.random.default_rng(5).dirichlet(np.full(64, 0.3))
+    for n in (1, 1000, 10**6):
+        want = np.array([o.variance(n, float(x)) for x in f])
+        np.testing.assert_allclose(intervals._value_variances(o, n, f), want, rtol=1e-12)

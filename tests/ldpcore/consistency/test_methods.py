@@ -142,3 +142,25 @@ def test_subset_query_validates_indices() -> None:
         ldpcore.subset_query([0.5, 0.5], [2], "base")
     with pytest.raises(ldpcore.ParameterError, match="distinct"):
         ldpcore.subset_query([0.5, 0.5], [0, 0], "base")
+
+
+def test_power_rows_equal_the_posterior_mean_computed_plainly() -> None:
+    # The vectorised Power (rows grouped by exponent, in-place kernel) against the
+    # posterior mean written out row by row from the same fitted prior atoms.
+    from ldpcore.consistency.batch import _fit_exponents, _prior_atoms, power_rows
+
+    rng = np.random.default_rng(11)
+    d, sigma = 300, 0.01
+    truth = 1.0 / np.arange(1, d + 1) ** rng.uniform(0.6, 1.6, size=(40, 1))
+    est = truth / truth.sum(axis=1, keepdims=True) + rng.normal(0, sigma, size=(40, d))
+    exps = _fit_exponents(est, sigma)
+    assert np.unique(exps).size > 3  # several exponent groups are exercised
+    want = np.empty_like(est)
+    for i, (row, s) in enumerate(zip(est, exps, strict=True)):
+        values, logw = _prior_atoms(d, float(s))
+        for j, x in enumerate(row):
+            w = np.exp(logw - 0.5 * ((x - values) / sigma) ** 2
+                       - np.max(logw - 0.5 * ((x - values) / sigma) ** 2))
+            want[i, j] = (w * values).sum() / w.sum()
+    np.testing.assert_allclose(power_rows(est, variance=sigma**2), want, rtol=1e-9,
+                               atol=1e-15)

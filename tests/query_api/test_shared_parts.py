@@ -1,0 +1,166 @@
+"""The answers of one state share their level-free parts (query_api.estimates.SHARED):
+keyed by the state's content, bounded by the cache they live in, same answers as without."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ldpcore
+from query_api import estimates as E
+from query_api.cache import ByteLRU, size_of_state
+from query_api.choices import Choices
+
+
+@pytest.fixture
+def memo() -> Iterator[ByteLRU]:
+    cache = ByteLRU(64 << 20, getsizeof=size_of_state)
+    token = E.SHARED.set(cache)
+    yield cache
+    E.SHARED.reset(token)
+
+
+def _zipf(d: int) -> np.ndarray:
+    w = 1.0 / np.arange(1, d + 1) ** 1.2
+    out: np.ndarray = w / w.sum()
+    return out
+
+
+def _freqs(o: ldpcore.FrequencyOracle, s: ldpcore.State, c: float,
+           slot: object = None) -> dict[str, object]:
+    return E.frequencies(o, s, labels=None, method="auto", confidence=c,
+                         n_effective=float(s.n), choice=slot)  # type: ignore[arg-type]
+
+
+def test_shared_answers_equal_the_unshared_ones_at_every_level(memo: ByteLRU) -> None:
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    s = o.sample_state(_zipf(64), 50_000, rng=3)
+    token = E.SHARED.set(None)
+    alone = {c: _freqs(o, s, c) for c in (0.8, 0.95, 0.99)}
+    E.SHARED.reset(token)
+    shared = {c: _freqs(o, s, c) for c in (0.8, 0.95, 0.99)}
+    assert shared == alone
+    assert alone[0.8]["estimates"] != alone[0.99]["estimates"]  # the level matters
+    # One part for the three levels (and heavy hitters of the same state reuse it).
+    assert len(memo) == 1
+    E.heavy_hitters(o, s, 5, labels=None, confidence=0.9, n_effective=float(s.n))
+    assert len(memo) == 1
+
+
+def test_a_new_state_is_a_new_part_never_the_old_answer(memo: ByteLRU) -> None:
+    # A flush adds reports: same fingerprint, new counts; the shared part must not be reused.
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    s1 = o.sample_state(_zipf(64), 50_000, rng=3)
+    s2 = s1 + o.sample_state(_zipf(64)[::-1], 20_000, rng=4)
+    slot = Choices().slot("k")
+    a1 = _freqs(o, s1, 0.9, slot)
+    a2 = _freqs(o, s2, 0.9, slot)  # n grew by 1.4: the choice is made again
+    token = E.SHARED.set(None)
+    fresh = _freqs(o, s2, 0.9, Choices().slot("k"))
+    E.SHARED.reset(token)
+    assert a2["estimates"] == fresh["estimates"] != a1["estimates"]
+    assert len(memo) == 2
+    # Equal counts under another object: the same key (content, not identity).
+    copy = ldpcore.State(s2.fingerprint, s2.n, s2.counts.copy())
+    assert E.state_digest(copy) == E.state_digest(s2) != E.state_digest(s1)
+
+
+def test_parts_are_bounded_by_their_cache_in_bytes() -> None:
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    cache = ByteLRU(300_000, getsizeof=size_of_state)  # room for a few 200 x 64 parts
+    token = E.SHARED.set(cache)
+    try:
+        for k in range(8):
+            _freqs(o, o.sample_state(_zipf(64), 20_000, rng=10 + k), 0.95)
+    finally:
+        E.SHARED.reset(token)
+    assert 0 < len(cache) < 8 and cache.currsize <= 300_000 and cache.evictions > 0
+
+
+def test_one_thread_makes_a_part_the_others_wait_for_it() -> None:
+    cache = ByteLRU(1 << 20, getsizeof=len)
+    made: list[int] = []
+    gate = threading.Event()
+
+    def make() -> bytes:
+        gate.wait(5)
+        made.append(1)
+        return b"part"
+
+    got: list[bytes] = []
+    threads = [threading.Thread(target=lambda: got.append(cache.get_or_make("k", make)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    gate.set()
+    for t in threads:
+        t.join(10)
+    assert got == [b"part"] * 4 and made == [1]
+
+
+@pytest.mark.integration
+def test_a_flush_rereads_only_its_window_and_the_sum_is_the_whole_state(
+        redis_server: Any) -> None:
+    import asyncio
+    import time
+    import uuid
+
+    import redis
+    import redis.asyncio as aredis
+    from prometheus_client import CollectorRegistry
+
+    from ldpcore.collection import CollectionSpec
+    from query_api.config import ApiSettings
+    from query_api.metrics import ApiMetrics
+    from query_api.service import Service
+    from query_api.store import Store
+
+    from .states import register, write_window
+
+    prefix = f"sp{uuid.uuid4().hex[:8]}:"
+    spec = CollectionSpec.from_dict({
+        "id": "win", "oracle": {"mechanism": "olh", "epsilon": 1.0},
+        "domain": {"kind": "integers", "low": 0, "high": 63}, "window_seconds": 3600,
+        "min_reports": 1})
+    o = spec.oracle()
+    sync = redis.Redis.from_url(redis_server.url)
+    register(sync, prefix, spec)
+    hour = int(time.time()) // 3600 * 3600
+    starts = [hour - 2 * 3600, hour - 3600, hour]
+    for k, start in enumerate(starts):
+        write_window(sync, prefix, spec, start, o.sample_state(_zipf(64), 3000, rng=k))
+
+    async def run() -> None:
+        client = aredis.Redis.from_url(redis_server.url)
+        settings = ApiSettings(redis_url=redis_server.url, redis_prefix=prefix)
+        store = Store(client, prefix)
+        svc = Service(settings, store, ApiMetrics(CollectorRegistry()))
+        read: list[list[int]] = []
+        inner = store.window_states
+
+        async def spy(spec_: Any, which: list[int]) -> Any:
+            read.append(list(which))
+            return await inner(spec_, which)
+
+        store.window_states = spy  # type: ignore[method-assign]
+        try:
+            v1 = await store.version(spec, None, None)
+            s1 = await svc.state(spec, v1, None, None)
+            # A flush into the newest window: a new version; only that window is read.
+            write_window(sync, prefix, spec, hour, o.sample_state(_zipf(64), 500, rng=9))
+            v2 = await store.version(spec, None, None)
+            s2 = await svc.state(spec, v2, None, None)
+            whole = await store.state(spec, v2)  # every window read again, summed
+            assert read == [starts, [hour]]
+            assert s2.n == whole.n == s1.n + 500
+            assert np.array_equal(s2.counts, whole.counts)
+        finally:
+            svc.close()
+            await client.aclose()
+
+    asyncio.run(run())
+    sync.close()

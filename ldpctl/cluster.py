@@ -228,27 +228,24 @@ class LocalCluster:
         """Stop the services together, then SIGKILL the servers: a test's teardown, where
         nothing is kept (a graceful :meth:`stop` waits for each broker's controlled
         shutdown in turn, and the last ones, without a quorum, for their stop timeout)."""
-        services = [s for group in self.services.values() for s in group if s.alive()]
-        for s in services:  # a service's own children go with a graceful stop
-            assert s.proc is not None
-            s.proc.send_signal(signal.SIGTERM)
-        for s in services:
-            s.stop(timeout=10.0)
+        self._stop_services(timeout=10.0)
         servers = [*(self.kafka.brokers if self.kafka else []),
                    *((self.redis.sentinels + self.redis.nodes) if self.redis else []),
                    *([self.single_redis] if self.single_redis else [])]
         for m in servers:
             m.kill()
 
+    def _stop_services(self, timeout: float = 20.0) -> None:
+        """SIGTERM every service at once (the workers flush as they go), then reap each."""
+        services = [s for group in reversed(list(self.services.values())) for s in group]
+        for s in services:
+            if s.proc is not None and s.proc.poll() is None:
+                s.proc.send_signal(signal.SIGTERM)
+        for s in services:
+            s.stop(timeout)
+
     def stop(self) -> None:
-        # every service at once (the workers flush as they go), then the servers
-        for group in reversed(list(self.services.values())):
-            for s in group:
-                if s.proc is not None and s.proc.poll() is None:
-                    s.proc.send_signal(signal.SIGTERM)
-        for group in reversed(list(self.services.values())):
-            for s in group:
-                s.stop()
+        self._stop_services()
         if self.redis is not None:
             self.redis.stop()
         if self.single_redis is not None:

@@ -28,7 +28,7 @@ from ldpstream.privacypass.tokens import (
 from producer.sdk import Device, GatewayClient
 from producer.store import FileStore, MemoryStore
 
-from .test_gateway_client import Gateway
+from .test_sdk import Gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 V = json.loads((ROOT / "sdks/vectors/privacypass/tokens.json").read_text())["cases"][0]

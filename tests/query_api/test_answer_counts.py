@@ -25,8 +25,8 @@ from ldpcore.collection import CollectionSpec
 from ldpstream.dev.servers import _die_with_parent, free_port, wait_port
 
 from ..integration.helpers import ROOT
+from .routes.test_stream import sse_events
 from .states import register, simulated_state, write_window
-from .test_live import sse_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]
 

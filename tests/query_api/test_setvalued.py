@@ -169,7 +169,7 @@ def test_dashboard_draws_the_set_valued_panels_in_chromium(svim: Any, group: Any
 
     from ..integration.helpers import ROOT
     from .conftest import api_env
-    from .test_live import _driver, _need_chrome
+    from .routes.test_stream import _driver, _need_chrome
 
     port = free_port()
     env = api_env({"redis_url": svim["redis_url"], "names": {"prefix": svim["prefix"]}},

@@ -4,7 +4,7 @@ Each SDK's batch tool (CSPRNG draws: not seedable) perturbs large batches, all o
 in one process; Python decodes the messages with ldpcore and runs
 
 * the ε audit of :func:`ldpcore.audit.audit` on a 3-value domain (as
-  tests/ldpcore/test_privacy_audit.py): no likelihood ratio significantly above e^ε, the
+  tests/ldpcore/test_audit.py): no likelihood ratio significantly above e^ε, the
   budget spent (the worst ratio consistent with e^ε), and an SDK run at 2ε caught;
 * unbiasedness: every frequency estimate of n = 60,000 reports of a fixed population lies
   within z·sd of the truth, sd from the oracle's analytic ``variance(n, f)`` (for two-level

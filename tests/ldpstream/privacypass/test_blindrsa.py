@@ -28,7 +28,7 @@ from ldpstream.privacypass.tokens import Token, public_key_from_spki
 
 gmpy2 = pytest.importorskip("gmpy2")  # the pyproject dependency; the fallback is tested below
 
-HERE = Path(__file__).parent / "vectors"
+HERE = Path(__file__).parents[1] / "vectors"
 RFC9474 = json.loads((HERE / "rfc9474.json").read_text())
 RFC9578 = json.loads((HERE / "rfc9578.json").read_text())
 PSS = blindrsa.RSABSSA_SHA384_PSS_DETERMINISTIC

@@ -28,7 +28,7 @@ from producer.simulate import simulate
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
-from ..integration.helpers import WorkerProcess, wait_for, worker_env
+from ...integration.helpers import WorkerProcess, wait_for, worker_env
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ from ldpstream.storage import CollectionCatalog
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
-from .redis_states import flush_reports
+from ..redis_states import flush_reports
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]  # Redis only
 

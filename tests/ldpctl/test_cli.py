@@ -9,7 +9,7 @@ import pytest
 
 from ldpctl.cli import EXPERIMENTS, build_parser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_experiment_names_a_runnable_bench_script() -> None:

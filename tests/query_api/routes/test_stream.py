@@ -22,12 +22,12 @@ from producer.demo import demo_collections
 from producer.sdk import Client
 from producer.simulate import simulate
 
-from ..integration.helpers import wait_for
-from .conftest import ADMIN
+from ...integration.helpers import wait_for
+from ..conftest import ADMIN
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]  # tests the API, not the broker
 
-ARTIFACTS = Path(os.environ.get("LDP_ARTIFACTS", Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("LDP_ARTIFACTS", Path(__file__).resolve().parents[3]
                                 / "artifacts"))
 
 

@@ -18,7 +18,7 @@ from ldpstream.dev.testbackend import (
     start_redis_container,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(("env", "expected"), [

@@ -25,7 +25,7 @@ from producer.simulate import simulate, truth_by_attribute
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
-from ..integration.helpers import ROOT, WorkerProcess, wait_for, worker_env
+from ...integration.helpers import ROOT, WorkerProcess, wait_for, worker_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]
 
@@ -157,7 +157,7 @@ def test_the_dashboard_shows_each_attribute_in_chromium(run: dict[str, Any]) -> 
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from .test_live import ARTIFACTS, _need_chrome
+    from .test_stream import ARTIFACTS, _need_chrome
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
     port = free_port()

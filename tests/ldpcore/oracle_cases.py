@@ -36,3 +36,17 @@ def make(mechanism: str, *, epsilon: float, domain_size: int, small: bool = Fals
     extra = dict(SMALL_PARAMS.get(mechanism, {})) if small else {}
     extra.update(params)
     return ldpcore.make_oracle(mechanism, epsilon=epsilon, domain_size=domain_size, **extra)
+
+
+def assert_unbiased(oracle: ldpcore.FrequencyOracle, truth: Any, n: int, seed: int,
+                    sds: float = 5.0) -> None:
+    """Perturb ``n`` values drawn from ``truth`` and check every estimate within ``sds``
+    standard deviations (the oracle's own analytic variance) of the population's frequency."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    values = rng.choice(len(truth), size=n, p=truth)
+    f = np.bincount(values, minlength=len(truth)) / n
+    est = oracle.estimate(oracle.aggregate(oracle.perturb(values, rng=rng)))
+    sd = np.sqrt([oracle.variance(n, float(x)) for x in f])
+    assert (np.abs(est - f) <= sds * sd).all(), (est, f, sd)

@@ -1,0 +1,30 @@
+"""ldpcore._transforms: the Walsh-Hadamard transform and its bit tricks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ldpcore._transforms import fwht, hadamard_sign, next_pow2, popcount_parity
+
+
+def test_next_pow2() -> None:
+    assert [next_pow2(x) for x in (1, 2, 3, 5, 1024, 1025)] == [1, 2, 4, 8, 1024, 2048]
+
+
+def test_fwht_is_the_sylvester_matrix_product_and_its_own_inverse_up_to_d() -> None:
+    d = 16
+    x = np.random.default_rng(1).normal(size=(3, d))
+    j, i = np.meshgrid(np.arange(d), np.arange(d), indexing="ij")
+    h = hadamard_sign(j, i).astype(float)
+    np.testing.assert_allclose(fwht(x), x @ h.T)
+    np.testing.assert_allclose(fwht(fwht(x)), d * x)
+
+
+def test_fwht_refuses_a_length_that_is_not_a_power_of_two() -> None:
+    with pytest.raises(ValueError, match="power-of-two"):
+        fwht(np.ones(6))
+
+
+def test_popcount_parity() -> None:
+    assert popcount_parity(np.array([0, 1, 3, 7, 255, 256])).tolist() == [0, 1, 0, 1, 0, 1]

@@ -138,3 +138,50 @@ def api_server(pipeline: dict[str, Any]) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+# Collections of the broker-free API tests (``redis_api``): states written straight into
+# Redis by the aggregator's flush script (tests/query_api/states.py), no worker.
+SMALL_SPECS: list[dict[str, Any]] = [
+    {"id": "os", "oracle": {"mechanism": "oue", "epsilon": 2.0},
+     "domain": {"kind": "categories", "labels": ["linux", "mac", "win", "bsd", "other"]},
+     "min_reports": 100},
+    {"id": "lat", "oracle": {"mechanism": "hh", "epsilon": 2.0, "fanout": 4},
+     "domain": {"kind": "integers", "low": 0, "high": 63}, "min_reports": 100},
+    {"id": "load", "oracle": {"mechanism": "pm", "epsilon": 2.0},
+     "domain": {"kind": "interval", "low": 0.0, "high": 100.0, "bins": 20},
+     "min_reports": 100},
+    {"id": "few", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+     "domain": {"kind": "categories", "labels": ["a", "b"]}, "min_reports": 10_000},
+]
+SMALL_DISTS = {"os": "zipf:1.5", "lat": "uniform", "load": "uniform", "few": "uniform"}
+
+
+@pytest.fixture(scope="module")
+def redis_api(redis_server: Any) -> Iterator[Any]:
+    """A query API (TestClient, admin token ADMIN) over SMALL_SPECS with 5,000 simulated
+    reports each in the current window, under a prefix of its own."""
+    import time
+
+    import redis
+    from fastapi.testclient import TestClient
+    from prometheus_client import CollectorRegistry
+
+    from query_api.app import create_app
+    from query_api.config import ApiSettings
+
+    from .states import register, simulated_state, write_window
+
+    prefix = f"ra{uuid.uuid4().hex[:8]}:"
+    client = redis.Redis.from_url(redis_server.url)
+    specs = [CollectionSpec.from_dict(s) for s in SMALL_SPECS]
+    register(client, prefix, *specs)
+    for i, spec in enumerate(specs):
+        start = int(time.time()) // spec.window_seconds * spec.window_seconds
+        write_window(client, prefix, spec, start,
+                     simulated_state(spec, SMALL_DISTS[spec.id], 5000, seed=i))
+    client.close()
+    settings = ApiSettings(redis_url=redis_server.url, redis_prefix=prefix, admin_token=ADMIN)
+    with TestClient(create_app(settings, registry=CollectorRegistry())) as api:
+        api.redis_url, api.prefix = redis_server.url, prefix  # type: ignore[attr-defined]
+        yield api

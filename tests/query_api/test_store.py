@@ -1,0 +1,62 @@
+"""query_api.store: collections and state versions read from a real Redis (async)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from ldpcore.collection import CollectionSpec
+from ldpstream.storage import CollectionConflict
+from query_api.store import StateVersion, Store
+
+from .states import simulated_state, write_window
+
+RAW = {"id": "s", "oracle": {"mechanism": "grr", "epsilon": 1.0},
+       "domain": {"kind": "categories", "labels": ["a", "b", "c"]}}
+SPEC = CollectionSpec.from_dict(RAW)
+
+
+def test_a_version_tag_changes_with_the_state() -> None:
+    a = StateVersion(((0, 10),), 5)
+    assert a.n == 10 and a.tag == StateVersion(((0, 10),), 5).tag
+    assert a.tag != StateVersion(((0, 11),), 5).tag
+    assert a.tag != StateVersion(((0, 10),), 5, lost_records=1).tag
+
+
+def test_register_read_version_state_and_delete(redis_server: Any) -> None:
+    import redis
+    import redis.asyncio as aredis
+
+    prefix = f"st{uuid.uuid4().hex[:8]}:"
+    start = int(time.time()) // 3600 * 3600
+    state = simulated_state(SPEC, "uniform", 300, seed=1)
+
+    async def run() -> None:
+        client = aredis.Redis.from_url(redis_server.url)
+        store = Store(client, prefix)
+        try:
+            assert await store.ping()
+            assert await store.register(SPEC)
+            assert not await store.register(SPEC)  # the same spec again: nothing new
+            other = CollectionSpec.from_dict({**RAW, "oracle": {"mechanism": "grr",
+                                                                "epsilon": 2.0}})
+            with pytest.raises(CollectionConflict):
+                await store.register(other)
+            assert await store.get("s") == SPEC and [s.id for s in await store.all()] == ["s"]
+            sync = redis.Redis.from_url(redis_server.url)
+            write_window(sync, prefix, SPEC, start, state)
+            sync.close()
+            v = await store.version(SPEC, None, None)
+            assert v.n == 300 and v.windows == ((start, 300),)
+            assert await store.state(SPEC, v) == state
+            assert (await store.window_states(SPEC, [start]))[0] == state
+            assert await store.health() == {}
+            assert await store.delete("s") and await store.get("s") is None
+        finally:
+            await client.aclose()
+
+    asyncio.run(run())

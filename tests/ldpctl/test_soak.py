@@ -1,46 +1,8 @@
-"""The parts of a long-running ``up`` that need no server: what the janitor asks to release,
-which broker ``up`` picks, and the soak benchmark's figures."""
+"""ldpctl.soak: the soak benchmark's figures (which process is which, memory slopes)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from ldpctl.soak import ROLES, Sample, classify, report, slope
-from ldpctl.stack import choose_broker
-from ldpstream.retention import Janitor, release_offsets
-
-
-def test_release_offsets_stop_at_each_watermark_plus_one_and_skip_what_did_not_move() -> None:
-    wms = {0: 99, 1: -1, 2: 5, 3: 0}
-    assert release_offsets(wms, {}) == {0: 100, 2: 6, 3: 1}
-    assert release_offsets(wms, {0: 100, 2: 6, 3: 1}) == {}
-    # never below what was already released, never above the watermark
-    assert release_offsets({0: 120}, {0: 100}) == {0: 121}
-    assert release_offsets({0: 90}, {0: 100}) == {}
-
-
-def test_janitor_refuses_a_bad_interval_or_topic() -> None:
-    with pytest.raises(ValueError, match="interval"):
-        Janitor(bootstrap="127.0.0.1:1", redis=None, interval=-1)
-    with pytest.raises(ValueError, match="topic"):
-        Janitor(bootstrap="127.0.0.1:1", redis=None, topic="")
-
-
-def test_janitor_told_the_broker_cannot_release_never_asks_it() -> None:
-    # redis=None: release_records would fail on the first Redis read if it tried
-    janitor = Janitor(bootstrap="127.0.0.1:1", redis=None, release_records=False)
-    assert janitor.release_records() == {}
-    assert janitor.stats.releases_supported is False
-
-
-def test_up_falls_back_to_tansu_without_apache_kafkas_jars(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LDP_KAFKA_LIBS", str(tmp_path))  # no kafka_2.13-*.jar there
-    assert choose_broker("auto") == "tansu"
-    assert choose_broker("kafka") == "kafka"  # an explicit choice is kept (and fails later)
-    assert choose_broker("tansu") == "tansu"
 
 
 def test_soak_classifies_every_process_of_up() -> None:

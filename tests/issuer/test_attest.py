@@ -1,13 +1,9 @@
 """Attesters: the default fleet key + device credential, the app-login example, plugging one
-in by name; and the token-request body parser under fuzzing."""
+in by name (the token-request body parser under fuzzing: tests/issuer/test_service.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from issuer.attest import AppLoginAttester, AttestationError, FleetKeyAttester, load_attester
 from issuer.config import IssuerSettings
@@ -60,27 +56,3 @@ def test_attester_is_pluggable_by_name_and_bad_names_fail_at_start() -> None:
     assert IssuerSettings.from_env({"LDP_ISSUER_OPEN": "true"}).attester_name.startswith("OPEN")
     with pytest.raises(ConfigError, match="LDP_TOKEN_ISSUER_NAME"):
         IssuerSettings.from_env({"LDP_ISSUER_OPEN": "true", "LDP_TOKEN_ISSUER_NAME": "a b"})
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=1200))
-def test_fuzzed_token_request_bodies_are_refused_with_issuance_error_only(body: bytes) -> None:
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    from issuer.service import IssuanceError, IssuerKey, decode_requests
-    from ldpstream.privacypass import scheme
-    from ldpstream.privacypass.tokens import TOKEN_REQUEST_LEN, spki_der
-
-    global _KEY
-    if _KEY is None:
-        sk = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        _KEY = IssuerKey(sk, scheme.KeyRecord.of("c", 0, 3600, spki_der(sk.public_key())))
-    try:
-        reqs = decode_requests(body, _KEY, 3)
-    except IssuanceError as exc:
-        assert exc.status == 400 and exc.reason
-        return
-    assert len(body) == TOKEN_REQUEST_LEN * len(reqs)
-
-
-_KEY: Any = None

@@ -2,44 +2,30 @@
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
 from aggregator import commands
 
+from ..verbs import assert_flag_wins, verbs_parser
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers(dest="cmd")
-    commands.add_commands(sub)
-    commands.add_bench_commands(sub.add_parser("bench").add_subparsers(dest="what"))
-    return parser
+PARSER = verbs_parser(commands.add_commands, commands.add_bench_commands)
 
 
 def test_aggregate_takes_an_engine_and_nothing_else() -> None:
-    p = _parser()
-    assert p.parse_args(["aggregate"]).engine is None
-    args = p.parse_args(["aggregate", "--engine", "aiokafka"])
+    assert PARSER.parse_args(["aggregate"]).engine is None
+    args = PARSER.parse_args(["aggregate", "--engine", "aiokafka"])
     assert args.engine == "aiokafka" and args.func is commands._cmd_aggregate
     with pytest.raises(SystemExit):
-        p.parse_args(["aggregate", "--engine", "spark"])
+        PARSER.parse_args(["aggregate", "--engine", "spark"])
 
 
 def test_the_engine_flag_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LDP_ENGINE", "faust")
-    monkeypatch.setenv("LDP_TOPIC_PARTITIONS", "0")  # start-up stops at the settings
-    from ldpstream.settings import ConfigError
-
-    with pytest.raises(ConfigError, match="LDP_TOPIC_PARTITIONS"):
-        commands._cmd_aggregate(_parser().parse_args(["aggregate", "--engine", "aiokafka"]))
-    import os
-
-    assert os.environ["LDP_ENGINE"] == "aiokafka"
+    assert_flag_wins(monkeypatch, PARSER.parse_args(["aggregate", "--engine", "aiokafka"]),
+                     "LDP_ENGINE", "aiokafka", ("LDP_TOPIC_PARTITIONS", "0"))
 
 
 def test_bench_pipeline_defaults() -> None:
-    args = _parser().parse_args(["bench", "pipeline"])
+    args = PARSER.parse_args(["bench", "pipeline"])
     assert args.func is commands._cmd_bench_pipeline
     assert (args.sizes, args.engines, args.broker) == ("1,512,4096:oue", "faust,aiokafka",
                                                        "tansu")

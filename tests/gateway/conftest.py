@@ -3,10 +3,11 @@ in front of the session's real broker and Redis, and a small blocking HTTP clien
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
-import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,9 @@ import pytest
 
 from ldpcore.collection import CollectionSpec
 
-from ..integration.helpers import ROOT, ServiceProcess
+from ..integration.helpers import ServiceProcess, service_env
 
-__all__ = ["GatewayProcess", "gateway_env", "post", "SPECS"]
+__all__ = ["GatewayProcess", "gateway_env", "post", "running_gateway", "SPECS"]
 
 SPECS = [
     CollectionSpec.from_dict({"id": "g-grr", "oracle": {"mechanism": "grr", "epsilon": 1.0},
@@ -31,18 +32,8 @@ SPECS = [
 
 def gateway_env(kafka: Any, redis_server: Any, names: dict[str, str],
                 **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
-    env.update({
-        "LDP_KAFKA_BOOTSTRAP": kafka.bootstrap,
-        "LDP_REDIS_URL": redis_server.url,
-        "LDP_REDIS_PREFIX": names["prefix"],
-        "LDP_REPORTS_TOPIC": names["topic"],
-        "LDP_GATEWAY_PORT": "0",
-        "LDP_GATEWAY_CATALOG_REFRESH": "0.5",
-        "PYTHONPATH": str(ROOT),
-    })
-    env.update(extra)
-    return env
+    return service_env(kafka, redis_server, names, **{
+        "LDP_GATEWAY_PORT": "0", "LDP_GATEWAY_CATALOG_REFRESH": "0.5", **extra})
 
 
 class GatewayProcess(ServiceProcess):
@@ -68,6 +59,26 @@ class GatewayProcess(ServiceProcess):
 
     def url(self, path: str = "") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
+
+
+@contextlib.contextmanager
+def running_gateway(kafka: Any, redis_server: Any, names: dict[str, str],
+                    specs: list[CollectionSpec], log: Path,
+                    **settings: str) -> Iterator[GatewayProcess]:
+    """A gateway child process serving ``specs`` (registered first) under ``names``; it
+    must exit cleanly (0) when stopped."""
+    import redis
+
+    from ldpstream.storage import CollectionCatalog
+
+    client = redis.Redis.from_url(redis_server.url)
+    CollectionCatalog(client, names["prefix"]).register_all(specs)
+    client.close()
+    proc = GatewayProcess(gateway_env(kafka, redis_server, names, **settings), log).start()
+    try:
+        yield proc
+    finally:
+        assert proc.stop() == 0, proc.output()
 
 
 def post(port: int, body: bytes, content_type: str = "application/octet-stream",

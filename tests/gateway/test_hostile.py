@@ -25,7 +25,7 @@ import pytest
 from ldpcore.collection import encode_message
 from ldpstream.storage import CollectionCatalog
 
-from .conftest import SPECS, GatewayProcess, gateway_env, post
+from .conftest import SPECS, GatewayProcess, gateway_env, post, running_gateway
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]
 
@@ -122,20 +122,12 @@ def names() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def gw(kafka: Any, redis_server: Any, names: dict[str, str],
        tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    import redis
-
-    client = redis.Redis.from_url(redis_server.url)
-    CollectionCatalog(client, names["prefix"]).register_all(SPECS)
-    client.close()
-    log = tmp_path_factory.mktemp("gwh") / "gateway.log"
-    proc = GatewayProcess(gateway_env(
-        kafka, redis_server, names, LDP_GATEWAY_KEYS=f"fleet:{KEY}",
-        LDP_GATEWAY_HEAD_TIMEOUT=str(HEAD_TIMEOUT), LDP_GATEWAY_BODY_GRACE=str(BODY_GRACE),
-        LDP_GATEWAY_BODY_MIN_RATE="1024", LDP_GATEWAY_BODY_BUDGET=str(BUDGET)), log).start()
-    try:
+    with running_gateway(
+            kafka, redis_server, names, SPECS, tmp_path_factory.mktemp("gwh") / "gateway.log",
+            LDP_GATEWAY_KEYS=f"fleet:{KEY}", LDP_GATEWAY_HEAD_TIMEOUT=str(HEAD_TIMEOUT),
+            LDP_GATEWAY_BODY_GRACE=str(BODY_GRACE), LDP_GATEWAY_BODY_MIN_RATE="1024",
+            LDP_GATEWAY_BODY_BUDGET=str(BUDGET)) as proc:
         yield proc
-    finally:
-        assert proc.stop() == 0, proc.output()
 
 
 # ---- 1. slow senders -----------------------------------------------------------------------

@@ -15,11 +15,10 @@ import pytest
 
 from ldpcore import Reports
 from ldpcore.collection import encode_message
-from ldpstream.storage import CollectionCatalog
 from tests.message_cases import specs
 
 from ..integration.helpers import read_topic
-from .conftest import SPECS, GatewayProcess, gateway_env, post
+from .conftest import SPECS, GatewayProcess, gateway_env, post, running_gateway
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]
 
@@ -69,20 +68,12 @@ def names() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def gw(kafka: Any, redis_server: Any, names: dict[str, str],
        tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    import redis
-
-    client = redis.Redis.from_url(redis_server.url)
-    CollectionCatalog(client, names["prefix"]).register_all(SPECS)
-    # the fuzz test's collections, but the last two (it checks unknown ones too)
-    CollectionCatalog(client, names["prefix"]).register_all(specs()[:-2])
-    client.close()
-    log = tmp_path_factory.mktemp("gw") / "gateway.log"
-    proc = GatewayProcess(gateway_env(kafka, redis_server, names, LDP_GATEWAY_MAX_BODY="65536",
-                                      LDP_GATEWAY_QUEUE_BYTES="1048576"), log).start()
-    try:
+    # the fuzz test's collections too, but the last two (it checks unknown ones)
+    with running_gateway(kafka, redis_server, names, SPECS + specs()[:-2],
+                         tmp_path_factory.mktemp("gw") / "gateway.log",
+                         LDP_GATEWAY_MAX_BODY="65536",
+                         LDP_GATEWAY_QUEUE_BYTES="1048576") as proc:
         yield proc
-    finally:
-        assert proc.stop() == 0, proc.output()
 
 
 BAD_BODIES = [

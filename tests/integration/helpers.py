@@ -4,6 +4,7 @@ a background publisher, consumer-group views and a response-dropping Kafka proxy
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -12,7 +13,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,8 @@ from ldpcore.collection import CollectionSpec
 from ldpstream.dev.servers import LOOPBACK, _die_with_parent
 
 __all__ = ["ProduceResponseDropper", "Publisher", "ServiceProcess", "WorkerProcess",
-           "group_assignment", "log_offsets", "wait_for", "worker_env"]
+           "counting_worker", "group_assignment", "log_offsets", "service_env", "unique_names",
+           "wait_for", "worker_env"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,22 +31,55 @@ ENGINE = "faust"
 """``LDP_ENGINE`` of the workers started by :func:`worker_env` (set by the ``engine`` fixture)."""
 
 
-def worker_env(kafka: Any, redis_server: Any, names: dict[str, str],
-               **extra: str) -> dict[str, str]:
+def service_env(kafka: Any, redis_server: Any, names: dict[str, str],
+                **settings: str) -> dict[str, str]:
+    """The environment of a service child process: the caller's without its ``LDP_…``
+    variables, then the test's servers and names, then ``settings``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
     env.update({
         "LDP_KAFKA_BOOTSTRAP": kafka.bootstrap,
         "LDP_REDIS_URL": redis_server.url,
         "LDP_REDIS_PREFIX": names["prefix"],
         "LDP_REPORTS_TOPIC": names["topic"],
-        "LDP_DLQ_TOPIC": names["dlq"],
-        "LDP_CONSUMER_GROUP": names["group"],
-        "LDP_FLUSH_INTERVAL_MS": "100",
-        "LDP_ENGINE": ENGINE,
         "PYTHONPATH": str(ROOT),
     })
-    env.update(extra)
+    env.update(settings)
     return env
+
+
+def worker_env(kafka: Any, redis_server: Any, names: dict[str, str],
+               **extra: str) -> dict[str, str]:
+    return service_env(kafka, redis_server, names, **{
+        "LDP_DLQ_TOPIC": names["dlq"], "LDP_CONSUMER_GROUP": names["group"],
+        "LDP_FLUSH_INTERVAL_MS": "100", "LDP_ENGINE": ENGINE, **extra})
+
+
+def unique_names(tag: str = "t") -> dict[str, str]:
+    """Topic, dead-letter topic, consumer group and Redis prefix of one test's own."""
+    uid = uuid.uuid4().hex[:8]
+    return {"topic": f"reports-{uid}", "dlq": f"dlq-{uid}", "group": f"agg-{uid}",
+            "prefix": f"{tag}{uid}:"}
+
+
+@contextlib.contextmanager
+def counting_worker(kafka: Any, redis_server: Any, tmp: Path, collections: list[Any],
+                    tag: str = "t") -> Iterator[tuple[dict[str, str], WorkerProcess, Any]]:
+    """A worker child process counting ``collections`` (declared in a file in ``tmp``)
+    under names of its own: (names, the worker, a sync Redis client), both closed after."""
+    import redis
+
+    names = unique_names(tag)
+    cfile = tmp / "collections.json"
+    cfile.write_text(json.dumps({"collections": collections}))
+    worker = WorkerProcess(worker_env(kafka, redis_server, names,
+                                      LDP_COLLECTIONS_FILE=str(cfile)), tmp / "worker.log")
+    worker.start()
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        yield names, worker, client
+    finally:
+        worker.stop()
+        client.close()
 
 
 class ServiceProcess:

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 
 import pytest
 
 from issuer import commands
 
+from ..verbs import verbs_parser
+
 
 def test_the_port_flag_wins_and_start_up_stops_at_bad_settings(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    parser = argparse.ArgumentParser()
-    commands.add_commands(parser.add_subparsers(dest="cmd"))
-    args = parser.parse_args(["issuer", "--port", "9100"])
+    args = verbs_parser(commands.add_commands).parse_args(["issuer", "--port", "9100"])
     assert args.func is commands._cmd_issuer
     monkeypatch.setenv("LDP_ISSUER_PORT", "1")
     monkeypatch.delenv("LDP_ISSUER_KEYS", raising=False)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-
 from producer import commands
 from producer.cli import cmd_simulate
 
+from ..verbs import verbs_parser
+
 
 def test_simulate_is_registered() -> None:
-    parser = argparse.ArgumentParser()
-    commands.add_commands(parser.add_subparsers(dest="cmd"))
-    args = parser.parse_args(["simulate", "--reports", "5"])
+    args = verbs_parser(commands.add_commands).parse_args(["simulate", "--reports", "5"])
     assert args.func is cmd_simulate and args.reports == 5

@@ -7,7 +7,6 @@ Redis; the API under test then reads those states.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from ldpstream.storage import load_state
 from producer.sdk import Client
 from producer.simulate import simulate
 
-from ..integration.helpers import ROOT, WorkerProcess, wait_for, worker_env
+from ..integration.helpers import ROOT, counting_worker, wait_for
 
 ADMIN = "test-admin-token-123"
 
@@ -58,21 +57,10 @@ DISTS = {"os": "zipf:1.5", "latency": "cauchy:100,20", "apps": "uniform",
 @pytest.fixture(scope="module")
 def pipeline(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactory
              ) -> Iterator[dict[str, Any]]:
-    import redis
-
     tmp = tmp_path_factory.mktemp("api")
-    uid = uuid.uuid4().hex[:8]
-    names = {"topic": f"reports-{uid}", "dlq": f"dlq-{uid}", "group": f"agg-{uid}",
-             "prefix": f"api{uid}:"}
-    cfile = tmp / "collections.json"
-    cfile.write_text(json.dumps({"collections": SPECS}))
     specs = {s["id"]: CollectionSpec.from_dict(s) for s in SPECS}
-    worker = WorkerProcess(worker_env(kafka, redis_server, names,
-                                      LDP_COLLECTIONS_FILE=str(cfile)), tmp / "worker.log")
-    worker.start()
-    client = redis.Redis.from_url(redis_server.url)
-    truth: dict[str, Any] = {}
-    try:
+    with counting_worker(kafka, redis_server, tmp, SPECS, "api") as (names, worker, client):
+        truth: dict[str, Any] = {}
         with Client(kafka.bootstrap, names["topic"]) as producer:
             for cid, spec in specs.items():
                 if cid == "urls":  # 2^24 values: devices draw Zipf keys themselves
@@ -87,9 +75,6 @@ def pipeline(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFac
                  interval=0.3)
         yield {"names": names, "specs": specs, "truth": truth, "worker": worker,
                "redis_url": redis_server.url, "kafka": kafka, "tmp": tmp}
-    finally:
-        worker.stop()
-        client.close()
 
 
 def publish_zipf_keys(producer: Client, spec: CollectionSpec, n: int, seed: int

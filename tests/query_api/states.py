@@ -1,4 +1,5 @@
-"""Window states written straight into a real Redis, as the aggregator's flush writes them.
+"""Window states written straight into a real Redis, as the aggregator's flush writes them
+(simulated devices' states, or reports perturbed here: :func:`flush_reports`).
 
 For API tests about answers (not about ingestion): the states come from the simulator's
 reports aggregated in-process and land in Redis through the aggregator's own atomic flush
@@ -10,6 +11,8 @@ from __future__ import annotations
 import time
 import uuid
 from typing import Any
+
+import numpy as np
 
 import ldpcore
 from ldpcore.collection import CollectionSpec
@@ -42,3 +45,35 @@ def write_window(client: Any, prefix: str, spec: CollectionSpec, start: int,
 
 def register(client: Any, prefix: str, *specs: CollectionSpec) -> None:
     CollectionCatalog(client, prefix).register_all(specs)
+
+
+def flush_reports(client: Any, prefix: str, spec: CollectionSpec, seed: int,
+                  n: int = 2000) -> None:
+    """``n`` perturbed reports of ``spec`` into the current window (sync Redis client)."""
+    oracle = spec.oracle()
+    rng = np.random.default_rng(seed)
+    if spec.set_valued:
+        labels = list(spec.domain.labels)
+        reports = oracle.perturb_sets(spec.index_sets([labels[:2], labels[2:3]] * (n // 2)),
+                                      rng=rng)
+    else:
+        reports = oracle.perturb(rng.integers(0, spec.domain.size, n), rng=rng)
+    start = int(time.time()) // spec.window_seconds * spec.window_seconds
+    write_window(client, prefix, spec, start, oracle.aggregate(reports),
+                 keep_s=spec.window_seconds + spec.retention_seconds)
+
+
+def register_reported(client: Any, prefix: str, raws: list[dict[str, Any]],
+                      private: tuple[str, ...] = ()) -> list[CollectionSpec]:
+    """Register each collection of ``raws`` with 2,000 reports in its current window
+    (:func:`flush_reports`), and mark the ``private`` ones so."""
+    catalog = CollectionCatalog(client, prefix)
+    specs = []
+    for i, raw in enumerate(raws):
+        spec = CollectionSpec.from_dict(raw)
+        catalog.register(spec)
+        flush_reports(client, prefix, spec, seed=i + 1)
+        specs.append(spec)
+    for cid in private:
+        catalog.mark_private(cid, True)
+    return specs

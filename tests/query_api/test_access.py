@@ -22,15 +22,13 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 
-from ldpcore.collection import CollectionSpec
 from ldpstream.access import token_hash
 from ldpstream.dev.servers import _die_with_parent, free_port, wait_port
-from ldpstream.storage import CollectionCatalog
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
 from ..integration.helpers import ROOT
-from .redis_states import flush_reports
+from .states import register_reported
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]  # Redis only
 
@@ -65,12 +63,7 @@ def world(redis_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     tmp = tmp_path_factory.mktemp("access")
     prefix = f"acc{uuid.uuid4().hex[:8]}:"
     r = redis.Redis.from_url(redis_server.url)
-    catalog = CollectionCatalog(r, prefix)
-    for i, raw in enumerate(SPECS):
-        spec = CollectionSpec.from_dict(raw)
-        catalog.register(spec)
-        flush_reports(r, prefix, spec, seed=i + 1)
-    catalog.mark_private("secret", True)
+    register_reported(r, prefix, SPECS, private=("secret",))
     tokens = tmp / "read-tokens.txt"
     tokens.write_text(f"# test tokens\n{token_hash(PUBLIC)}\n"
                       f"sha256:{token_hash(PRIVATE)} secret   # the private one\n"

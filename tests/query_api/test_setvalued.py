@@ -3,8 +3,6 @@ the API answers top items and serves each next phase's declaration, created via 
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +19,7 @@ from producer.store import MemoryStore
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
-from ..integration.helpers import WorkerProcess, wait_for, worker_env
+from ..integration.helpers import counting_worker, wait_for
 from .conftest import ADMIN
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]
@@ -37,21 +35,10 @@ REPORTS = {"candidates": 20_000, "sizes": 6_000, "frequencies": 20_000}
 @pytest.fixture(scope="module")
 def svim(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactory
          ) -> Iterator[dict[str, Any]]:
-    import redis
-
     tmp = tmp_path_factory.mktemp("svim")
-    uid = uuid.uuid4().hex[:8]
-    names = {"topic": f"reports-{uid}", "dlq": f"dlq-{uid}", "group": f"agg-{uid}",
-             "prefix": f"sv{uid}:"}
-    cfile = tmp / "collections.json"
-    cfile.write_text(json.dumps({"collections": [PHASE1]}))
-    worker = WorkerProcess(worker_env(kafka, redis_server, names,
-                                      LDP_COLLECTIONS_FILE=str(cfile)), tmp / "worker.log")
-    worker.start()
-    rclient = redis.Redis.from_url(redis_server.url)
-    settings = ApiSettings(redis_url=redis_server.url, redis_prefix=names["prefix"],
-                           admin_token=ADMIN)
-    try:
+    with counting_worker(kafka, redis_server, tmp, [PHASE1], "sv") as (names, _, rclient):
+        settings = ApiSettings(redis_url=redis_server.url, redis_prefix=names["prefix"],
+                               admin_token=ADMIN)
         with (Client(kafka.bootstrap, names["topic"]) as producer,
               TestClient(create_app(settings, registry=CollectorRegistry())) as api):
 
@@ -66,9 +53,6 @@ def svim(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactory
 
             yield {"api": api, "play": play, "redis": rclient, "prefix": names["prefix"],
                    "redis_url": redis_server.url, "tmp": tmp}
-    finally:
-        worker.stop()
-        rclient.close()
 
 
 def _advance(api: TestClient, cid: str) -> CollectionSpec:

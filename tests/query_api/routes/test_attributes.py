@@ -3,11 +3,9 @@ Redis â†’ the per-attribute routes (``/v1/collections/{cid}/attributes[/{name}/â
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ from producer.simulate import simulate, truth_by_attribute
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
-from ...integration.helpers import ROOT, WorkerProcess, wait_for, worker_env
+from ...integration.helpers import ROOT, counting_worker, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]
 
@@ -45,20 +43,10 @@ PLAIN = {"id": "plain", "oracle": {"mechanism": "grr", "epsilon": 1.0},
 @pytest.fixture(scope="module")
 def run(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactory
         ) -> Iterator[dict[str, Any]]:
-    import redis
-
     tmp = tmp_path_factory.mktemp("attrs")
-    uid = uuid.uuid4().hex[:8]
-    names = {"topic": f"reports-{uid}", "dlq": f"dlq-{uid}", "group": f"agg-{uid}",
-             "prefix": f"attr{uid}:"}
-    (tmp / "collections.json").write_text(json.dumps({"collections": [PROFILE, PLAIN]}))
     spec = CollectionSpec.from_dict(PROFILE)
-    worker = WorkerProcess(worker_env(kafka, redis_server, names,
-                                      LDP_COLLECTIONS_FILE=str(tmp / "collections.json")),
-                           tmp / "worker.log")
-    worker.start()
-    store = redis.Redis.from_url(redis_server.url)
-    try:
+    with counting_worker(kafka, redis_server, tmp, [PROFILE, PLAIN], "attr") as (
+            names, _, store):
         with Client(kafka.bootstrap, names["topic"]) as producer:
             res = simulate(spec, lambda b: producer.send(spec, b), dist="zipf:1.2",
                            reports=N, batch_sizes=[700], seed=11)
@@ -69,9 +57,6 @@ def run(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactory
             yield {"spec": spec, "result": res, "client": client, "tmp": tmp,
                    "redis_url": redis_server.url, "prefix": names["prefix"],
                    "state": load_state(store, spec, prefix=names["prefix"])}
-    finally:
-        worker.stop()
-        store.close()
 
 
 def test_the_worker_counts_every_report_exactly_once(run: dict[str, Any]) -> None:

@@ -13,11 +13,10 @@ from prometheus_client import CollectorRegistry
 
 from ldpcore.budget import collection_daily_spend, epsilon_per_report
 from ldpcore.collection import CollectionSpec
-from ldpstream.storage import CollectionCatalog
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
-from ..redis_states import flush_reports
+from ..states import register_reported
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]  # Redis only
 
@@ -43,12 +42,7 @@ def client(redis_server: Any) -> Iterator[TestClient]:
 
     prefix = f"fleet{uuid.uuid4().hex[:8]}:"
     r = redis.Redis.from_url(redis_server.url)
-    catalog = CollectionCatalog(r, prefix)
-    for i, raw in enumerate(SPECS):
-        spec = CollectionSpec.from_dict(raw)
-        catalog.register(spec)
-        flush_reports(r, prefix, spec, seed=i + 1)
-    catalog.mark_private("hidden", True)
+    register_reported(r, prefix, SPECS, private=("hidden",))
     settings = ApiSettings(redis_url=redis_server.url, redis_prefix=prefix, admin_token=ADMIN)
     try:
         with TestClient(create_app(settings, registry=CollectorRegistry())) as c:

@@ -9,9 +9,7 @@ by window, with intervals that cover the truth, and merge windows into buckets.
 
 from __future__ import annotations
 
-import json
 import time
-import uuid
 from collections.abc import Iterator
 from statistics import NormalDist
 from typing import Any
@@ -28,7 +26,7 @@ from producer.simulate import simulate
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
-from ...integration.helpers import WorkerProcess, wait_for, worker_env
+from ...integration.helpers import counting_worker, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -59,22 +57,11 @@ Z = NormalDist().inv_cdf(0.9995)  # the tests ask for 99.9 % intervals
 @pytest.fixture(scope="module")
 def history(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[dict[str, Any]]:
-    import redis
-
     tmp = tmp_path_factory.mktemp("series")
-    uid = uuid.uuid4().hex[:8]
-    names = {"topic": f"series-{uid}", "dlq": f"sdlq-{uid}", "group": f"sagg-{uid}",
-             "prefix": f"ser{uid}:"}
-    cfile = tmp / "collections.json"
-    cfile.write_text(json.dumps({"collections": SPECS}))
     specs = {s["id"]: CollectionSpec.from_dict(s) for s in SPECS}
     first = (int(time.time()) // (2 * W) - 2) * 2 * W  # four whole past windows
-    worker = WorkerProcess(worker_env(kafka, redis_server, names,
-                                      LDP_COLLECTIONS_FILE=str(cfile)), tmp / "worker.log")
-    worker.start()
-    client = redis.Redis.from_url(redis_server.url)
-    truth: dict[tuple[str, int], np.ndarray] = {}
-    try:
+    with counting_worker(kafka, redis_server, tmp, SPECS, "ser") as (names, _, client):
+        truth: dict[tuple[str, int], np.ndarray] = {}
         with Client(kafka.bootstrap, names["topic"]) as producer:
             for cid, plan in PLAN.items():
                 spec = specs[cid]
@@ -95,9 +82,6 @@ def history(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFact
         settings = ApiSettings(redis_url=redis_server.url, redis_prefix=names["prefix"])
         with TestClient(create_app(settings, registry=CollectorRegistry())) as api:
             yield {"api": api, "first": first, "truth": truth, "specs": specs}
-    finally:
-        worker.stop()
-        client.close()
 
 
 def get(h: dict[str, Any], cid: str, **params: Any) -> Any:

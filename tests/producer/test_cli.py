@@ -12,9 +12,8 @@ import pytest
 from ldpcore.collection import decode_message
 from producer.cli import add_simulate_parser, cmd_simulate
 
-from .test_sdk import SPEC, Gateway, gateway  # noqa: F401 - the fixture
-
-__all__ = ["gateway"]
+from .standins import Gateway
+from .test_sdk import SPEC
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,7 +42,7 @@ def test_a_run_without_a_spec_source_says_what_to_give(monkeypatch: pytest.Monke
 
 
 def test_a_run_through_the_gateway_sends_every_report_and_writes_the_truth(
-        gateway: Gateway, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+        gateway: Gateway, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     specs = tmp_path / "c.json"
     specs.write_text(json.dumps({"collections": [SPEC.to_dict()]}))
     truth = tmp_path / "truth.json"

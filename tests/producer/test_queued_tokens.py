@@ -7,19 +7,13 @@ stand in for the real ones (the real ones: tests/sdks/test_sdk_tokens.py)."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from cryptography.hazmat.primitives import serialization
 
 from ldpcore.collection import CollectionSpec
 from ldpstream.privacypass.tokens import (
-    NK,
     Token,
     b64url_decode,
     public_key_from_spki,
@@ -28,57 +22,14 @@ from ldpstream.privacypass.tokens import (
 from producer.sdk import Device, GatewayClient
 from producer.store import FileStore, MemoryStore
 
-from .test_sdk import Gateway
+from .standins import T0, WS, Gateway, Issuer, V
 
-ROOT = Path(__file__).resolve().parents[2]
-V = json.loads((ROOT / "sdks/vectors/privacypass/tokens.json").read_text())["cases"][0]
-WS, T0 = 600, 1_800_000_000  # T0: a window start
 DEAD = "http://127.0.0.1:9"
 SECRET = bytes(16)
 SPEC = CollectionSpec.from_dict({"id": "qt", "oracle": {"mechanism": "grr", "epsilon": 1.0},
                                  "domain": {"kind": "categories", "labels": ["a", "b", "c"]},
                                  "window_seconds": WS, "memoization": "none",
                                  "reports_per_window": 3})
-
-
-class Issuer:
-    """Lists the vectors' key for ``windows`` and blind-signs every token request."""
-
-    def __init__(self, windows: list[int]) -> None:
-        sk: Any = serialization.load_pem_private_key(V["sk_pem"].encode(), None)
-        d, n = sk.private_numbers().d, sk.public_key().public_numbers().n
-        self.asked: list[int] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _send(self, body: bytes) -> None:
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                cid = parse_qs(urlsplit(self.path).query)["collection"][0]
-                self._send(json.dumps({"ldp-issuer-name": "ldpstream", "token-keys": [
-                    {"token-type": 2, "token-key": V["token_key"], "ldp-collection": cid,
-                     "ldp-window": w, "ldp-window-seconds": WS} for w in windows]}).encode())
-
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                outer.asked.append(int(parse_qs(urlsplit(self.path).query)["window"][0]))
-                self._send(b"".join(pow(int.from_bytes(body[i + 3:i + 259], "big"), d, n)
-                                    .to_bytes(NK, "big") for i in range(0, len(body), 259)))
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -92,14 +43,6 @@ def issuer() -> Iterator[Callable[[list[int]], Issuer]]:
     yield start
     for i in made:
         i.close()
-
-
-@pytest.fixture
-def gateway() -> Iterator[Gateway]:
-    gw = Gateway()
-    yield gw
-    gw.server.shutdown()
-    gw.server.server_close()
 
 
 def client(url: str, issuer_url: str) -> GatewayClient:

@@ -4,11 +4,7 @@ reports, across restarts), Retry-After honoured as stated, the durable outbox.""
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,54 +12,12 @@ from ldpcore.collection import CollectionSpec
 from producer.sdk import Device, GatewayClient, GatewayError, retry_after_seconds
 from producer.store import FileStore
 
+from .standins import Gateway
+
 SPEC = CollectionSpec.from_dict({"id": "net", "oracle": {"mechanism": "grr", "epsilon": 1.0},
                                  "domain": {"kind": "categories", "labels": ["x", "y", "z"]},
                                  "window_seconds": 60, "memoization": "none"})
 T0 = 1_800_000_000.0
-
-
-class Gateway:
-    """A scripted stand-in for the gateway: answers from ``script`` (status, headers) in
-    turn (then 202), recording every request's headers and body."""
-
-    def __init__(self) -> None:
-        self.script: list[tuple[int, dict[str, str]]] = []
-        self.seen: list[tuple[dict[str, str], bytes]] = []
-        self.reason: Callable[[], str] = lambda: "r"  # of a refusal
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                outer.seen.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                status, headers = outer.script.pop(0) if outer.script else (202, {})
-                answer = (json.dumps({"accepted_messages": 1, "accepted_reports": 1})
-                          if status == 202
-                          else json.dumps({"reason": outer.reason(), "detail": "d"}))
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer.encode())
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def keys(self) -> list[str]:
-        return [h["idempotency-key"] for h, _ in self.seen]
-
-
-@pytest.fixture
-def gateway() -> Iterator[Gateway]:
-    gw = Gateway()
-    yield gw
-    gw.server.shutdown()
-    gw.server.server_close()
 
 
 def test_every_request_has_its_own_key_reused_on_its_retries(gateway: Gateway) -> None:

@@ -21,8 +21,7 @@ from ldpcore.collection import CollectionSpec, decode_message
 from producer.sdk import Device, GatewayClient
 from producer.store import FileStore
 
-from ..producer.test_queued_tokens import Issuer
-from ..producer.test_sdk import Gateway
+from ..producer.standins import Gateway, Issuer
 from .conftest import SDKS, java_tool, js_tool
 
 SPEC = CollectionSpec.from_dict({"id": "memo-x", "oracle": {"mechanism": "oue", "epsilon": 1.0},

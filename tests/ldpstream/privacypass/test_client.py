@@ -19,7 +19,7 @@ from ldpstream.privacypass.client import (
 )
 from ldpstream.privacypass.tokens import Token, b64url, verify_token
 
-from ...producer.test_queued_tokens import T0, WS, Issuer
+from ...producer.standins import T0, WS, Issuer
 
 SPEC = SimpleNamespace(id="qt", reports_per_window=3, token_quota=3, window_seconds=WS)
 

@@ -17,7 +17,7 @@ from ldpstream.privacypass.scheme import (
 from ldpstream.privacypass.tokens import TokenChallenge
 from ldpstream.settings import ConfigError
 
-from ...producer.test_queued_tokens import V
+from ...producer.standins import V
 
 
 def test_windows_start_at_multiples_of_their_length() -> None:

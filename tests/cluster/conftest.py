@@ -84,22 +84,22 @@ def _wait_counting(cluster: LocalCluster, timeout: float = 180.0) -> None:
                          f"{cluster.workdir / 'logs'}")
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = _start(tmp_path_factory.mktemp("cluster"), secure=False)
+def _running(workdir: Path, *, secure: bool) -> Iterator[LocalCluster]:
+    c = _start(workdir, secure=secure)
     try:
         yield c
     finally:
         c.kill()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    yield from _running(tmp_path_factory.mktemp("cluster"), secure=False)
 
 
 @pytest.fixture(scope="module")
 def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = _start(tmp_path_factory.mktemp("secure-cluster"), secure=True)
-    try:
-        yield c
-    finally:
-        c.kill()
+    yield from _running(tmp_path_factory.mktemp("secure-cluster"), secure=True)
 
 
 def redis_client(cluster: LocalCluster) -> Any:

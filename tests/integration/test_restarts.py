@@ -67,14 +67,21 @@ def own_tansu(local_backend: None, tmp_path: Path) -> Any:
         k.stop()
 
 
+def _start(k: Any, r: Any, names: dict[str, str], tmp_path: Path) -> tuple[Any, WorkerProcess]:
+    """A Redis client of ``r`` and a worker counting SPEC (registered first)."""
+    import redis
+
+    rc = redis.Redis.from_url(r.url, socket_timeout=5)
+    CollectionCatalog(rc, names["prefix"]).register(SPEC)
+    return rc, WorkerProcess(worker_env(k, r, names), tmp_path / "w.log").start()
+
+
 def test_redis_restart_from_aof_keeps_state_and_counting_resumes(
         kafka: Any, own_redis: Any, ldp_names: dict[str, str], tmp_path: Path) -> None:
     import redis
 
     k, r = kafka, own_redis
-    rc = redis.Redis.from_url(r.url, socket_timeout=5)
-    CollectionCatalog(rc, ldp_names["prefix"]).register(SPEC)
-    worker = WorkerProcess(worker_env(k, r, ldp_names), tmp_path / "w.log").start()
+    rc, worker = _start(k, r, ldp_names, tmp_path)
     try:
         first = publish(k.bootstrap, ldp_names["topic"], 20_000, 1)
         wait_for(lambda: load_state(rc, SPEC, prefix=ldp_names["prefix"]).n >= first.n, 60,
@@ -97,12 +104,8 @@ def test_redis_restart_from_aof_keeps_state_and_counting_resumes(
 def test_broker_restart_loses_the_topic_and_the_worker_recovers_and_says_so(
         broker: str, own_tansu: Any, redis_server: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
-    import redis
-
     k, r = own_tansu, redis_server
-    rc = redis.Redis.from_url(r.url, socket_timeout=5)
-    CollectionCatalog(rc, ldp_names["prefix"]).register(SPEC)
-    worker = WorkerProcess(worker_env(k, r, ldp_names), tmp_path / "w.log").start()
+    rc, worker = _start(k, r, ldp_names, tmp_path)
     try:
         before = publish(k.bootstrap, ldp_names["topic"], 20_000, 4)
         wait_for(lambda: load_state(rc, SPEC, prefix=ldp_names["prefix"]).n >= before.n, 60,

@@ -46,14 +46,20 @@ def engine() -> Iterator[str]:
         helpers.ENGINE = old
 
 
+def _worker(kafka: Any, redis_server: Any, names: dict[str, str], tmp_path: Path,
+            **settings: str) -> WorkerProcess:
+    """A worker counting SPEC, declared in a collections file."""
+    cfile = tmp_path / "collections.json"
+    cfile.write_text(json.dumps({"collections": [SPEC.to_dict()]}))
+    env = worker_env(kafka, redis_server, names, LDP_COLLECTIONS_FILE=str(cfile), **settings)
+    return WorkerProcess(env, tmp_path / "worker.log").start()
+
+
 def test_janitor_releases_only_counted_records_and_the_count_stays_exact(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
     topic, prefix = ldp_names["topic"], ldp_names["prefix"]
-    cfile = tmp_path / "collections.json"
-    cfile.write_text(json.dumps({"collections": [SPEC.to_dict()]}))
-    env = worker_env(kafka, redis_server, ldp_names, LDP_COLLECTIONS_FILE=str(cfile))
-    worker = WorkerProcess(env, tmp_path / "worker.log").start()
+    worker = _worker(kafka, redis_server, ldp_names, tmp_path)
     janitor = Janitor(bootstrap=kafka.bootstrap, redis=redis_client, topic=topic,
                       prefix=prefix, interval=0.2)
     releases = kafka.broker != "tansu"
@@ -109,11 +115,7 @@ def test_a_worker_with_a_release_interval_releases_what_it_counted(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
     topic, prefix = ldp_names["topic"], ldp_names["prefix"]
-    cfile = tmp_path / "collections.json"
-    cfile.write_text(json.dumps({"collections": [SPEC.to_dict()]}))
-    env = worker_env(kafka, redis_server, ldp_names, LDP_COLLECTIONS_FILE=str(cfile),
-                     LDP_RELEASE_INTERVAL_MS="300")
-    worker = WorkerProcess(env, tmp_path / "worker.log").start()
+    worker = _worker(kafka, redis_server, ldp_names, tmp_path, LDP_RELEASE_INTERVAL_MS="300")
     try:
         pub = Publisher(kafka.bootstrap, topic, SPEC, reports=20_000, rate=20_000, seed=6)
         pub.start()

@@ -7,11 +7,13 @@ Redis; the API under test then reads those states.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -94,35 +96,37 @@ def publish_zipf_keys(producer: Client, spec: CollectionSpec, n: int, seed: int
     return {int(k) + low: float(v) / n for k, v in zip(u, c, strict=True)}
 
 
-def api_env(pipeline: dict[str, Any], **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
-    env.update({"LDP_REDIS_URL": pipeline["redis_url"],
-                "LDP_REDIS_PREFIX": pipeline["names"]["prefix"],
-                "LDP_ADMIN_TOKEN": ADMIN, "LDP_STREAM_INTERVAL_S": "0.2",
-                "PYTHONPATH": str(ROOT)})
-    env.update(extra)
-    return env
-
-
-@pytest.fixture(scope="module")
-def api_server(pipeline: dict[str, Any]) -> Iterator[str]:
-    """``ldpstream serve`` as a real HTTP server (uvicorn) on a free loopback port."""
+@contextlib.contextmanager
+def serving_api(redis_url: str, prefix: str, log: Path, **settings: str) -> Iterator[int]:
+    """``ldpstream serve`` as a real HTTP server (uvicorn) over ``prefix`` on a free loopback
+    port, with ``settings`` (``LDP_…``) on top; yields the port."""
     port = free_port()
-    log = open(pipeline["tmp"] / "api.log", "ab")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, "-m", "ldpstream",
-                             "serve"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            env=api_env(pipeline, LDP_API_PORT=str(port)),
-                            preexec_fn=_die_with_parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
+    env.update({"LDP_REDIS_URL": redis_url, "LDP_REDIS_PREFIX": prefix,
+                "LDP_API_PORT": str(port), "PYTHONPATH": str(ROOT), **settings})
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "serve"], cwd=ROOT,
+                                stdout=out, stderr=subprocess.STDOUT, env=env,
+                                preexec_fn=_die_with_parent)
     try:
         wait_port(port, 30, proc)
-        yield f"http://127.0.0.1:{port}"
+        yield port
     finally:
         proc.terminate()
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
-        log.close()
+            proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def api_server(pipeline: dict[str, Any]) -> Iterator[str]:
+    """``ldpstream serve`` over the pipeline's states (admin token ADMIN)."""
+    with serving_api(pipeline["redis_url"], pipeline["names"]["prefix"],
+                     pipeline["tmp"] / "api.log", LDP_ADMIN_TOKEN=ADMIN,
+                     LDP_STREAM_INTERVAL_S="0.2") as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 # Collections of the broker-free API tests (``redis_api``): states written straight into

@@ -10,9 +10,6 @@ script; a real ``ldpstream serve`` answers every route (the SSE stream included)
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,9 +19,8 @@ import httpx
 import pytest
 
 from ldpcore.collection import CollectionSpec
-from ldpstream.dev.servers import _die_with_parent, free_port, wait_port
 
-from ..integration.helpers import ROOT
+from .conftest import serving_api
 from .routes.test_stream import sse_events
 from .states import register, simulated_state, write_window
 
@@ -88,22 +84,13 @@ def served(redis_server: Any, tmp_path_factory: pytest.TempPathFactory
             write_window(client, prefix, spec, first + i * W,
                          simulated_state(spec, SPECS.get(cid, SPECS["os"])[1], n,
                                          seed=100 * k + i))
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
-    env.update({"LDP_REDIS_URL": redis_server.url, "LDP_REDIS_PREFIX": prefix,
-                "LDP_API_PORT": str(port), "LDP_STREAM_INTERVAL_S": "0.2",
-                "PYTHONPATH": str(ROOT)})
-    log = open(tmp_path_factory.mktemp("counts") / "api.log", "ab")  # noqa: SIM115
-    proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "serve"], cwd=ROOT, env=env,
-                            stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
     try:
-        wait_port(port, 30, proc)
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+        with (serving_api(redis_server.url, prefix,
+                          tmp_path_factory.mktemp("counts") / "api.log",
+                          LDP_STREAM_INTERVAL_S="0.2") as port,
+              httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http):
             yield {"http": http, "specs": specs, "first": first}
     finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
         client.close()
 
 

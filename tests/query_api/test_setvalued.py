@@ -143,40 +143,26 @@ def test_a_device_takes_part_in_one_phase_of_a_partitioned_group() -> None:
 
 @pytest.mark.browser
 def test_dashboard_draws_the_set_valued_panels_in_chromium(svim: Any, group: Any) -> None:
-    import subprocess
-    import sys
-
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from ldpstream.dev.servers import _die_with_parent, free_port, wait_port
-
-    from ..integration.helpers import ROOT
-    from .conftest import api_env
+    from .conftest import serving_api
     from .routes.test_stream import _driver, _need_chrome
 
-    port = free_port()
-    env = api_env({"redis_url": svim["redis_url"], "names": {"prefix": svim["prefix"]}},
-                  LDP_API_PORT=str(port))
-    with open(svim["tmp"] / "api.log", "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "serve"], cwd=ROOT,
-                                stdout=log, stderr=subprocess.STDOUT, env=env,
-                                preexec_fn=_die_with_parent)
-    driver = _driver(_need_chrome())
-    try:
-        wait_port(port, 30, proc)
-        for cid, title, bars in (("apps.frequencies", "Items held by the most devices", 8),
-                                 ("apps.sizes", "Set sizes", 9)):
-            driver.get(f"http://127.0.0.1:{port}/?view={cid}#{cid}")  # a new page load
-            WebDriverWait(driver, 30).until(
-                lambda d: d.find_element(By.ID, "cid").text == cid
-                and d.execute_script("return document.body.dataset.ready === '1'"))
-            assert title in driver.find_element(By.ID, "nowTitle").text
-            assert len(driver.find_elements(By.CSS_SELECTOR, "#chart rect.bar")) == bars
-            note = driver.find_element(By.ID, "nowNote").text
-            assert "ε per device 2 (" in note and "SVIM" in note, note
-            assert driver.find_element(By.ID, "status").text == ""
-    finally:
-        driver.quit()
-        proc.terminate()
-        proc.wait(10)
+    found = _need_chrome()
+    with serving_api(svim["redis_url"], svim["prefix"], svim["tmp"] / "api.log") as port:
+        driver = _driver(found)
+        try:
+            for cid, title, bars in (("apps.frequencies", "Items held by the most devices", 8),
+                                     ("apps.sizes", "Set sizes", 9)):
+                driver.get(f"http://127.0.0.1:{port}/?view={cid}#{cid}")  # a new page load
+                WebDriverWait(driver, 30).until(
+                    lambda d: d.find_element(By.ID, "cid").text == cid
+                    and d.execute_script("return document.body.dataset.ready === '1'"))
+                assert title in driver.find_element(By.ID, "nowTitle").text
+                assert len(driver.find_elements(By.CSS_SELECTOR, "#chart rect.bar")) == bars
+                note = driver.find_element(By.ID, "nowNote").text
+                assert "ε per device 2 (" in note and "SVIM" in note, note
+                assert driver.find_element(By.ID, "status").text == ""
+        finally:
+            driver.quit()

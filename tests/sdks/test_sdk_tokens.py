@@ -159,16 +159,24 @@ def test_python_queued_reports_go_with_their_windows_tokens_and_count_once(
     assert state == o.aggregate(Reports.concat([decode_message(spec, o, m)[1] for m in queued]))
 
 
-def test_typescript_device_is_counted_at_most_k_times(stack: Stack, redis_client: Any,
-                                                      tmp_path: Path) -> None:
-    index = JS / "dist" / "src" / "index.js"
-    _need(index, "the TypeScript SDK")
-    spec, honest, posts = _spec("js"), 20, 6
+def _request(tmp_path: Path, stack: Stack, spec: CollectionSpec, honest: int,
+             posts: int) -> Path:
+    """The file telling an SDK's token tool what to send: ``honest`` reports, then
+    ``posts`` greedy ones beyond the quota."""
     req = tmp_path / "req.json"
     req.write_text(json.dumps({"collection": json.loads(spec.to_json()),
                                "gateway": stack.gateway.url(), "issuer": stack.issuer.url,
                                "key": FLEET, "honest": honest, "greedy_posts": posts,
                                "values": [LABELS[i % 8] for i in range(honest)]}))
+    return req
+
+
+def test_typescript_device_is_counted_at_most_k_times(stack: Stack, redis_client: Any,
+                                                      tmp_path: Path) -> None:
+    index = JS / "dist" / "src" / "index.js"
+    _need(index, "the TypeScript SDK")
+    spec, honest, posts = _spec("js"), 20, 6
+    req = _request(tmp_path, stack, spec, honest, posts)
     proc = subprocess.run(["node", str(Path(__file__).with_name("tokens_device.mjs")),
                            str(index), str(req)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -183,11 +191,7 @@ def test_typescript_device_is_counted_at_most_k_times(stack: Stack, redis_client
 def test_java_device_is_counted_at_most_k_times(stack: Stack, redis_client: Any,
                                                 tmp_path: Path) -> None:
     spec, honest, posts = _spec("java"), 16, 5
-    req = tmp_path / "req.json"
-    req.write_text(json.dumps({"collection": json.loads(spec.to_json()),
-                               "gateway": stack.gateway.url(), "issuer": stack.issuer.url,
-                               "key": FLEET, "honest": honest, "greedy_posts": posts,
-                               "values": [LABELS[i % 8] for i in range(honest)]}))
+    req = _request(tmp_path, stack, spec, honest, posts)
     proc = subprocess.run([*java_tool("TokensTool"), str(req)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

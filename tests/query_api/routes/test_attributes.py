@@ -3,9 +3,6 @@ Redis â†’ the per-attribute routes (``/v1/collections/{cid}/attributes[/{name}/â
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,14 +13,13 @@ from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 
 from ldpcore.collection import CollectionSpec
-from ldpstream.dev.servers import _die_with_parent, free_port, wait_port
 from ldpstream.storage import load_state
 from producer.sdk import Client
 from producer.simulate import simulate, truth_by_attribute
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
-from ...integration.helpers import ROOT, counting_worker, wait_for
+from ...integration.helpers import counting_worker, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.any_broker]
 
@@ -137,58 +133,36 @@ def test_questions_an_attribute_cannot_answer_are_clear_errors(run: dict[str, An
 
 @pytest.mark.browser
 def test_the_dashboard_shows_each_attribute_in_chromium(run: dict[str, Any]) -> None:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from .test_stream import ARTIFACTS, _need_chrome
+    from ..conftest import serving_api
+    from .test_stream import ARTIFACTS, _driver, _need_chrome
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
-    port = free_port()
-    env.update({"LDP_REDIS_URL": run["redis_url"], "LDP_REDIS_PREFIX": run["prefix"],
-                "LDP_API_PORT": str(port), "PYTHONPATH": str(ROOT)})
-    log = open(Path(run["tmp"]) / "api.log", "ab")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "serve"], cwd=ROOT,
-                            stdout=log, stderr=subprocess.STDOUT, env=env,
-                            preexec_fn=_die_with_parent)
-    browser, chromedriver = _need_chrome()
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = browser
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1280,1100"):
-        opts.add_argument(arg)
-    driver = None
-    try:
-        wait_port(port, 30, proc)
-        driver = webdriver.Chrome(service=Service(chromedriver), options=opts)
-        driver.get(f"http://127.0.0.1:{port}/#profile/24h")
-
-        def ready(d: Any) -> bool:
-            return bool(d.execute_script("return document.body.dataset.ready === '1'"))
-
-        wait = WebDriverWait(driver, 30)
-        wait.until(lambda d: d.find_element(By.ID, "cid").text == "profile" and ready(d)
-                   and d.find_elements(By.CSS_SELECTOR, "#attrs button"))
-        buttons = driver.find_elements(By.CSS_SELECTOR, "#attrs button")
-        assert [b.text for b in buttons] == ["os", "apps", "age", "os*apps"]
-        assert "3 attributes: os, apps, age" in driver.find_element(By.ID, "domain").text
-        assert len(driver.find_elements(By.CSS_SELECTOR, "#chart rect.bar")) == 4
-        assert len(driver.find_elements(By.CSS_SELECTOR, "#chart line.ci")) == 4
-        assert 'answered "os"' in driver.find_element(By.ID, "nowNote").text
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        driver.save_screenshot(str(ARTIFACTS / "dashboard-attributes.png"))
-        buttons[2].click()
-        wait.until(lambda d: ready(d) and d.find_element(By.ID, "big").is_displayed())
-        big = driver.find_element(By.ID, "big").text
-        assert big.startswith("age: mean ") and "95 % interval" in big
-        assert driver.find_element(By.ID, "status").text == ""
-    finally:
-        if driver is not None:
-            driver.quit()
-        proc.terminate()
+    found = _need_chrome()
+    with serving_api(run["redis_url"], run["prefix"], Path(run["tmp"]) / "api.log") as port:
+        driver = _driver(found)
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+            driver.get(f"http://127.0.0.1:{port}/#profile/24h")
+
+            def ready(d: Any) -> bool:
+                return bool(d.execute_script("return document.body.dataset.ready === '1'"))
+
+            wait = WebDriverWait(driver, 30)
+            wait.until(lambda d: d.find_element(By.ID, "cid").text == "profile" and ready(d)
+                       and d.find_elements(By.CSS_SELECTOR, "#attrs button"))
+            buttons = driver.find_elements(By.CSS_SELECTOR, "#attrs button")
+            assert [b.text for b in buttons] == ["os", "apps", "age", "os*apps"]
+            assert "3 attributes: os, apps, age" in driver.find_element(By.ID, "domain").text
+            assert len(driver.find_elements(By.CSS_SELECTOR, "#chart rect.bar")) == 4
+            assert len(driver.find_elements(By.CSS_SELECTOR, "#chart line.ci")) == 4
+            assert 'answered "os"' in driver.find_element(By.ID, "nowNote").text
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            driver.save_screenshot(str(ARTIFACTS / "dashboard-attributes.png"))
+            buttons[2].click()
+            wait.until(lambda d: ready(d) and d.find_element(By.ID, "big").is_displayed())
+            big = driver.find_element(By.ID, "big").text
+            assert big.startswith("age: mean ") and "95 % interval" in big
+            assert driver.find_element(By.ID, "status").text == ""
+        finally:
+            driver.quit()

@@ -7,6 +7,7 @@ import contextlib
 import http.client
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,13 @@ class GatewayProcess(ServiceProcess):
 
     def url(self, path: str = "") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
+
+
+@pytest.fixture(scope="module")
+def names() -> dict[str, str]:
+    """The reports topic and Redis prefix of one test module's gateway."""
+    uid = uuid.uuid4().hex[:8]
+    return {"topic": f"gw-{uid}", "prefix": f"g{uid}:"}
 
 
 @contextlib.contextmanager

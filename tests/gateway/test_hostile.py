@@ -114,12 +114,6 @@ class Device:
 
 
 @pytest.fixture(scope="module")
-def names() -> dict[str, str]:
-    uid = uuid.uuid4().hex[:8]
-    return {"topic": f"gwh-{uid}", "prefix": f"h{uid}:"}
-
-
-@pytest.fixture(scope="module")
 def gw(kafka: Any, redis_server: Any, names: dict[str, str],
        tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     with running_gateway(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,12 +56,6 @@ def _json_with(**changes: Any) -> bytes:
         else:
             obj[k] = v
     return json.dumps(obj).encode()
-
-
-@pytest.fixture(scope="module")
-def names() -> dict[str, str]:
-    uid = uuid.uuid4().hex[:8]
-    return {"topic": f"gw-{uid}", "prefix": f"g{uid}:"}
 
 
 @pytest.fixture(scope="module")

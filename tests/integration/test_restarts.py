@@ -76,6 +76,10 @@ def _start(k: Any, r: Any, names: dict[str, str], tmp_path: Path) -> tuple[Any, 
     return rc, WorkerProcess(worker_env(k, r, names), tmp_path / "w.log").start()
 
 
+def _counted(rc: Any, names: dict[str, str], n: int, what: str, timeout: float = 60) -> None:
+    wait_for(lambda: load_state(rc, SPEC, prefix=names["prefix"]).n >= n, timeout, what)
+
+
 def test_redis_restart_from_aof_keeps_state_and_counting_resumes(
         kafka: Any, own_redis: Any, ldp_names: dict[str, str], tmp_path: Path) -> None:
     import redis
@@ -84,16 +88,14 @@ def test_redis_restart_from_aof_keeps_state_and_counting_resumes(
     rc, worker = _start(k, r, ldp_names, tmp_path)
     try:
         first = publish(k.bootstrap, ldp_names["topic"], 20_000, 1)
-        wait_for(lambda: load_state(rc, SPEC, prefix=ldp_names["prefix"]).n >= first.n, 60,
-                 "first part counted")
+        _counted(rc, ldp_names, first.n, "first part counted")
         r.stop()                                  # worker keeps its delta while Redis is down
         during = publish(k.bootstrap, ldp_names["topic"], 10_000, 2)
         r.start()                                 # same port, same AOF
         rc = redis.Redis.from_url(r.url, socket_timeout=5)
         after = publish(k.bootstrap, ldp_names["topic"], 10_000, 3)
         expected = first + during + after
-        wait_for(lambda: load_state(rc, SPEC, prefix=ldp_names["prefix"]).n >= expected.n, 60,
-                 "everything counted after the Redis restart")
+        _counted(rc, ldp_names, expected.n, "everything counted after the Redis restart")
         assert load_state(rc, SPEC, prefix=ldp_names["prefix"]) == expected
         assert worker.alive(), worker.output()
     finally:
@@ -108,14 +110,13 @@ def test_broker_restart_loses_the_topic_and_the_worker_recovers_and_says_so(
     rc, worker = _start(k, r, ldp_names, tmp_path)
     try:
         before = publish(k.bootstrap, ldp_names["topic"], 20_000, 4)
-        wait_for(lambda: load_state(rc, SPEC, prefix=ldp_names["prefix"]).n >= before.n, 60,
-                 "counted before the broker restart")
+        _counted(rc, ldp_names, before.n, "counted before the broker restart")
         k.restart()                               # memory storage: the topic is gone
         after = publish(k.bootstrap, ldp_names["topic"], 8_000, 5)
         expected = before + after
         try:
-            wait_for(lambda: load_state(rc, SPEC, prefix=ldp_names["prefix"]).n >= expected.n,
-                     90, "the new log counted after the broker restart")
+            _counted(rc, ldp_names, expected.n, "the new log counted after the broker restart",
+                     90)
         except AssertionError as exc:  # the worker's log says where it stood
             raise AssertionError(f"{exc}\n{worker.output()[-6000:]}") from None
         assert load_state(rc, SPEC, prefix=ldp_names["prefix"]) == expected

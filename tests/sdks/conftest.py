@@ -17,6 +17,17 @@ JAVA = ROOT / "sdks" / "java"
 SDKS = ("js", "java")
 
 
+def load_script(path: Path, name: str) -> Any:
+    """The Python file at ``path`` imported as module ``name`` (the vectors' generators)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _need(path: Path, what: str) -> None:
     if not path.exists():
         pytest.fail(f"{what} is not built ({path} missing): run scripts/bootstrap.sh")

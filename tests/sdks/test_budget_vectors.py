@@ -3,23 +3,20 @@ they say something: every step's ε is what the day's ledger gained, refusals co
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "sdks" / "vectors" / "budget"
 
 
 def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location("budget_vectors", VECTORS / "generate.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(VECTORS / "generate.py", "budget_vectors")
 
 
 def test_the_committed_vectors_are_what_the_python_sdk_does() -> None:

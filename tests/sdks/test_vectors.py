@@ -10,7 +10,6 @@ reports, and replaying the words reproduces them.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -27,15 +26,13 @@ from ldpcore.reference import (
     rerandomize_reference,
 )
 
+from .conftest import load_script
+
 VECTORS = Path(__file__).resolve().parents[2] / "sdks" / "vectors"
 
 
 def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location("sdk_vectors_generate", VECTORS / "generate.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(VECTORS / "generate.py", "sdk_vectors_generate")
 
 
 def _cases() -> list[dict[str, Any]]:

@@ -33,8 +33,10 @@ on its own, to find the bad ones.
 from __future__ import annotations
 
 import json
+import logging
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
 import numpy as np
@@ -45,10 +47,12 @@ from .errors import LDPError, ParameterError, ReportError
 
 __all__ = [
     "CollectionLike",
+    "Decoded",
     "MESSAGE_MAGIC",
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
     "MessageDecoder",
+    "decode_group",
     "decode_message",
     "encode_message",
     "message_prefix",
@@ -361,3 +365,122 @@ class MessageDecoder:
         return Reports(self.oracle.mechanism, self.oracle.fingerprint, {
             c.name: np.zeros((0, c.width) if c.bits else (0,), dtype=c.dtype)
             for c in self.oracle.report_columns})
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """What a worker needs of its messages, read once: count a state, or dead-letter one.
+
+    :func:`decode_group` turns the messages of one (collection, window) into one
+    ``Decoded`` for all their good reports and one per bad message.
+
+    Attributes
+    ----------
+    collection : str
+        The collection id the messages were routed by (their Kafka key).
+    window : int
+        Start (epoch seconds) of the window the messages' timestamps fall in.
+    reports : int
+        Good: how many reports ``state`` counts; bad: how many the message says it
+        holds (at least 1, for the rejected-reports metric).
+    state : State or None
+        The aggregate of the good reports; ``None`` for a message to dead-letter.
+    reason : str
+        Why a message is dead-lettered (a :data:`~ldpcore.errors.REPORT_REASONS` entry,
+        ``key_mismatch``, ``unknown_collection`` or ``internal``); ``""`` if good.
+    error : str
+        The human-readable error of a dead letter.
+    index : int
+        The dead letter's position among the values given; ``-1`` for the good ones.
+    """
+
+    collection: str
+    window: int
+    reports: int
+    state: State | None = None
+    reason: str = ""
+    error: str = ""
+    index: int = -1
+
+    @property
+    def dead(self) -> bool:
+        """True if this message goes to the dead-letter topic."""
+        return self.state is None
+
+
+_log = logging.getLogger("ldpcore.message")
+
+
+def decode_group(decoder: MessageDecoder | None, collection: str, window: int,
+                 values: Sequence[Any]) -> list[Decoded]:
+    """Decode the messages of one (collection, window) once; never raises.
+
+    Returns one :class:`Decoded` with the state of every good report (first, if any
+    report is good) and one per bad message, in order.  ``decoder`` is the
+    collection's (``None``: no such collection is registered); ``values`` are the
+    messages' bytes (``None`` for a tombstone).  A bad message's reason is, in this
+    order: what is wrong with its envelope; ``key_mismatch`` if the envelope names
+    another collection than ``collection``; ``unknown_collection``; what is wrong with
+    its reports.  An unexpected exception (a bug, not the data) dead-letters only the
+    message that raised it, with reason ``internal``.
+
+    >>> from ldpcore.collection import CollectionSpec
+    >>> spec = CollectionSpec.from_dict({"id": "os", "oracle": {"mechanism": "grr",
+    ...     "epsilon": 1.0}, "domain": {"kind": "categories", "labels": ["a", "b"]}})
+    >>> good = encode_message(spec, spec.oracle().perturb([0, 1, 1], rng=1))
+    >>> [(d.reports, d.reason, d.index) for d in
+    ...  decode_group(MessageDecoder(spec), "os", 3600, [good, b"junk", good])]
+    [(6, '', -1), (1, 'garbage', 1)]
+    """
+    if decoder is None:
+        return [_dead(collection, window, i, v, None) for i, v in enumerate(values)]
+    try:
+        state, bad = decoder.aggregate_many(values)
+    except Exception:  # a bug on some message: find it by decoding each one alone
+        _log.exception("batch of %d messages of %r failed; isolating", len(values), collection)
+        return _one_by_one(decoder, collection, window, values)
+    out = [Decoded(collection, window, state.n, state)] if state.n else []
+    out += [_dead(collection, window, i, values[i], exc) for i, exc in bad]
+    return out
+
+
+def _dead(collection: str, window: int, index: int, value: Any,
+          exc: ReportError | None) -> Decoded:
+    """The dead letter of a bad message (``exc`` None: its collection is unknown)."""
+    data = value if value is not None else b""
+    try:
+        mid, _ = peek_message(data)
+    except ReportError as err:
+        return Decoded(collection, window, 1, None, err.reason, str(err), index)
+    if mid != collection:
+        return Decoded(collection, window, 1, None, "key_mismatch",
+                       f"message key {collection!r} but envelope collection {mid!r}", index)
+    if exc is None:
+        return Decoded(collection, window, 1, None, "unknown_collection",
+                       f"no collection {collection!r} registered", index)
+    return Decoded(collection, window, message_report_count(data), None, exc.reason,
+                   str(exc), index)
+
+
+def _one_by_one(decoder: MessageDecoder, collection: str, window: int,
+                values: Sequence[Any]) -> list[Decoded]:
+    total: State | None = None
+    dead: list[Decoded] = []
+    for i, v in enumerate(values):
+        try:
+            st = decoder.aggregate(v if v is not None else b"")
+        except ReportError as exc:
+            dead.append(_dead(collection, window, i, v, exc))
+            continue
+        except Exception as exc:  # a poison message: isolate it
+            _log.exception("unexpected error on message %d of %r", i, collection)
+            dead.append(Decoded(collection, window, 1, None, "internal",
+                                f"{type(exc).__name__}: {exc}", i))
+            continue
+        if total is None:
+            total = st
+        else:
+            total += st
+    good = [Decoded(collection, window, total.n, total)] if total is not None and total.n \
+        else []
+    return good + dead

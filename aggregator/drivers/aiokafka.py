@@ -25,13 +25,14 @@ from ..accumulator import DLQ_REQUEST_BYTES, MAX_MESSAGE_BYTES, Accumulator
 from ..config import WorkerSettings
 from ..metrics import AggregatorMetrics
 from ..topics import ensure_topics, first_offset_at
+from . import ProducerDeadLetters
 
 __all__ = ["AiokafkaDriver"]
 
 log = logging.getLogger("ldpstream.aggregator")
 
 
-class _ConsumerBroker:
+class _ConsumerBroker(ProducerDeadLetters):
     """The :class:`~aggregator.accumulator.Broker` of an ``AIOKafkaConsumer`` and the
     dead-letter producer (both made and started by :meth:`AiokafkaDriver.run`)."""
 
@@ -40,7 +41,6 @@ class _ConsumerBroker:
         self.bootstrap = settings.kafka_bootstrap
         self.security = settings.kafka_security.aiokafka()
         self.consumer: Any = None
-        self.producer: Any = None
 
     async def committed(self, partition: int) -> int | None:
         from aiokafka import TopicPartition
@@ -76,20 +76,12 @@ class _ConsumerBroker:
         return await first_offset_at(self.bootstrap, self.topic, partition, offset,
                                      **self.security)
 
-    async def send_dead_letter(self, value: bytes, key: bytes | None,
-                               headers: list[tuple[str, bytes]]) -> Any:
-        return await self.producer.send(self.dlq_topic, value=value, key=key, headers=headers)
-
 
 class AiokafkaDriver:
     """Run one accumulator with a plain aiokafka consumer group member.
 
-    Parameters
-    ----------
-    settings : WorkerSettings
-    redis : redis.Redis
-        A sync client (see :class:`~aggregator.accumulator.Accumulator`).
-    metrics : AggregatorMetrics
+    ``settings``, ``redis`` (sync) and ``metrics`` are the accumulator's (``self.acc``),
+    built here on this driver's consumer and producer.
     """
 
     def __init__(self, settings: WorkerSettings, redis: Any, metrics: AggregatorMetrics) -> None:

@@ -65,6 +65,7 @@ from ..config import WorkerSettings
 from ..health import health_status, metrics_page
 from ..metrics import AggregatorMetrics
 from ..topics import ensure_topics, first_offset_at
+from . import ProducerDeadLetters
 
 __all__ = ["FaustDriver", "build_app", "faust_timestamp_ms", "TAKE_MAX", "TAKE_WITHIN_S",
            "HOLE_SEEKS", "HOLE_WAIT_S"]
@@ -202,7 +203,7 @@ def _log_seek_failure(task: asyncio.Future[Any]) -> None:
                   task.exception())
 
 
-class _FaustBroker:
+class _FaustBroker(ProducerDeadLetters):
     """Seeks through Faust's consumer; the lost-log canary in ``<group>.canary``; dead
     letters through an aiokafka producer (the clients are made by :meth:`FaustDriver.run`).
 
@@ -212,8 +213,8 @@ class _FaustBroker:
 
     def __init__(self, driver: FaustDriver, settings: WorkerSettings) -> None:
         self.driver, self.settings, self.topic = driver, settings, settings.reports_topic
+        self.dlq_topic = settings.dlq_topic
         self.canary: Any = None
-        self.producer: Any = None
 
     async def committed(self, partition: int) -> int | None:
         from aiokafka import TopicPartition
@@ -264,22 +265,15 @@ class _FaustBroker:
         return await first_offset_at(s.kafka_bootstrap, self.topic, partition, offset,
                                      timeout=PROBE_TIMEOUT_S, **s.kafka_security.aiokafka())
 
-    async def send_dead_letter(self, value: bytes, key: bytes | None,
-                               headers: list[tuple[str, bytes]]) -> Any:
-        return await self.producer.send(self.settings.dlq_topic, value=value, key=key,
-                                        headers=headers)
-
 
 class FaustDriver:
     """Run one accumulator as a faust-streaming app until told to stop.
 
+    ``settings``, ``redis`` (sync) and ``metrics`` are the accumulator's (``self.acc``);
+    the metrics' registry is served at ``/metrics``.
+
     Parameters
     ----------
-    settings : WorkerSettings
-    redis : redis.Redis
-        A sync client (see :class:`~aggregator.accumulator.Accumulator`).
-    metrics : AggregatorMetrics
-        Its registry is served at ``/metrics``.
     stall_after : float
         ``/healthz`` answers 503 once the worker's timer has not turned for this long.
     broker : Broker, optional

@@ -278,8 +278,7 @@ class Accumulator:
             if admit is not None:
                 records = await admit(partition, records)
             try:
-                await self._check_jumps(partition, records)
-                self._process(partition, records)
+                await self._take_jumps(partition, records)
             except Exception:  # Redis unreachable for a collection lookup, log start unknown
                 log.exception("partition %d: processing failed; reading it again", partition)
                 pos = self._pos.get(partition)
@@ -778,22 +777,25 @@ class Accumulator:
         if self._pos.get(partition) == first and end > first:
             self._pos[partition] = end
 
-    async def _check_jumps(self, partition: int, msgs: list[Any]) -> None:
-        """Before :meth:`process`: account for the offsets ``msgs`` jump over.
+    async def _take_jumps(self, partition: int, msgs: list[Any]) -> None:
+        """:meth:`process` ``msgs``, accounting for the offsets they jump over.
 
         A driver reading the log as it is (aiokafka) gets, after its position left the
         log (``auto_offset_reset=earliest``), the records from the new log start on: the
         offsets below that start are :meth:`records_lost`; a jump above it (transaction
-        markers) loses nothing.  Raises when the broker cannot say where its log starts:
-        the driver then reads the partition again from its position.
+        markers) loses nothing.  The records before a hole are taken before the position
+        moves past it (else they would pass for replays, neither counted nor lost).
+        Raises when the broker cannot say where its log starts: the driver then reads
+        the partition again from its position.
         """
         pos = self._pos.get(partition)
         if pos is None or not msgs:
             return
         if msgs[0].offset == pos and msgs[-1].offset - pos + 1 == len(msgs):
-            return  # contiguous from the position: the common case
-        exp = pos
-        for m in msgs:
+            self._process(partition, msgs)  # contiguous from the position: the common case
+            return
+        exp, done = pos, 0
+        for j, m in enumerate(msgs):
             off = m.offset
             if off > exp:
                 start = await self.log_start(partition)
@@ -801,8 +803,11 @@ class Accumulator:
                     raise RuntimeError(f"partition {partition}: records jump from offset "
                                        f"{exp} to {off} and the log start is unknown")
                 if start > exp:
+                    self._process(partition, msgs[done:j])
+                    done = j
                     self.records_lost(partition, exp, min(start, off))
             exp = max(exp, off + 1)
+        self._process(partition, msgs[done:])
 
     async def _reset_to_redis(self, partitions: list[int] | None = None) -> None:
         """Drop the delta and restart every (given) partition from its Redis watermark."""

@@ -3,6 +3,8 @@ on the real Redis with hand-made records and a stand-in broker (no Kafka behind 
 
 * a batch is counted into the delta and, by the flush, into Redis with the watermark;
 * positions move past what was taken; replayed offsets are skipped, never counted twice;
+* records deleted before they were counted (a jump below the log start) are lost and
+  said so, but the records fetched before the jump are counted;
 * a revoke forgets its partitions, and a delta the revoke cannot flush is dropped (its
   records are read again by the next owner);
 * a bad message becomes a dead letter with its reason, sent before the flush commits;
@@ -52,6 +54,7 @@ class Broker:
     def __init__(self) -> None:
         self.seeks: list[dict[int, int]] = []
         self.dead: list[tuple[bytes, bytes | None, dict[str, bytes]]] = []
+        self.start = 0  # the log start offset
 
     async def committed(self, partition: int) -> int | None:
         return 0
@@ -63,7 +66,7 @@ class Broker:
         pass
 
     async def log_start(self, partition: int) -> int:
-        return 0
+        return self.start
 
     async def log_end(self, partition: int) -> int:
         return 1 << 40
@@ -129,6 +132,20 @@ def test_replayed_offsets_are_skipped_and_counted_once(
     # a whole batch of replays adds nothing
     asyncio.run(acc.process(1, [Rec(1, o, msgs[o]) for o in range(6)]))
     assert acc.pending_reports == 0 and acc.positions()[1] == 6
+
+
+def test_records_before_a_hole_in_the_same_batch_are_counted_and_the_hole_recorded(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    from ldpstream.storage import read_lost
+
+    acc, broker = _acc(redis_client, ldp_names)
+    # 0..2 were fetched, then retention deleted up to 10: the reader went on at 10
+    broker.start = 10
+    asyncio.run(acc.process(0, [Rec(0, o, _values(o)[0]) for o in (0, 1, 2, 10, 11)]))
+    assert acc.positions()[0] == 12 and acc.pending_reports == 5 * 4
+    assert asyncio.run(acc.flush())
+    assert load_state(redis_client, SPEC, prefix=ldp_names["prefix"]).n == 5 * 4
+    assert read_lost(redis_client, ldp_names["prefix"])["partitions"] == {"t:0": (7, "3-9")}
 
 
 def test_records_of_a_partition_not_held_are_ignored(

@@ -181,7 +181,10 @@ def _ms(m: Any) -> int:
 class Accumulator:
     """The engine-independent state of one worker of the consumer group.
 
-    Parameters (keyword-only)
+    Built with everything it needs (keyword-only); a driver then uses only the face
+    listed in the module docstring.
+
+    Parameters
     ----------
     settings : WorkerSettings
     redis : redis.Redis

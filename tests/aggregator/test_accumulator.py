@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,57 +27,17 @@ from aggregator.metrics import AggregatorMetrics
 from ldpcore import Reports
 from ldpcore.collection import CollectionSpec, encode_message
 from ldpstream.storage import CollectionCatalog, Keys, load_state, read_watermarks
+from tests.aggregator.records import Log, Rec
 
 SPEC = CollectionSpec.from_dict({"id": "ac", "oracle": {"mechanism": "grr", "epsilon": 1.0},
                                  "domain": {"kind": "integers", "low": 0, "high": 15}})
 OTHER = CollectionSpec.from_dict({"id": "zz", "oracle": {"mechanism": "grr", "epsilon": 1.0},
                                   "domain": {"kind": "integers", "low": 0, "high": 3}})
+NOW = int(time.time() * 1000)  # (windows expire after their retention)
 
 
-@dataclass
-class Rec:
-    """A consumed record as a driver hands it over."""
-
-    partition: int
-    offset: int
-    value: bytes | None
-    key: bytes | None = b"ac"
-    topic: str = "t"
-    timestamp: int = field(default_factory=lambda: int(time.time() * 1000))
-
-
-class Broker:
-    """A log whose every record is present, and a dead-letter topic that acknowledges."""
-
-    def __init__(self) -> None:
-        self.seeks: list[dict[int, int]] = []
-        self.dead: list[tuple[bytes, bytes | None, dict[str, bytes]]] = []
-        self.start = 0  # the log start offset
-
-    async def committed(self, partition: int) -> int | None:
-        return 0
-
-    async def seek(self, offsets: Mapping[int, int]) -> None:
-        self.seeks.append(dict(offsets))
-
-    async def commit(self, offsets: Mapping[int, int]) -> None:
-        pass
-
-    async def log_start(self, partition: int) -> int:
-        return self.start
-
-    async def log_end(self, partition: int) -> int:
-        return 1 << 40
-
-    async def next_offset(self, partition: int, offset: int) -> int | None:
-        return offset
-
-    async def send_dead_letter(self, value: bytes, key: bytes | None,
-                               headers: list[tuple[str, bytes]]) -> Any:
-        self.dead.append((value, key, dict(headers)))
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        done.set_result(None)
-        return done
+def rec(partition: int, offset: int, value: bytes | None, key: bytes = b"ac") -> Rec:
+    return Rec(partition, offset, value, key=key, timestamp=NOW)
 
 
 def _values(seed: int, n: int = 4, spec: CollectionSpec = SPEC,
@@ -92,9 +50,9 @@ def _values(seed: int, n: int = 4, spec: CollectionSpec = SPEC,
     return encode_message(spec, reports), o.aggregate(reports)
 
 
-def _acc(redis_client: Any, names: dict[str, str]) -> tuple[Accumulator, Broker]:
+def _acc(redis_client: Any, names: dict[str, str]) -> tuple[Accumulator, Log]:
     CollectionCatalog(redis_client, names["prefix"]).register(SPEC)
-    broker = Broker()
+    broker = Log()
     acc = Accumulator(settings=WorkerSettings(redis_prefix=names["prefix"], reports_topic="t"),
                       redis=redis_client, metrics=AggregatorMetrics(CollectorRegistry()),
                       broker=broker)
@@ -107,7 +65,7 @@ def test_a_batch_is_counted_by_the_flush_with_its_watermark(
     acc, broker = _acc(redis_client, ldp_names)
     assert acc.positions() == {0: 0, 1: 0} and broker.seeks == [{0: 0, 1: 0}]
     msgs = [_values(seed) for seed in range(5)]
-    asyncio.run(acc.process(0, [Rec(0, o, v) for o, (v, _) in enumerate(msgs)]))
+    asyncio.run(acc.process(0, [rec(0, o, v) for o, (v, _) in enumerate(msgs)]))
     assert acc.positions() == {0: 5, 1: 0} and acc.pending_reports == 20
     assert load_state(redis_client, SPEC, prefix=ldp_names["prefix"]).n == 0  # not yet
     assert asyncio.run(acc.flush())
@@ -122,15 +80,15 @@ def test_replayed_offsets_are_skipped_and_counted_once(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
     acc, _ = _acc(redis_client, ldp_names)
     msgs = [_values(seed)[0] for seed in range(6)]
-    asyncio.run(acc.process(1, [Rec(1, o, msgs[o]) for o in range(4)]))
+    asyncio.run(acc.process(1, [rec(1, o, msgs[o]) for o in range(4)]))
     assert asyncio.run(acc.flush())
     # the broker hands 2..5 (a redelivery after a seek): 2 and 3 are counted already
-    asyncio.run(acc.process(1, [Rec(1, o, msgs[o]) for o in range(2, 6)]))
+    asyncio.run(acc.process(1, [rec(1, o, msgs[o]) for o in range(2, 6)]))
     assert acc.positions()[1] == 6 and acc.stats.skipped_replays == 2
     assert asyncio.run(acc.flush())
     assert load_state(redis_client, SPEC, prefix=ldp_names["prefix"]).n == 6 * 4
     # a whole batch of replays adds nothing
-    asyncio.run(acc.process(1, [Rec(1, o, msgs[o]) for o in range(6)]))
+    asyncio.run(acc.process(1, [rec(1, o, msgs[o]) for o in range(6)]))
     assert acc.pending_reports == 0 and acc.positions()[1] == 6
 
 
@@ -141,7 +99,7 @@ def test_records_before_a_hole_in_the_same_batch_are_counted_and_the_hole_record
     acc, broker = _acc(redis_client, ldp_names)
     # 0..2 were fetched, then retention deleted up to 10: the reader went on at 10
     broker.start = 10
-    asyncio.run(acc.process(0, [Rec(0, o, _values(o)[0]) for o in (0, 1, 2, 10, 11)]))
+    asyncio.run(acc.process(0, [rec(0, o, _values(o)[0]) for o in (0, 1, 2, 10, 11)]))
     assert acc.positions()[0] == 12 and acc.pending_reports == 5 * 4
     assert asyncio.run(acc.flush())
     assert load_state(redis_client, SPEC, prefix=ldp_names["prefix"]).n == 5 * 4
@@ -151,25 +109,25 @@ def test_records_before_a_hole_in_the_same_batch_are_counted_and_the_hole_record
 def test_records_of_a_partition_not_held_are_ignored(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
     acc, _ = _acc(redis_client, ldp_names)
-    asyncio.run(acc.process(7, [Rec(7, 0, _values(1)[0])]))
+    asyncio.run(acc.process(7, [rec(7, 0, _values(1)[0])]))
     assert acc.pending_reports == 0 and 7 not in acc.positions()
 
 
 def test_revoke_flushes_then_forgets_its_partitions(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
     acc, _ = _acc(redis_client, ldp_names)
-    asyncio.run(acc.process(0, [Rec(0, 0, _values(1)[0])]))
+    asyncio.run(acc.process(0, [rec(0, 0, _values(1)[0])]))
     asyncio.run(acc.revoke([0]))
     assert acc.positions() == {1: 0} and acc.pending_reports == 0
     assert read_watermarks(redis_client, "t", ldp_names["prefix"]) == {0: 0}
-    asyncio.run(acc.process(0, [Rec(0, 1, _values(2)[0])]))  # late records: not ours
+    asyncio.run(acc.process(0, [rec(0, 1, _values(2)[0])]))  # late records: not ours
     assert acc.pending_reports == 0
 
 
 def test_revoke_drops_a_delta_it_cannot_flush(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
     acc, _ = _acc(redis_client, ldp_names)
-    asyncio.run(acc.process(0, [Rec(0, o, _values(o)[0]) for o in range(3)]))
+    asyncio.run(acc.process(0, [rec(0, o, _values(o)[0]) for o in range(3)]))
     # the next owner flushed partition 0 meanwhile: this delta must not be written
     redis_client.hset(Keys(ldp_names["prefix"]).watermarks("t"), "0", 9)
     asyncio.run(acc.revoke([0, 1]))
@@ -191,8 +149,8 @@ def test_a_bad_message_becomes_a_dead_letter_with_its_reason(
         reason: str) -> None:
     acc, broker = _acc(redis_client, ldp_names)
     good, state = _values(7)
-    asyncio.run(acc.process(0, [Rec(0, 0, good), Rec(0, 1, value, key=key),
-                                Rec(0, 2, good)]))
+    asyncio.run(acc.process(0, [rec(0, 0, good), rec(0, 1, value, key=key),
+                                rec(0, 2, good)]))
     assert acc.positions()[0] == 3 and acc.pending_reports == 2 * state.n
     assert acc.stats.rejected_messages == 1
     assert asyncio.run(acc.flush())
@@ -208,7 +166,7 @@ def test_a_bad_message_becomes_a_dead_letter_with_its_reason(
 def test_a_message_cut_in_its_reports_is_rejected_with_its_report_count(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
     acc, _ = _acc(redis_client, ldp_names)
-    asyncio.run(acc.process(0, [Rec(0, 0, _values(1, n=9)[0][:-1])]))
+    asyncio.run(acc.process(0, [rec(0, 0, _values(1, n=9)[0][:-1])]))
     counted = acc.metrics.registry.get_sample_value(
         "ldp_reports_rejected_total", {"collection": "ac", "reason": "truncated"})
     assert counted == 9  # the reports the message says it holds, not 1
@@ -230,7 +188,7 @@ def test_an_unexpected_exception_dead_letters_only_its_message(
     poison = encode_message(SPEC, Reports(o.mechanism, o.fingerprint,
                                           {"y": np.array([3, 15], dtype=np.uint16)}))
     (v1, s1), (v2, s2) = _values(1, below=15), _values(2, below=15)
-    asyncio.run(acc.process(0, [Rec(0, 0, v1), Rec(0, 1, poison), Rec(0, 2, v2)]))
+    asyncio.run(acc.process(0, [rec(0, 0, v1), rec(0, 1, poison), rec(0, 2, v2)]))
     assert acc.positions()[0] == 3 and acc.pending_reports == s1.n + s2.n
     assert asyncio.run(acc.flush())
     ((dead, _, headers),) = broker.dead
@@ -249,7 +207,7 @@ def test_without_a_broker_a_dead_letter_keeps_the_flush_from_committing(
                                               reports_topic="t"),
                       redis=redis_client, metrics=AggregatorMetrics(CollectorRegistry()))
     asyncio.run(acc.assign([0]))
-    asyncio.run(acc.process(0, [Rec(0, 0, b"junk")]))
+    asyncio.run(acc.process(0, [rec(0, 0, b"junk")]))
     with pytest.raises(DeadLetterError):
         asyncio.run(acc.flush())
     assert read_watermarks(redis_client, "t", ldp_names["prefix"]) == {}

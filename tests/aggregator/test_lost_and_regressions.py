@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,47 +25,10 @@ from aggregator.metrics import AggregatorMetrics
 from ldpcore import Reports
 from ldpcore.collection import CollectionSpec, encode_message
 from ldpstream.storage import CollectionCatalog, Keys, read_lost, read_watermarks
+from tests.aggregator.records import Log, Rec
 
 SPEC = CollectionSpec.from_dict({"id": "lr", "oracle": {"mechanism": "grr", "epsilon": 1.0},
                                  "domain": {"kind": "integers", "low": 0, "high": 7}})
-
-
-@dataclass
-class Rec:
-    partition: int
-    offset: int
-    value: bytes
-    topic: str = "t"
-    key: bytes | None = b"lr"
-    timestamp: int = field(default=1_700_000_000_000)
-
-
-class Log:
-    """Positions of a log that starts at ``start`` (records all present above it)."""
-
-    def __init__(self) -> None:
-        self.start = 0
-        self.end = 1 << 40
-        self.commit_at: int | None = 0
-        self.seeks: list[dict[int, int]] = []
-
-    async def committed(self, partition: int) -> int | None:
-        return self.commit_at
-
-    async def seek(self, offsets: Mapping[int, int]) -> None:
-        self.seeks.append(dict(offsets))
-
-    async def commit(self, offsets: Mapping[int, int]) -> None:
-        pass
-
-    async def log_start(self, partition: int) -> int:
-        return self.start
-
-    async def log_end(self, partition: int) -> int:
-        return self.end
-
-    async def next_offset(self, partition: int, offset: int) -> int | None:
-        return max(offset, self.start)
 
 
 def _value(seed: int) -> bytes:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pytest
 from prometheus_client import CollectorRegistry
 
 from aggregator.config import WorkerSettings
@@ -157,28 +158,21 @@ def test_a_gap_below_the_log_start_is_a_hole_whose_records_are_lost_and_said_so(
     assert sample("ldp_records_lost_total", {"topic": "t", "partition": "0"}) == 10
 
 
-def test_events_before_a_hole_in_the_same_batch_are_counted_then_the_hole_is_lost(
-        redis_client: Any, ldp_names: dict[str, str]) -> None:
-    d, seeks = _driver(redis_client, ldp_names)
-    # 0..2 came, then retention deleted up to 10 and Faust's fetch reset there
-    seeks.start = 10
-    asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in (0, 1, 2, 10, 11)]))
-    assert d.acc.positions()[0] == 12 and d.acc.pending_reports == 5 * 5
-    assert asyncio.run(d.acc.flush())
-    assert read_lost(redis_client, ldp_names["prefix"])["partitions"] == {"t:0": (7, "3-9")}
-
-
-def test_events_before_a_hole_then_a_gap_are_counted_and_the_hole_found_after_a_seek(
-        redis_client: Any, ldp_names: dict[str, str], monkeypatch: Any) -> None:
+@pytest.mark.parametrize("batches", [
+    [(0, 1, 2, 10, 11)],      # Faust's fetch reset to the log start within the batch
+    [(0, 1, 2, 40), (10, 11)],  # it ran on beyond the log start: sought back there first
+])
+def test_events_before_a_hole_are_counted_then_the_hole_is_lost(
+        redis_client: Any, ldp_names: dict[str, str], monkeypatch: Any,
+        batches: list[tuple[int, ...]]) -> None:
     from aggregator.drivers import faust as fd
 
     monkeypatch.setattr(fd, "HOLE_WAIT_S", 0.0)
     d, seeks = _driver(redis_client, ldp_names)
-    seeks.start = 10  # 0..2 came, the log now starts at 10, but Faust's fetch is at 40
-    asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in (0, 1, 2, 40)]))
-    assert d.acc.pending_reports == 3 * 5 and d.acc.positions()[0] in (3, 10)
-    asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in range(10, 41)]))
-    assert d.acc.positions()[0] == 41 and d.acc.pending_reports == (3 + 31) * 5
+    seeks.start = 10  # 0..2 came, then retention deleted everything below 10
+    for batch in batches:
+        asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in batch]))
+    assert d.acc.positions()[0] == 12 and d.acc.pending_reports == 5 * 5
     assert asyncio.run(d.acc.flush())
     assert read_lost(redis_client, ldp_names["prefix"])["partitions"] == {"t:0": (7, "3-9")}
 

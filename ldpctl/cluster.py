@@ -33,13 +33,7 @@ from ldpstream.dev.servers import (
     start_redis,
 )
 
-from .demo import (
-    close_workdir,
-    open_workdir,
-    simulate_argv,
-    stop_on_signals,
-    write_demo_collections,
-)
+from . import demo
 
 __all__ = ["LocalCluster", "Service", "local_cluster", "run_cluster"]
 
@@ -343,9 +337,9 @@ def _wait_cluster(cluster: LocalCluster, stop: dict[str, bool]) -> None:
 
 def run_cluster(args: Any) -> int:
     """``ldpstream up --cluster``: the replicated system, demo devices, until Ctrl-C."""
-    work, temporary = open_workdir(args.data_dir, "ldpstream-cluster-")
-    demos, cfile = write_demo_collections(work, round(args.retention_hours * 3600))
-    stop = stop_on_signals()
+    work, temporary = demo.open_workdir(args.data_dir, "ldpstream-cluster-")
+    demos, cfile = demo.write_demo_collections(work, round(args.retention_hours * 3600))
+    stop = demo.stop_on_signals()
     env = {"LDP_COLLECTIONS_FILE": str(cfile)}
     if args.release_interval > 0:
         env["LDP_RELEASE_INTERVAL_MS"] = str(int(args.release_interval * 1000))
@@ -366,7 +360,7 @@ def run_cluster(args: Any) -> int:
                 gateway = str(gws[i % len(gws)]) if args.via == "gateway" else None
                 sims.append(Service(
                     f"simulate-{spec['id']}",
-                    simulate_argv(spec["id"], dist, cfile, args.rate, gateway), senv,
+                    demo.simulate_argv(spec["id"], dist, cfile, args.rate, gateway), senv,
                     work / "logs" / f"simulate-{spec['id']}.log").start())
         _print_memory(cluster, took, work)
         _wait_cluster(cluster, stop)
@@ -376,4 +370,4 @@ def run_cluster(args: Any) -> int:
         for s in sims:
             s.stop()
         cluster.stop()
-        close_workdir(work, temporary, args.keep)
+        demo.close_workdir(work, temporary, args.keep)

@@ -54,13 +54,7 @@ from ldpstream.dev.servers import (
     start_redis,
 )
 
-from .demo import (
-    close_workdir,
-    open_workdir,
-    simulate_argv,
-    stop_on_signals,
-    write_demo_collections,
-)
+from . import demo
 
 __all__ = ["UP_KAFKA_CONFIG", "UP_KAFKA_HEAP", "UP_SETS", "add_up_parser", "child_env",
            "choose_broker", "run_stack"]
@@ -389,16 +383,16 @@ def run_stack(args: argparse.Namespace) -> int:
 
         return run_cluster(args)
     token = getattr(args, "admin_token", None)
-    work, temporary = open_workdir(args.data_dir, "ldpstream-up-")
+    work, temporary = demo.open_workdir(args.data_dir, "ldpstream-up-")
     logs = work / "logs"
     logs.mkdir(exist_ok=True)
     retention = getattr(args, "retention_hours", 24.0)
     if not retention > 0:
         print("ldpstream up: --retention-hours must be > 0", file=sys.stderr)
         return 2
-    demos, cfile = write_demo_collections(work, round(retention * 3600))
+    demos, cfile = demo.write_demo_collections(work, round(retention * 3600))
     port = args.port if _port_free(args.port) else free_port()
-    stop = stop_on_signals()
+    stop = demo.stop_on_signals()
     run = _Running(logs)
     try:
         print(f"ldpstream up: working directory {work}", flush=True)
@@ -419,7 +413,7 @@ def run_stack(args: argparse.Namespace) -> int:
             via_gateway = gateway_url if getattr(args, "via", "kafka") == "gateway" else None
             for spec, dist in demos:
                 run.spawn(f"simulate {spec['id']}",
-                          simulate_argv(spec["id"], dist, cfile, args.rate, via_gateway),
+                          demo.simulate_argv(spec["id"], dist, cfile, args.rate, via_gateway),
                           env, f"simulate-{spec['id']}.log")
         _print_tips(base, cfile, gateway_url, token, logs)
         run.wait(stop)
@@ -427,7 +421,7 @@ def run_stack(args: argparse.Namespace) -> int:
         return 0
     finally:
         run.stop()
-        close_workdir(work, temporary, getattr(args, "keep", False))
+        demo.close_workdir(work, temporary, getattr(args, "keep", False))
 
 
 def _start_janitor(bootstrap: str, redis_url: str, interval: float, *, release_records: bool,

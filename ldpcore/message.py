@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn, Protocol
 
 import numpy as np
@@ -388,7 +388,7 @@ class FrameError(ReportError):
         self.index = index
 
 
-def frame(messages: Iterable[bytes]) -> bytes:
+def frame(messages: Sequence[bytes]) -> bytes:
     """Messages framed for ``application/x-ldp-frames``: each after its u32 LE byte length.
 
     >>> split_frames(frame([b"ab", b"", b"c"]))
@@ -416,7 +416,7 @@ def split_frames(body: bytes) -> list[bytes]:
     return out
 
 
-def token_frame(items: Iterable[tuple[Sequence[bytes], bytes]]) -> bytes:
+def token_frame(items: Sequence[tuple[Sequence[bytes], bytes]]) -> bytes:
     """An ``application/x-ldp-token-frames`` body of (tokens, message) pairs: per message
     ``u16 LE count, the count tokens, u32 LE length, message``."""
     return b"".join(_U16.pack(len(toks)) + b"".join(toks) + _U32.pack(len(m)) + m
@@ -516,4 +516,6 @@ class MessageDecoder:
                      self.oracle._aggregate(reports.columns)), bad
 
     def _empty(self) -> Reports:
-        return _empty_reports(self.oracle)
+        return Reports(self.oracle.mechanism, self.oracle.fingerprint, {
+            c.name: np.zeros((0, c.width) if c.bits else (0,), dtype=c.dtype)
+            for c in self.oracle.report_columns})

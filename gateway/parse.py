@@ -254,8 +254,9 @@ def _binary(data: bytes, index: int, cat: Catalogue) -> Message:
 def _merged(entry: CollectionEntry, rows: np.ndarray, start: int, body: bytes,
             tokens: list[bytes] | None = None) -> Message | None:
     """The frames of ``body`` as rows of one byte array, each a canonical message of
-    ``entry`` from column ``start``: one canonical message of all their reports."""
-    split = entry.layout.uniform_columns(rows, start)
+    ``entry`` from column ``start`` after the same u32 length: one canonical message of
+    all their reports."""
+    split = entry.layout.uniform_columns(rows, start, 4)
     if split is None:
         return None
     k, (n, blocks) = len(rows), split
@@ -278,12 +279,10 @@ def _uniform_frames(body: bytes, cat: Catalogue) -> Message | None:
     if first[:4] != MESSAGE_MAGIC:
         return None
     entry = cat.by_bytes.get(first[6:6 + first[5]])
-    if entry is None or entry.layout.framed_count(first) < 0:
+    if entry is None:
         return None
-    arr = np.frombuffer(body, dtype=np.uint8).reshape(size // step, step)
-    if not (arr[:, :4] == arr[0, :4]).all():  # every frame of the same length
-        return None
-    return _merged(entry, arr, 4, body)
+    return _merged(entry, np.frombuffer(body, dtype=np.uint8).reshape(size // step, step), 4,
+                   body)
 
 
 def _json_message(obj: Any, index: int, cat: Catalogue) -> Message:
@@ -348,11 +347,10 @@ def _uniform_token_frames(body: bytes, cat: Catalogue) -> Message | None:
         return None
     k = size // step
     arr = np.frombuffer(body, dtype=np.uint8).reshape(k, step)
-    # every frame: the same token count and message length; every token of type 0x0002
-    # (the others are refused one by one by the gate: take the slow path)
+    # every frame: the same token count (the message length: _merged); every token of type
+    # 0x0002 (the others are refused one by one by the gate: take the slow path)
     toks = arr[:, 2:at].reshape(k * count, TOKEN_LEN)
-    if (not (arr[:, :2] == arr[0, :2]).all() or not (arr[:, at:at + 4] == arr[0, at:at + 4]).all()
-            or toks[:, 0].any() or not (toks[:, 1] == 2).all()):
+    if not (arr[:, :2] == arr[0, :2]).all() or toks[:, 0].any() or not (toks[:, 1] == 2).all():
         return None
     blob = toks.tobytes()
     return _merged(entry, arr, at + 4, body,

@@ -354,20 +354,19 @@ class MessageLayout:
         """The canonical message of ``n`` reports whose columns' bytes are ``columns``."""
         return b"".join((self.prefix, _U32.pack(n), self.table, *columns))
 
-    def uniform_columns(self, rows: np.ndarray, start: int = 0
+    def uniform_columns(self, rows: np.ndarray, start: int = 0, lead: int = 0
                         ) -> tuple[int, list[np.ndarray]] | None:
         """Rows of a 2-D byte array that each hold, from column ``start`` to their end, a
-        canonical message of one report count ``n``: ``n`` and each report column of all
-        rows as a ``(rows, n × col_bytes)`` byte block; None if they do not.
+        canonical message of one report count ``n``, after the same ``lead`` bytes (a
+        frame's length, say): ``n`` and each report column of all rows as a
+        ``(rows, n × col_bytes)`` byte block; None if they do not.
 
-        Messages by the hundred thousand are checked this way as one array: a loop per
+        Messages by the hundred thousand are checked this way as one array (the first
+        row's message, then one comparison of every row's header with it): a loop per
         message in Python would cost more than the rest of their path."""
-        size, rb = rows.shape[1] - start, self.row_bytes
-        if size < self.head or ((size - self.head) % rb if rb else size != self.head):
-            return None
-        n = (size - self.head) // rb if rb else 0
-        head = np.frombuffer(self.prefix + _U32.pack(n) + self.table, dtype=np.uint8)
-        if not (rows[:, start:start + self.head] == head).all():
+        n = self.framed_count(rows[0, start:].tobytes()) if len(rows) else -1
+        end = start + self.head
+        if n < 0 or not (rows[:, start - lead:end] == rows[0, start - lead:end]).all():
             return None
         blocks, off = [], start + self.head
         for w in self.col_bytes:

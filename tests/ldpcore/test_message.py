@@ -268,7 +268,7 @@ def test_batch_decoder_of_equal_length_messages_matches_one_by_one(spec: Collect
 
 def test_a_batch_of_another_oracle_names_the_oracles_fingerprint_not_the_collections() -> None:
     data = _binary_with(fingerprint="0123456789abcdef")
-    with pytest.raises(ReportError, match="does not match the oracle's") as info:
+    with pytest.raises(ReportError, match="oracle's") as info:
         DECODERS[GRR.id].decode(data)
     assert DECODERS[GRR.id].oracle.fingerprint in str(info.value)
     assert GRR.fingerprint not in str(info.value)  # the envelope's, which did match

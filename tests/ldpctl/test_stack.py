@@ -42,17 +42,6 @@ def test_the_up_verb_parses_its_flags() -> None:
         parser.parse_args(["up", "--via", "carrier-pigeon"])
 
 
-def test_demo_collections_get_the_retention_and_lose_their_fingerprint() -> None:
-    from ldpcore.collection import CollectionSpec
-    from ldpctl.stack import _demo_collections, _with_retention
-
-    demos = _with_retention(_demo_collections(), 7200)
-    assert demos and all(spec["retention_seconds"] == 7200 and "fingerprint" not in spec
-                         for spec, _ in demos)
-    for spec, _ in demos:
-        CollectionSpec.from_dict(spec)  # still valid specs
-
-
 def test_a_port_in_use_is_not_free() -> None:
     import socket
 

@@ -1,6 +1,6 @@
-"""aggregator.drivers.aiokafka: the consumer positions the accumulator works with, on a
-real broker.  The driver's whole run (rebalances, faults) is in tests/integration, every
-test of which runs once on this engine."""
+"""aggregator.drivers.aiokafka: the consumer's side of the accumulator's broker (committed
+offsets, seeks, the log's ends, the next record), on a real broker.  The driver's whole run
+(rebalances, faults) is in tests/integration, every test of which runs on this engine too."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from aggregator.drivers.aiokafka import _ConsumerPositions
+from aggregator.config import WorkerSettings
+from aggregator.drivers.aiokafka import _ConsumerBroker
 from aggregator.topics import ensure_topics
 
 from ..test_topics import produce
@@ -32,7 +33,9 @@ def test_positions_commit_read_back_seek_and_probe_the_log(kafka: Any) -> None:
         try:
             tp = TopicPartition(topic, 0)
             consumer.assign([tp])
-            pos = _ConsumerPositions(consumer, topic, kafka.bootstrap)
+            pos = _ConsumerBroker(WorkerSettings.from_env({
+                "LDP_KAFKA_BOOTSTRAP": kafka.bootstrap, "LDP_REPORTS_TOPIC": topic}))
+            pos.consumer = consumer
             assert await pos.committed(0) is None
             assert (await pos.log_start(0), await pos.log_end(0)) == (0, 4)
             await pos.commit({0: 3})

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,19 +43,8 @@ class GatewayProcess(ServiceProcess):
     port = 0
 
     def start(self, timeout: float = 60.0) -> GatewayProcess:
-        self.spawn()
-        deadline = time.monotonic() + timeout
-        mark = "ldpstream gateway: listening on http://"
-        while time.monotonic() < deadline:
-            text = self.output()
-            for line in text.splitlines():
-                if line.startswith(mark):
-                    self.port = int(line[len(mark):].split()[0].rsplit(":", 1)[1])
-                    return self
-            if self.proc is not None and self.proc.poll() is not None:
-                raise AssertionError(f"the gateway exited with {self.proc.returncode}:\n{text}")
-            time.sleep(0.05)
-        raise AssertionError(f"the gateway did not listen within {timeout} s:\n{self.output()}")
+        self.port = self.spawn_listening(timeout)
+        return self
 
     def url(self, path: str = "") -> str:
         return f"http://127.0.0.1:{self.port}{path}"

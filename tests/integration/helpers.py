@@ -97,6 +97,24 @@ class ServiceProcess:
                                          env=self.env, stdout=out, stderr=subprocess.STDOUT,
                                          preexec_fn=_die_with_parent)
 
+    def spawn_listening(self, timeout: float) -> int:
+        """Spawn and wait for the ``ldpstream <module>: listening on http://…`` line of a
+        service that picks its own port; that port."""
+        self.spawn()
+        deadline = time.monotonic() + timeout
+        mark = f"ldpstream {self.module}: listening on http://"
+        while time.monotonic() < deadline:
+            text = self.output()
+            for line in text.splitlines():
+                if line.startswith(mark):
+                    return int(line[len(mark):].split()[0].rsplit(":", 1)[1])
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"the {self.module} exited with {self.proc.returncode}:"
+                                     f"\n{text}")
+            time.sleep(0.05)
+        raise AssertionError(f"the {self.module} did not listen within {timeout} s:\n"
+                             f"{self.output()}")
+
     def kill9(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)

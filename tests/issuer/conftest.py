@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 from ldpcore.collection import CollectionSpec
@@ -34,19 +33,8 @@ class IssuerProcess(ServiceProcess):
     port = 0
 
     def start(self, timeout: float = 60.0) -> IssuerProcess:
-        self.spawn()
-        deadline = time.monotonic() + timeout
-        mark = "ldpstream issuer: listening on http://"
-        while time.monotonic() < deadline:
-            for line in self.output().splitlines():
-                if line.startswith(mark):
-                    self.port = int(line[len(mark):].split()[0].rsplit(":", 1)[1])
-                    return self
-            if self.proc is not None and self.proc.poll() is not None:
-                raise AssertionError(f"the issuer exited with {self.proc.returncode}:\n"
-                                     f"{self.output()}")
-            time.sleep(0.05)
-        raise AssertionError(f"the issuer did not listen within {timeout} s:\n{self.output()}")
+        self.port = self.spawn_listening(timeout)
+        return self
 
     @property
     def url(self) -> str:

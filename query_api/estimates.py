@@ -95,6 +95,14 @@ def shared(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]
     return memo.get_or_make(key, make)
 
 
+def peek(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]) -> Any:
+    """The part :func:`shared` keeps under these arguments, or None (nothing is made)."""
+    memo = SHARED.get()
+    if memo is None:
+        return None
+    return memo.get(("part", part, oracle.fingerprint, state_digest(state), params))
+
+
 def _distribution(oracle: Any, state: ldpcore.State) -> np.ndarray:
     """The EMS (or EM) reconstruction of a numeric state, shared (read-only)."""
     def make() -> np.ndarray:
@@ -196,14 +204,18 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
         method = "base" if method == AUTO else method
     idx = None if indices is None else list(indices)
 
+    shape = (None if idx is None else tuple(idx), n_effective)
+
     def run(m: str) -> ldp_intervals.Answer:
         try:
-            # Everything but the level is shared by the answers of this state.
-            prepared = shared("prepared", oracle, state,
-                              (m, None if idx is None else tuple(idx), n_effective),
-                              lambda: ldp_intervals.prepare(oracle, state, method=m,
-                                                            indices=idx,
-                                                            n_effective=n_effective))
+            # Everything but the level is shared by the answers of this state; the method
+            # auto chose for this state is prepared already: the kept choice uses that (the
+            # same intervals as the first answer's, and no second bootstrap).
+            chosen = None if m == AUTO else peek("prepared", oracle, state, (AUTO, *shape))
+            prepared = chosen if chosen is not None and chosen.method == m else shared(
+                "prepared", oracle, state, (m, *shape),
+                lambda: ldp_intervals.prepare(oracle, state, method=m, indices=idx,
+                                              n_effective=n_effective))
             return prepared.at(confidence)  # type: ignore[no-any-return]
         except ldpcore.ParameterError as exc:
             raise QueryError(str(exc), parameter="labels" if indices is not None

@@ -1,9 +1,10 @@
 """``ldpstream bench api``: cold and warm latency per answer kind, and the API under load.
 
-Starts a Redis and the API (``ldpstream serve``, one uvicorn process) on free loopback
-ports and writes collection states through the aggregator's own flush script, every one
-at d = 1,024 and n = 10^6 reports: OLH (frequencies, subsets, heavy hitters, series over
-4 windows of 250,000), HH (range, quantiles, CDF, histogram), Square Wave with 1,024 bins
+Starts a Redis and the API (``query_api.server.main``, the function behind ``ldpstream
+serve``, in a spawned process: one uvicorn process) on free loopback ports and writes
+collection states through the aggregator's own flush script, every one at d = 1,024 and
+n = 10^6 reports: OLH (frequencies, subsets, heavy hitters, series over 4 windows of
+250,000), HH (range, quantiles, CDF, histogram), Square Wave with 1,024 bins
 (mean, EMS frequencies and histogram), a set-valued ``ps`` collection (l = 8: top items,
 item subsets) and a two-attribute ``multi`` collection (an attribute's frequencies).
 Every request asks the route's default (``auto``, ``consistent``, EMS) with its interval.
@@ -12,8 +13,9 @@ Every request asks the route's default (``auto``, ``consistent``, EMS) with its 
    collection (the ``auto`` choice is made, EMS starts from the uniform); *cold* the
    median of 5 answers each right after a flush changed the state (a new state version:
    the state is read from Redis again and the answer computed, with a level of confidence
-   never asked before, so no previous answer can be served stale); *warm* the median of
-   20 repeats of an answered request (a cache hit).
+   never asked before; the API runs with ``LDP_MAX_STALE_MS=0`` here, so no previous
+   version's answer or state can stand in for it); *warm* the median of 20 repeats of an
+   answered request (a cache hit).
 2. **Every request a miss, open loop**: ``--miss-rate`` requests/s (default 200) at fixed
    times over 20 collections (4 of each kind above), each request a query never asked
    before (a fresh confidence level), so every one is computed; latency is charged from
@@ -21,13 +23,18 @@ Every request asks the route's default (``auto``, ``consistent``, EMS) with its 
    reports into each collection ``--flush-rate`` times a second (default 1: 20 flushes/s
    through the aggregator's flush script), so each collection's state version changes
    as under a live stream and its level-free parts (estimate, ``auto`` method, simulated
-   errors) are computed again for every new version.  Target: p99 <= 250 ms.
+   errors) are computed again for every new version.  Target: p99 <= 250 ms.  The API
+   runs with its default ``LDP_MAX_STALE_MS`` (``--max-stale-ms``): a request on a version
+   whose parts are being computed may be answered from the previous state (``X-Cache:
+   stale``, that state's n and version).  Printed: the server's CPU per request (from
+   ``/proc``) and the ``X-Cache`` of the answers (``none``: ``/series``, which has none).
 3. **Cached, closed loop**: ``--clients`` keep-alive clients as fast as they can on one
    cached answer (the maximum throughput of one process).
 
 The load generator shares the machine with the server.  ``--baseline CHECKOUT`` runs a
-second API from another checkout (its code, this environment) against the same Redis and
-prints both side by side.
+second API from another checkout (its code, this environment: a ``python -m ldpstream
+serve`` process there, the one way to run another checkout's code) against the same Redis
+and prints both side by side.
 """
 
 from __future__ import annotations

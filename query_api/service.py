@@ -20,6 +20,12 @@ state, compute, encode and cache.  Equal versions mean equal states (see
   never holds up the others.
 * **Kept ``auto`` choices** (:mod:`query_api.choices`), made again in the background
   on their own thread.
+* **Misses under a live stream**: a version's state is read from Redis once however many
+  requests miss on it at once; a new version is answered from the previous version's
+  state for at most ``LDP_MAX_STALE_MS`` after that one was last read as current (status
+  ``stale``; the answer's ``state_version``, ``n``, ``n_effective`` and ``as_of`` are that
+  state's) while the new one's level-free parts are computed in the background, one
+  computation per (collection, window, query kind) at a time.
 * **Every answer states** ``n`` (reports summed) and ``n_effective`` (the sample size
   behind its interval; docs/longitudinal.md).  A time range that holds no report is
   answered (n = 0, the route's empty body, ``reason``), not refused.

@@ -103,39 +103,32 @@ def test_concurrent_misses_on_a_new_version_read_it_once_and_prepare_it_once(
     assert len(prepared) == 1  # auto's choice prepared once; the nine others share it
 
 
-def test_a_new_version_is_answered_from_the_previous_one_with_its_own_n_and_version(
-        redis_server: Any, flushed: dict[str, Any]) -> None:
+@pytest.mark.parametrize("max_stale_s", [60.0, 0.0])
+def test_a_new_version_is_answered_from_the_previous_state_only_within_max_stale(
+        redis_server: Any, flushed: dict[str, Any], max_stale_s: float) -> None:
     async def body(svc: Service) -> Any:
         first, _, tag1 = await _frequencies(svc, 0.9)
         flushed["flush"](5_000)
-        # A level never asked, on a version never computed: the previous state answers it.
-        stale, cache, tag = await _frequencies(svc, 0.91)
+        # A level never asked, on a version never computed.
+        after, cache, tag = await _frequencies(svc, 0.91)
         await asyncio.gather(*svc._inflight.values())  # the new version, computed meanwhile
         fresh, cache2, tag2 = await _frequencies(svc, 0.92)
-        return first, tag1, stale, cache, tag, fresh, cache2, tag2
+        return first, tag1, after, cache, tag, fresh, cache2, tag2
 
-    first, tag1, stale, cache, tag, fresh, cache2, tag2 = _run(
-        redis_server.url, flushed["prefix"], body, max_stale_s=60.0)
-    a, b, c = json.loads(first), json.loads(stale), json.loads(fresh)
-    assert (cache, tag) == ("stale", tag1) and cache2 == "miss" and tag2 != tag1
-    # The stale answer says what it describes: the first state, at the level asked.
+    first, tag1, after, cache, tag, fresh, cache2, tag2 = _run(
+        redis_server.url, flushed["prefix"], body, max_stale_s=max_stale_s)
+    a, b, c = json.loads(first), json.loads(after), json.loads(fresh)
+    assert a["n"] == 20_000 and a["state_version"] == tag1
+    assert c["n"] == 25_000 and c["state_version"] == tag2 != tag1
+    assert c["as_of"] > a["as_of"] and cache2 in ("miss", "hit")
+    assert b["confidence"] == 0.91 and b["estimates"] != a["estimates"]
+    if max_stale_s == 0.0:  # every answer waits for its own version
+        assert (cache, tag) == ("miss", tag2) and b["n"] == 25_000
+        return
+    # The previous state answered, and says so: its n, n_effective, version and as_of.
+    assert (cache, tag) == ("stale", tag1)
     for field in ("n", "n_effective", "state_version", "as_of"):
         assert b[field] == a[field]
-    assert b["confidence"] == 0.91 and b["estimates"] != a["estimates"]
-    assert b["state_version"] == tag1 and a["n"] == 20_000
-    assert c["n"] == 25_000 and c["state_version"] == tag2 and c["as_of"] > a["as_of"]
-
-
-def test_without_staleness_a_new_version_is_answered_from_itself(
-        redis_server: Any, flushed: dict[str, Any]) -> None:
-    async def body(svc: Service) -> Any:
-        _, _, tag1 = await _frequencies(svc, 0.9)
-        flushed["flush"](5_000)
-        out, cache, tag = await _frequencies(svc, 0.91)
-        return tag1, json.loads(out), cache, tag
-
-    tag1, out, cache, tag = _run(redis_server.url, flushed["prefix"], body, max_stale_s=0.0)
-    assert cache == "miss" and tag != tag1 and out["n"] == 25_000
 
 
 def test_the_fast_encoder_writes_the_values_json_writes() -> None:

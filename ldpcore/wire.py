@@ -118,8 +118,9 @@ def decode(oracle: Mechanism, data: bytes) -> Reports:
         raise ReportError(f"batch is for mechanism {head.mechanism!r}, "
                           f"expected {oracle.mechanism!r}", reason="mechanism")
     if head.fingerprint != oracle.fingerprint:
+        # the batch header carries its oracle's fingerprint (the envelope the collection's)
         raise ReportError(f"batch fingerprint {head.fingerprint!r} does not match the "
-                          f"collection's {oracle.fingerprint!r}", reason="fingerprint")
+                          f"oracle's {oracle.fingerprint!r}", reason="fingerprint")
     layout = oracle.report_columns
     try:
         (ncols,) = struct.unpack_from("<B", data, off)

@@ -25,7 +25,13 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from ._bounds import DEFAULT_DOMAIN_RANGE, DEFAULT_EPSILON_RANGE, EXACT_EPSILON_MAX_64
+from ._bounds import (
+    DEFAULT_DOMAIN_RANGE,
+    DEFAULT_EPSILON_RANGE,
+    EXACT_EPSILON_MAX_64,
+    integer_in,
+    real_in,
+)
 from ._validate import as_rng, check_epsilon, check_float, check_int, check_values
 from .capabilities import FrequencyEstimates
 from .errors import ParameterError, ReportError, StateError
@@ -75,6 +81,15 @@ class Column:
     def width(self) -> int:
         """Bytes per report of a ``bits`` column, 0 for a scalar column."""
         return (self.bits + 7) // 8 if self.bits else 0
+
+    @classmethod
+    def index(cls, name: str, size: int) -> Column:
+        """A column of indices in ``[0, size)``: ``uint16`` when they fit, else ``uint32``.
+
+        >>> Column.index("y", 1 << 16).dtype, Column.index("y", (1 << 16) + 1).dtype
+        ('uint16', 'uint32')
+        """
+        return cls(name, "uint16" if size <= 2**16 else "uint32", 0, size - 1)
 
 
 class Reports:
@@ -149,7 +164,9 @@ class Mechanism(ABC):
     Each class also declares the parameters it accepts (checked at construction, why
     these bounds: :mod:`ldpcore.limits`): ``epsilon_bounds`` and ``domain_size_bounds``
     (closed intervals) and ``parameter_ranges``, the human-readable range of every
-    parameter that ``GET /v1/mechanisms`` lists.
+    parameter that ``GET /v1/mechanisms`` lists.  A class that sets ``mechanism`` and
+    takes only ε and ``domain_size`` may leave ``parameter_ranges`` out: it is then
+    written from its two bounds.
 
     >>> from ldpcore.frequency.unary import OUE
     >>> OUE.epsilon_bounds, OUE.parameter_ranges["epsilon"]
@@ -163,6 +180,12 @@ class Mechanism(ABC):
     """Allowed ``domain_size`` (``bins`` of the numeric oracles, ``2^bits`` of pem)."""
     parameter_ranges: ClassVar[Mapping[str, str]] = {}
     """Human-readable allowed range of every parameter (JSON-able; docs and the API)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "mechanism" in vars(cls) and "parameter_ranges" not in vars(cls):
+            cls.parameter_ranges = {"epsilon": real_in(cls.epsilon_bounds),
+                                    "domain_size": integer_in(cls.domain_size_bounds)}
 
     @classmethod
     def exact_epsilon_max(cls) -> float:

@@ -180,7 +180,7 @@ class CMS(ProjectiveSketch):
 
     @property
     def report_columns(self) -> tuple[Column, ...]:
-        return (Column("j", "uint16" if self.k <= 2**16 else "uint32", 0, self.k - 1),
+        return (Column.index("j", self.k),
                 Column("bits", "uint8", bits=self.m))
 
     @property
@@ -288,8 +288,8 @@ class HCMS(ProjectiveSketch):
 
     @property
     def report_columns(self) -> tuple[Column, ...]:
-        return (Column("j", "uint16" if self.k <= 2**16 else "uint32", 0, self.k - 1),
-                Column("l", "uint16" if self.m <= 2**16 else "uint32", 0, self.m - 1),
+        return (Column.index("j", self.k),
+                Column.index("l", self.m),
                 Column("b", "uint8", 0, 1))
 
     @property

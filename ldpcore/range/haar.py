@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
-from .._bounds import EPSILON_MAX_64, EPSILON_MIN, integer_in, real_in
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN
 from .._state_sampling import check_distribution, hrr_cell_probs, multinomial_cells
 from .._transforms import fwht, hadamard_sign, next_pow2
 from .._validate import as_rng, check_int
@@ -52,8 +51,6 @@ class HaarHRR(RangeMixin, FrequencyOracle):
     mechanism = "haar"
     epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
     domain_size_bounds = (2, 1 << 23)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds)}
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
@@ -65,15 +62,9 @@ class HaarHRR(RangeMixin, FrequencyOracle):
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
     @property
-    def params(self) -> dict[str, Any]:
-        return {}
-
-    @property
     def report_columns(self) -> tuple[Column, ...]:
-        top = max(1, self.padded // 2)
-        dtype = "uint16" if top <= 2**16 else "uint32"
-        return (Column("level", "uint8", 1, self.height), Column("j", dtype, 0, top - 1),
-                Column("b", "uint8", 0, 1))
+        return (Column("level", "uint8", 1, self.height),
+                Column.index("j", max(1, self.padded // 2)), Column("b", "uint8", 0, 1))
 
     @property
     def state_shape(self) -> tuple[int, ...]:

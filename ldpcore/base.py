@@ -271,6 +271,18 @@ class Mechanism(ABC):
         """The empty state (n = 0, all counts zero)."""
         return State(self.fingerprint, 0, np.zeros(self.state_shape, dtype=np.int64))
 
+    def check_origin(self, mechanism: str, fingerprint: str, *, what: str) -> None:
+        """Raise :class:`ReportError` unless reports name this oracle's mechanism and fingerprint.
+
+        ``what`` names the reports in the message (``"batch"``, ``"record 3"``).
+        """
+        if mechanism != self.mechanism:
+            raise ReportError(f"{what}: mechanism {mechanism!r}, expected this oracle's "
+                              f"{self.mechanism!r}", reason="mechanism")
+        if fingerprint != self.fingerprint:
+            raise ReportError(f"{what}: fingerprint {fingerprint!r}, expected this oracle's "
+                              f"{self.fingerprint!r}", reason="fingerprint")
+
     def validate(self, reports: Reports) -> Reports:
         """Check a batch fits this oracle (mechanism, fingerprint, columns, dtypes, ranges).
 
@@ -280,12 +292,7 @@ class Mechanism(ABC):
         if not isinstance(reports, Reports):
             raise ReportError(f"expected a Reports batch, got {type(reports).__name__}",
                               reason="schema")
-        if reports.mechanism != self.mechanism:
-            raise ReportError(f"reports are for mechanism {reports.mechanism!r}, "
-                              f"this oracle is {self.mechanism!r}", reason="mechanism")
-        if reports.fingerprint != self.fingerprint:
-            raise ReportError(f"reports carry fingerprint {reports.fingerprint!r}, "
-                              f"this oracle's is {self.fingerprint!r}", reason="fingerprint")
+        self.check_origin(reports.mechanism, reports.fingerprint, what="reports")
         expected = [c.name for c in self.report_columns]
         if sorted(reports.columns) != sorted(expected):
             raise ReportError(f"report columns {sorted(reports.columns)} != expected {expected}",

@@ -13,12 +13,12 @@ from .._validate import as_rng, check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, State
 from ..consistency.hierarchy import tree_nonneg_wls
 from ..errors import ReportError
-from .base import RangeMixin
+from .base import LevelBlocks, RangeMixin
 
 __all__ = ["HaarHRR"]
 
 
-class HaarHRR(RangeMixin, FrequencyOracle):
+class HaarHRR(LevelBlocks, RangeMixin, FrequencyOracle):
     r"""HaarHRR (Cormode, Kulkarni & Srivastava 2019, Section 4.6).
 
     Over :math:`D = 2^h` (padded), the node at height :math:`l \in \{1..h\}`
@@ -58,21 +58,16 @@ class HaarHRR(RangeMixin, FrequencyOracle):
         self.height = self.padded.bit_length() - 1
         e = math.exp(self.epsilon)
         self.p = e / (e + 1)
-        sizes = [2 * (self.padded >> lv) for lv in range(1, self.height + 1)]
-        self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self._lay_out_levels([2 * (self.padded >> lv) for lv in range(1, self.height + 1)])
 
     @property
     def report_columns(self) -> tuple[Column, ...]:
         return (Column("level", "uint8", 1, self.height),
                 Column.index("j", max(1, self.padded // 2)), Column("b", "uint8", 0, 1))
 
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return (int(self._offsets[-1]) + self.height,)
-
     def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        n, h = values.size, self.height
-        level = rng.integers(1, h + 1, size=n)
+        n = values.size
+        level = self._draw_levels(n, rng)
         width = np.right_shift(self.padded, level)
         j = rng.integers(0, width)
         node = np.right_shift(values, level)

@@ -49,7 +49,24 @@ def _exact_padded_epsilon_max() -> float:
     return math.log(math.expm1(EXACT_EPSILON_MAX_64) / MAX_LENGTH + 1)
 
 
-class _Padded(SetValued, Mechanism):
+class _InnerReports(SetValued, Mechanism):
+    """A set-valued mechanism whose reports and state are those of its ``inner`` oracle."""
+
+    inner: FrequencyOracle
+
+    @property
+    def report_columns(self) -> tuple[Column, ...]:
+        return self.inner.report_columns
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return self.inner.state_shape
+
+    def _validate_columns(self, columns: dict[str, np.ndarray]) -> None:
+        self.inner._validate_columns(columns)
+
+
+class _Padded(_InnerReports):
     """Shared core: entries ``[0, m)`` per device, padded to l, one sampled, inner oracle."""
 
     def _setup(self, *, length: int, inner: str, entries: int) -> None:
@@ -63,17 +80,6 @@ class _Padded(SetValued, Mechanism):
     def inner_epsilon(self) -> float:
         """ε of the inner oracle: the amplified ε' for GRR, ε for OLH."""
         return float(self.inner.epsilon)
-
-    @property
-    def report_columns(self) -> tuple[Column, ...]:
-        return self.inner.report_columns
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return self.inner.state_shape
-
-    def _validate_columns(self, columns: dict[str, np.ndarray]) -> None:
-        self.inner._validate_columns(columns)
 
     def _entries(self, batch: SetBatch) -> SetBatch:
         return batch
@@ -307,7 +313,7 @@ class PaddingSamplingItemsets(_Padded, ItemsetSupport):
                 {"domain_size": 37, "length": 3}]
 
 
-class SetSize(SetValued, Mechanism, SetSizeEstimates):
+class SetSize(_InnerReports, SetSizeEstimates):
     r"""Set sizes :math:`\min(|v \cap C|, L_{max})` through a frequency oracle (SVIM phase 2).
 
     Each device reports the number of ``candidates`` (or of candidate
@@ -390,17 +396,6 @@ class SetSize(SetValued, Mechanism, SetSizeEstimates):
         if self.itemsets is not None:
             out["itemsets"] = [list(x) for x in self.itemsets]
         return out
-
-    @property
-    def report_columns(self) -> tuple[Column, ...]:
-        return self.inner.report_columns
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return self.inner.state_shape
-
-    def _validate_columns(self, columns: dict[str, np.ndarray]) -> None:
-        self.inner._validate_columns(columns)
 
     def sizes(self, sets: Any) -> IntArray:
         """The value each device reports (before perturbation): its capped count."""

@@ -276,11 +276,15 @@ def alpha_levels(r: np.ndarray, b: int, h: int) -> np.ndarray:
     return out
 
 
-def bound_vec(method: str, d: int, eps: float, n: int, r: np.ndarray) -> np.ndarray:
+def bound_vec(method: str, d: int, eps: float, n: int, r: np.ndarray, *,
+              literal: bool = False) -> np.ndarray:
     """ldpcore's range_variance as written in its docstrings, vectorised over lengths r.
 
     HH_B: per_level·h·alpha·V_F + alpha·h/(4N), per_level = 2B-1 (Eq. (1)) or (B+1)/2 after
     consistency (Eq. (2)); HaarHRR: h^2 V_F(HRR)/2 (Eq. (3)); flat: r·V_F (Fact 1).
+
+    ``literal``: the paper's formulas verbatim instead (p_l = 1/h, no level-sampling term,
+    alpha not capped; Eq. (3) with the paper's HRR variance V_F = 4e^eps/(N(e^eps-1)^2)).
     """
     r = np.asarray(r, dtype=np.int64)
     if method == "Flat":
@@ -288,34 +292,18 @@ def bound_vec(method: str, d: int, eps: float, n: int, r: np.ndarray) -> np.ndar
         return out
     if method == "Haar":
         h = (d - 1).bit_length()
-        return np.full(r.shape, 0.5 * h * h * vf_hrr(eps, n))
+        return np.full(r.shape, 0.5 * h * h * (vf_oue if literal else vf_hrr)(eps, n))
     b = int(method[2:].rstrip("c"))
     h = hh_height(d, b)
     per_level = (b + 1) / 2 if method.endswith("c") else 2 * b - 1
-    a = alpha_levels(r, b, h)
-    out = per_level * h * a * vf_oue(eps, n) + a * h / (4 * n)
-    return out
+    a = alpha_levels(r, b, 10**6 if literal else h)
+    out = per_level * h * a * vf_oue(eps, n)
+    return out if literal else out + a * h / (4 * n)
 
 
 def paper_literal_bound(method: str, d: int, eps: float, n: int, r: np.ndarray) -> np.ndarray:
-    """The paper's formulas verbatim (p_l = 1/h, no level-sampling term, alpha not capped).
-
-    Eq. (1) / the Section 4.5 CI bound; Eq. (3) with the paper's HRR variance
-    V_F = 4e^eps/(N(e^eps-1)^2); Fact 1 for flat.
-    """
-    r = np.asarray(r, dtype=np.int64)
-    if method == "Flat":
-        out: np.ndarray = r * vf_oue(eps, n)
-        return out
-    if method == "Haar":
-        h = (d - 1).bit_length()
-        return np.full(r.shape, 0.5 * h * h * vf_oue(eps, n))
-    b = int(method[2:].rstrip("c"))
-    h = hh_height(d, b)
-    per_level = (b + 1) / 2 if method.endswith("c") else 2 * b - 1
-    a = alpha_levels(r, b, 10**6)
-    out = per_level * vf_oue(eps, n) * h * a
-    return out
+    """The paper's formulas verbatim (Eq. (1) / the Section 4.5 CI bound, Eq. (3), Fact 1)."""
+    return bound_vec(method, d, eps, n, r, literal=True)
 
 
 def ldpcore_oracle(method: str, d: int, eps: float) -> Any:
@@ -1020,11 +1008,7 @@ def make_plots(cfg: Config, qres: dict[float, Any], bound: Any,
         fig.suptitle(f"Cormode et al. 2019 §5 with ldpcore: D = 2^{d.bit_length() - 1}, "
                      f"N = 2^{cfg.n.bit_length() - 1}, Cauchy(0.4D, D/10), "
                      f"{cfg.reps_for(d)} reps", fontsize=11)
-        fig.tight_layout()
-        p = out_dir / f"cormode_mse_vs_eps_D{d}{suffix}.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(plt, fig, out_dir / f"cormode_mse_vs_eps_D{d}{suffix}.png"))
     fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True)
     q = np.array(DECILES)
     qstyle = {m: style[m] for m in QUANT_METHODS}
@@ -1044,12 +1028,16 @@ def make_plots(cfg: Config, qres: dict[float, Any], bound: Any,
     fig.suptitle(f"Deciles (Figure 9 analogue): D = 2^{cfg.quant_d.bit_length() - 1}, "
                  f"ε = {DEFAULT_EPS}, N = 2^{cfg.n.bit_length() - 1}, mean over "
                  f"{cfg.quant_reps} reps", fontsize=11)
-    fig.tight_layout()
-    p = out_dir / f"cormode_quantiles{suffix}.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(_save(plt, fig, out_dir / f"cormode_quantiles{suffix}.png"))
     return paths
+
+
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    """Lay out, write and close a figure; its path."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 if __name__ == "__main__":

@@ -29,8 +29,7 @@ from ._bounds import (
     DEFAULT_DOMAIN_RANGE,
     DEFAULT_EPSILON_RANGE,
     EXACT_EPSILON_MAX_64,
-    integer_in,
-    real_in,
+    ranges,
 )
 from ._validate import as_rng, check_epsilon, check_float, check_int, check_values
 from .capabilities import FrequencyEstimates
@@ -184,8 +183,7 @@ class Mechanism(ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "mechanism" in vars(cls) and "parameter_ranges" not in vars(cls):
-            cls.parameter_ranges = {"epsilon": real_in(cls.epsilon_bounds),
-                                    "domain_size": integer_in(cls.domain_size_bounds)}
+            cls.parameter_ranges = ranges(cls.epsilon_bounds, cls.domain_size_bounds)
 
     @classmethod
     def exact_epsilon_max(cls) -> float:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._bounds import EPSILON_MAX_64, EPSILON_MIN, PROB_FLOOR_64, integer_in, real_in
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN, PROB_FLOOR_64, ranges
 from .._validate import check_int
 from ..base import FloatArray, IntArray
 from ..errors import ReportError
@@ -51,10 +51,9 @@ class SS(BitmaskOracle):
     mechanism = "ss"
     epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
     domain_size_bounds = (2, 1 << 20)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (d-bit reports)",
-                        "subset_size": "integer k in [1, d-1] with (d-k)/(k e^eps + d-k) >= "
-                                       "1000*2^-53"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (d-bit reports)",
+                              subset_size="integer k in [1, d-1] with (d-k)/(k e^eps + d-k) >= "
+                                          "1000*2^-53")
 
     def __init__(self, *, epsilon: float, domain_size: int,
                  subset_size: int | None = None) -> None:

@@ -7,7 +7,7 @@ from abc import abstractmethod
 
 import numpy as np
 
-from .._bounds import EPSILON_MIN, EXACT_EPSILON_MAX_32, integer_in, real_in
+from .._bounds import EPSILON_MIN, EXACT_EPSILON_MAX_32, ranges
 from ..base import Column, FloatArray, IntArray
 from .pure import PureOracle
 
@@ -148,8 +148,7 @@ class SUE(UnaryEncoding):
     mechanism = "sue"
     epsilon_bounds = (EPSILON_MIN, 19.4)  # flip 1/(e^(ε/2)+1) drawn in float32
     domain_size_bounds = (2, 1 << 24)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (d-bit reports)"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (d-bit reports)")
 
     @classmethod
     def exact_epsilon_max(cls) -> float:
@@ -179,8 +178,7 @@ class OUE(UnaryEncoding):
     mechanism = "oue"
     epsilon_bounds = (EPSILON_MIN, 9.7)  # flip-on q = 1/(e^ε+1) drawn in float32
     domain_size_bounds = (2, 1 << 24)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (d-bit reports)"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (d-bit reports)")
 
     @classmethod
     def exact_epsilon_max(cls) -> float:

@@ -19,8 +19,7 @@ from .._bounds import (
     EPSILON_MAX_64,
     EPSILON_MIN,
     EXACT_EPSILON_MAX_64,
-    integer_in,
-    real_in,
+    ranges,
 )
 from .._validate import check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, Mechanism, Reports, State
@@ -153,11 +152,11 @@ class PaddingSampling(_Padded, FrequencyOracle, SetItemFrequencies):
     # GRR's amplified ε' = ln(l(e^ε-1)+1) stays within its 29.8 for every l <= MAX_LENGTH.
     epsilon_bounds = (EPSILON_MIN, 21.5)
     domain_size_bounds = (2, 1 << 22)  # items; the inner oracle sees d + l values
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (items)",
-                        "length": "integer l in [1, 4096] (padding length)",
-                        "inner": "one of auto, grr (at eps' = ln(l(e^eps-1)+1)), olh (at eps)",
-                        "candidates": "optional non-empty list of distinct item indices in [0, d)"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (items)",
+                              length="integer l in [1, 4096] (padding length)",
+                              inner="one of auto, grr (at eps' = ln(l(e^eps-1)+1)), olh (at eps)",
+                              candidates="optional non-empty list of distinct item indices "
+                                         "in [0, d)")
 
     @classmethod
     def exact_epsilon_max(cls) -> float:
@@ -266,13 +265,12 @@ class PaddingSamplingItemsets(_Padded, ItemsetSupport):
     mechanism = "psi"
     epsilon_bounds = (EPSILON_MIN, 21.5)  # as ps
     domain_size_bounds = (2, 1 << 22)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (items)",
-                        "length": "integer l in [1, 4096] (padding length)",
-                        "inner": "one of auto, grr (at eps' = ln(l(e^eps-1)+1)), olh (at eps)",
-                        "itemsets": "non-empty list of distinct itemsets (non-empty lists of "
-                                    "distinct item indices in [0, d)); default every single "
-                                    "item"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (items)",
+                              length="integer l in [1, 4096] (padding length)",
+                              inner="one of auto, grr (at eps' = ln(l(e^eps-1)+1)), olh (at eps)",
+                              itemsets="non-empty list of distinct itemsets (non-empty lists of "
+                                       "distinct item indices in [0, d)); default every single "
+                                       "item")
 
     @classmethod
     def exact_epsilon_max(cls) -> float:
@@ -356,13 +354,12 @@ class SetSize(_InnerReports, SetSizeEstimates):
     mechanism = "setsize"
     epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
     domain_size_bounds = (2, 1 << 22)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (items)",
-                        "max_size": "integer in [1, 4096]; default the number of candidates or "
-                                    "itemsets, else min(d, 64)",
-                        "candidates": "optional list of distinct item indices in [0, d)",
-                        "itemsets": "optional list of itemsets (not with candidates)",
-                        "inner": "a frequency mechanism or auto (resolved by recommend)"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (items)",
+                              max_size="integer in [1, 4096]; default the number of candidates or "
+                                       "itemsets, else min(d, 64)",
+                              candidates="optional list of distinct item indices in [0, d)",
+                              itemsets="optional list of itemsets (not with candidates)",
+                              inner="a frequency mechanism or auto (resolved by recommend)")
 
     def __init__(self, *, epsilon: float, domain_size: int, max_size: int | None = None,
                  candidates: list[int] | None = None, itemsets: list[list[int]] | None = None,

@@ -996,15 +996,11 @@ def make_plots(cfg: Config, qres: dict[float, Any], bound: Any,
                     ax.plot(eps, [bound(m, d, e, key) for e in cfg.epsilons], color=c, ls="--",
                             lw=0.9, alpha=0.8)
                 ax.set_yscale("log")
-                ax.grid(True, which="both", alpha=0.3)
                 kind = "consistent HH_B^c" if col == 0 else "plain HH_B"
                 what = "all ranges" if key == "all" else "prefix queries"
-                ax.set_title(f"{what}: {kind}, HaarHRR, flat OUE", fontsize=10)
-                if row == 1:
-                    ax.set_xlabel("ε")
+                _finish_panel(ax, f"{what}: {kind}, HaarHRR, flat OUE", "ε" if row == 1 else None)
                 if col == 0:
                     ax.set_ylabel("MSE (solid, ± s.e.) / analytic bound (dashed)")
-                ax.legend(fontsize=8, ncol=2)
         fig.suptitle(f"Cormode et al. 2019 §5 with ldpcore: D = 2^{d.bit_length() - 1}, "
                      f"N = 2^{cfg.n.bit_length() - 1}, Cauchy(0.4D, D/10), "
                      f"{cfg.reps_for(d)} reps", fontsize=11)
@@ -1020,16 +1016,21 @@ def make_plots(cfg: Config, qres: dict[float, Any], bound: Any,
                 c, mk = qstyle[m]
                 ax.plot(q, qr[key][m].mean(axis=0), color=c, marker=mk, ms=4, label=m)
             ax.set_yscale("symlog", linthresh=1.0 if key == "verr" else 1e-4)
-            ax.grid(True, which="both", alpha=0.3)
-            ax.set_title(f"P = {c_}: {label}", fontsize=10)
-            if row == 1:
-                ax.set_xlabel("q")
-            ax.legend(fontsize=8, ncol=2)
+            _finish_panel(ax, f"P = {c_}: {label}", "q" if row == 1 else None)
     fig.suptitle(f"Deciles (Figure 9 analogue): D = 2^{cfg.quant_d.bit_length() - 1}, "
                  f"ε = {DEFAULT_EPS}, N = 2^{cfg.n.bit_length() - 1}, mean over "
                  f"{cfg.quant_reps} reps", fontsize=11)
     paths.append(_save(plt, fig, out_dir / f"cormode_quantiles{suffix}.png"))
     return paths
+
+
+def _finish_panel(ax: Any, title: str, xlabel: str | None) -> None:
+    """Grid, title, x label (the bottom row's) and legend of one panel."""
+    ax.grid(True, which="both", alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    ax.legend(fontsize=8, ncol=2)
 
 
 def _save(plt: Any, fig: Any, path: Path) -> Path:

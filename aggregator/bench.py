@@ -206,6 +206,87 @@ def _memory(redis: Any, prefix: str, cid: str) -> int:
     return total
 
 
+@dataclass
+class _Bench:
+    """One run of :func:`pipeline`: its servers, what it measures and where it writes."""
+
+    bootstrap: str
+    redis_url: str
+    redis: Any
+    engines: tuple[str, ...]
+    seconds: float
+    warmup: float
+    out: Callable[[str], Any]
+    prefixes: list[str]
+
+    def engine_rates(self, topic: str, spec: Any, size: int,
+                     total: int) -> dict[str, Rate]:
+        """Each engine counting ``topic`` in a worker process of its own."""
+        from ldpstream.storage import CollectionCatalog
+
+        from .config import WorkerSettings
+
+        rates: dict[str, Rate] = {}
+        for eng in self.engines:
+            # its own Redis prefix: watermarks and counts of this run only
+            prefix = f"{topic}-{eng}:"
+            CollectionCatalog(self.redis, prefix).register(spec)
+            self.prefixes.append(prefix)
+            # "faust:3600000": the engine with that LDP_MAX_POLL_INTERVAL_MS
+            name, _, poll_ms = eng.partition(":")
+            s = WorkerSettings(kafka_bootstrap=self.bootstrap, redis_url=self.redis_url,
+                               redis_prefix=prefix,
+                               reports_topic=topic, dlq_topic="bench-dlq",
+                               consumer_group=f"bench-{topic}-{name}{poll_ms}",
+                               flush_interval_ms=200, engine=name,
+                               max_poll_interval_ms=int(poll_ms or 300_000))
+            rate, st = _engine_process(s, total, self.warmup, self.seconds, 900)
+            rates[eng] = rate
+            self.out(f"  {eng:<13} {rate.rate:>14,.0f} reports/s "
+                     f"({rate.rate / size:,.0f} msg/s over {rate.seconds:.1f} s; "
+                     f"{st['flushes']} flushes, counted {st['counted']:,}/{total:,})"
+                     + ("" if rate.complete and rate.seconds >= self.seconds
+                        else "  [window too short]"))
+        return rates
+
+    def size(self, size: int, spec: Any, mech: str, msgs: int) -> tuple[dict[str, Rate], int]:
+        """Raw consume and every engine on a topic of ``msgs`` messages of ``size``
+        reports, made larger (up to three times) while a worker drains it too early;
+        the rates and the bytes of one message."""
+        from .topics import ensure_topics
+
+        attempt = 0
+        while True:
+            attempt += 1
+            topic = f"bench-{size}-{attempt}"
+            asyncio.run(ensure_topics(self.bootstrap, [topic, "bench-dlq"], 4))
+            t = time.perf_counter()
+            nbytes = _produce(self.bootstrap, topic, spec, msgs, size)
+            self.out(f"[{size} {mech} reports/message, {nbytes:,} B] produced "
+                     f"{msgs:,} messages "
+                     f"in {time.perf_counter() - t:.1f} s")
+            raw = asyncio.run(_raw_consume(self.bootstrap, topic, self.seconds, self.warmup))
+            rates = {"raw": Rate(raw.rate * size, raw.seconds)}
+            self.out(f"  raw consume   {rates['raw'].rate:>14,.0f} reports/s "
+                     f"({raw.rate:,.0f} msg/s over {raw.seconds:.1f} s)")
+            rates.update(self.engine_rates(topic, spec, size, msgs * size))
+            short = [e for e in self.engines if rates[e].seconds < self.seconds]
+            if not short or attempt >= 3:
+                return rates, nbytes
+            fastest = max(rates[e].rate for e in short) / size
+            msgs = int(max(2 * msgs, fastest * (self.seconds + self.warmup + 2) * 1.3))
+            self.out(f"  topic drained too early: again with {msgs:,} messages")
+
+
+def _bench_spec(mech: str, domain_size: int) -> Any:
+    from ldpcore.collection import CollectionSpec
+
+    return CollectionSpec.from_dict({"id": "bench", "oracle": {"mechanism": mech,
+                                                                "epsilon": 1.0},
+                                     "domain": {"kind": "integers", "low": 0,
+                                                "high": domain_size - 1}})
+
+
 def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
              seconds: float = 10.0, warmup: float = 1.5, mechanism: str = "grr",
              domain_size: int = 64, initial_messages: dict[int, int] | None = None,
@@ -218,81 +299,30 @@ def pipeline(sizes: tuple[int, ...] = SIZES, engines: tuple[str, ...] = ENGINES,
     """
     import redis as redis_lib
 
-    from ldpcore.collection import CollectionSpec
     from ldpstream.dev.servers import start_broker, start_redis
-    from ldpstream.storage import CollectionCatalog
 
-    from .config import WorkerSettings
-    from .topics import ensure_topics
-
-    def spec_of(mech: str) -> CollectionSpec:
-        return CollectionSpec.from_dict({"id": "bench", "oracle": {"mechanism": mech,
-                                                                    "epsilon": 1.0},
-                                         "domain": {"kind": "integers", "low": 0,
-                                                    "high": domain_size - 1}})
     mechs = {4096: "oue"} if mechanisms is None else mechanisms
     # first guesses, doubled while a worker drains the topic before the window is long enough
     guess = {1: 8_000_000, 512: 2_000_000, 4096: 80_000}
     guess.update(initial_messages or {})
     res: dict[Any, Any] = {}
-    prefixes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ldp-bench-") as tmp:
         k, r = start_broker(broker, Path(tmp)), start_redis(Path(tmp))
         out(f"broker: {broker} at {k.bootstrap}")
         rc = redis_lib.Redis.from_url(r.url)
+        bench = _Bench(k.bootstrap, r.url, rc, engines, seconds, warmup, out, [])
         try:
             for size in sizes:
                 mech = mechs.get(size, mechanism)
-                spec = spec_of(mech)
-                msgs, attempt = guess.get(size, 100_000), 0
-                while True:
-                    attempt += 1
-                    topic = f"bench-{size}-{attempt}"
-                    asyncio.run(ensure_topics(k.bootstrap, [topic, "bench-dlq"], 4))
-                    t = time.perf_counter()
-                    nbytes = _produce(k.bootstrap, topic, spec, msgs, size)
-                    out(f"[{size} {mech} reports/message, {nbytes:,} B] produced "
-                        f"{msgs:,} messages "
-                        f"in {time.perf_counter() - t:.1f} s")
-                    total = msgs * size
-                    rates: dict[str, Rate] = {}
-                    raw = asyncio.run(_raw_consume(k.bootstrap, topic, seconds, warmup))
-                    rates["raw"] = Rate(raw.rate * size, raw.seconds)
-                    out(f"  raw consume   {rates['raw'].rate:>14,.0f} reports/s "
-                        f"({raw.rate:,.0f} msg/s over {raw.seconds:.1f} s)")
-                    for eng in engines:
-                        # its own Redis prefix: watermarks and counts of this run only
-                        prefix = f"{topic}-{eng}:"
-                        CollectionCatalog(rc, prefix).register(spec)
-                        prefixes.append(prefix)
-                        # "faust:3600000": the engine with that LDP_MAX_POLL_INTERVAL_MS
-                        name, _, poll_ms = eng.partition(":")
-                        s = WorkerSettings(kafka_bootstrap=k.bootstrap, redis_url=r.url,
-                                           redis_prefix=prefix,
-                                           reports_topic=topic, dlq_topic="bench-dlq",
-                                           consumer_group=f"bench-{topic}-{name}{poll_ms}",
-                                           flush_interval_ms=200, engine=name,
-                                           max_poll_interval_ms=int(poll_ms or 300_000))
-                        rate, st = _engine_process(s, total, warmup, seconds, 900)
-                        rates[eng] = rate
-                        out(f"  {eng:<13} {rate.rate:>14,.0f} reports/s "
-                            f"({rate.rate / size:,.0f} msg/s over {rate.seconds:.1f} s; "
-                            f"{st['flushes']} flushes, counted {st['counted']:,}/{total:,})"
-                            + ("" if rate.complete and rate.seconds >= seconds
-                               else "  [window too short]"))
-                    short = [e for e in engines if rates[e].seconds < seconds]
-                    if not short or attempt >= 3:
-                        break
-                    fastest = max(rates[e].rate for e in short) / size
-                    msgs = int(max(2 * msgs, fastest * (seconds + warmup + 2) * 1.3))
-                    out(f"  topic drained too early: again with {msgs:,} messages")
+                rates, nbytes = bench.size(size, _bench_spec(mech, domain_size), mech,
+                                           guess.get(size, 100_000))
                 for who, rate in rates.items():
                     res[(size, who)] = rate
                 res[(size, "bytes")] = nbytes
                 res[(size, "mechanism")] = mech
             out("")
             out(table(res, sizes, engines))
-            mem = {pfx: _memory(rc, pfx, "bench") for pfx in prefixes}
+            mem = {pfx: _memory(rc, pfx, "bench") for pfx in bench.prefixes}
             res["memory"] = max(mem.values(), default=0)
             out(f"Redis memory of 'bench' per run: {min(mem.values(), default=0):,} to "
                 f"{res['memory']:,} B, whatever the number of reports counted (state size is "

@@ -47,20 +47,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ldpstream.connections import KafkaSecurity, RedisOptions
-from ldpstream.settings import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_REDIS_URL,
-    ConfigError,
-    env_bootstrap,
-    env_file,
-    env_int,
-    env_min_isr,
-    env_name,
-    env_redis_prefix,
-    env_redis_url,
-)
-from ldpstream.storage import DEFAULT_PREFIX
+from ldpstream.envconfig import KafkaRedisSettings, read_kafka_redis
+from ldpstream.settings import ConfigError, env_file, env_int, env_name
 
 __all__ = ["ConfigError", "ENGINES", "WorkerSettings"]
 
@@ -72,17 +60,11 @@ limit holds ~100,000 reports of the largest oracles, ~50 ms of counting at full 
 
 
 @dataclass(frozen=True)
-class WorkerSettings:
-    """Aggregator settings (see the module docstring for the variables)."""
+class WorkerSettings(KafkaRedisSettings):
+    """Aggregator settings (see the module docstring for the variables; Kafka, Redis and the
+    reports topic: :class:`~ldpstream.envconfig.KafkaRedisSettings`)."""
 
-    kafka_bootstrap: str = DEFAULT_BOOTSTRAP
-    redis_url: str = DEFAULT_REDIS_URL
-    redis_prefix: str = DEFAULT_PREFIX
-    reports_topic: str = "ldp-reports"
     dlq_topic: str = "ldp-reports-dlq"
-    topic_partitions: int = 4
-    topic_replication: int = 1
-    topic_min_isr: int = 0
     consumer_group: str = "ldp-aggregator"
     flush_interval_ms: int = 200
     flush_max_reports: int = 2_000_000
@@ -96,42 +78,30 @@ class WorkerSettings:
     engine: str = "faust"
     release_interval_ms: int = 0
     release_replicas: int = 0
-    kafka_security: KafkaSecurity = KafkaSecurity()
-    redis_options: RedisOptions = RedisOptions()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> WorkerSettings:
         """Read and validate every variable from ``env`` (default ``os.environ``)."""
         env = os.environ if env is None else env
-        boot = env_bootstrap(env)
-        url = env_redis_url(env)
-        prefix = env_redis_prefix(env)
-        cfile = env_file(env, "LDP_COLLECTIONS_FILE")
+        shared = read_kafka_redis(env)
         session = env_int(env, "LDP_SESSION_TIMEOUT_MS", cls.session_timeout_ms, 1000, 300_000)
         heartbeat = env_int(env, "LDP_HEARTBEAT_MS", cls.heartbeat_ms, 100, 60_000)
         if heartbeat * 3 > session:
             raise ConfigError(f"LDP_HEARTBEAT_MS ({heartbeat}) must be at most a third of "
                               f"LDP_SESSION_TIMEOUT_MS ({session})")
-        replication = env_int(env, "LDP_TOPIC_REPLICATION", cls.topic_replication, 1, 32)
-        redis_options = RedisOptions.from_env(env, url=url)
         engine = (env.get("LDP_ENGINE") or cls.engine).strip().lower()
         if engine not in ENGINES:
             raise ConfigError(f"LDP_ENGINE must be one of {', '.join(ENGINES)}, got {engine!r}")
+        sentinel = shared["redis_options"].mode == "sentinel"
         return cls(
-            kafka_bootstrap=boot,
-            redis_url=url,
-            redis_prefix=prefix,
-            reports_topic=env_name(env, "LDP_REPORTS_TOPIC", cls.reports_topic),
+            **shared,
             dlq_topic=env_name(env, "LDP_DLQ_TOPIC", cls.dlq_topic),
-            topic_partitions=env_int(env, "LDP_TOPIC_PARTITIONS", cls.topic_partitions, 1, 10_000),
-            topic_replication=replication,
-            topic_min_isr=env_min_isr(env, replication),
             consumer_group=env_name(env, "LDP_CONSUMER_GROUP", cls.consumer_group),
             flush_interval_ms=env_int(env, "LDP_FLUSH_INTERVAL_MS", cls.flush_interval_ms,
-                                   1, 3_600_000),
+                                      1, 3_600_000),
             flush_max_reports=env_int(env, "LDP_FLUSH_MAX_REPORTS", cls.flush_max_reports,
-                                   1, 10**12),
-            collections_file=cfile,
+                                      1, 10**12),
+            collections_file=env_file(env, "LDP_COLLECTIONS_FILE"),
             metrics_port=env_int(env, "LDP_METRICS_PORT", cls.metrics_port, 0, 65535),
             metrics_host=env.get("LDP_METRICS_HOST") or cls.metrics_host,
             session_timeout_ms=session,
@@ -143,10 +113,7 @@ class WorkerSettings:
             engine=engine,
             release_interval_ms=env_int(env, "LDP_RELEASE_INTERVAL_MS", cls.release_interval_ms,
                                         0, 86_400_000),
-            kafka_security=KafkaSecurity.from_env(env),
-            redis_options=redis_options,
-            release_replicas=env_int(env, "LDP_RELEASE_REPLICAS",
-                                     1 if redis_options.mode == "sentinel" else 0, 0, 16),
+            release_replicas=env_int(env, "LDP_RELEASE_REPLICAS", 1 if sentinel else 0, 0, 16),
         )
 
     @property

@@ -82,27 +82,20 @@ import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from ldpstream.connections import KafkaSecurity, RedisOptions
+from ldpstream.envconfig import KafkaRedisSettings, read_kafka_redis
 from ldpstream.privacypass.scheme import DEFAULT_ISSUER_NAME, DEFAULT_SKEW, env_issuer_name
 from ldpstream.settings import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_REDIS_URL,
     ConfigError,
     env_bool,
-    env_bootstrap,
     env_file,
     env_float,
     env_int,
-    env_min_isr,
-    env_name,
     env_origins,
-    env_redis_prefix,
-    env_redis_url,
     key_digest,
     parse_keys,
 )
-from ldpstream.storage import DEFAULT_PREFIX
 
 __all__ = ["ConfigError", "GatewaySettings", "Limits", "parse_keys", "key_digest",
            "access_mode", "is_loopback"]
@@ -180,16 +173,10 @@ class Limits:
 
 
 @dataclass(frozen=True)
-class GatewaySettings:
-    """Gateway settings (see the module docstring for the variables)."""
+class GatewaySettings(KafkaRedisSettings):
+    """Gateway settings (see the module docstring for the variables; Kafka, Redis and the
+    reports topic: :class:`~ldpstream.envconfig.KafkaRedisSettings`)."""
 
-    kafka_bootstrap: str = DEFAULT_BOOTSTRAP
-    redis_url: str = DEFAULT_REDIS_URL
-    redis_prefix: str = DEFAULT_PREFIX
-    reports_topic: str = "ldp-reports"
-    topic_partitions: int = 4
-    topic_replication: int = 1
-    topic_min_isr: int = 0
     host: str = "127.0.0.1"
     port: int = 8080
     keys: dict[bytes, str] = field(default_factory=dict, repr=False)
@@ -218,8 +205,6 @@ class GatewaySettings:
     token_issuer_name: str = DEFAULT_ISSUER_NAME
     token_skew: int = DEFAULT_SKEW
     idempotency_ttl_s: int = 86_400
-    kafka_security: KafkaSecurity = KafkaSecurity()
-    redis_options: RedisOptions = RedisOptions()
     access: str = "open"
     """``keys``, ``tokens`` or ``open`` (:func:`access_mode`)."""
 
@@ -235,95 +220,35 @@ class GatewaySettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:
         """Read and validate every variable from ``env`` (default ``os.environ``)."""
         env = os.environ if env is None else env
-        url = env_redis_url(env)
-        keys = parse_keys(env.get("LDP_GATEWAY_KEYS") or "", "LDP_GATEWAY_KEYS")
-        kfile = env_file(env, "LDP_GATEWAY_KEYS_FILE")
-        if kfile is not None:
-            with open(kfile) as fh:
-                for digest, fleet in parse_keys(fh.read(), "LDP_GATEWAY_KEYS_FILE").items():
-                    if digest in keys and keys[digest] != fleet:
-                        raise ConfigError(f"LDP_GATEWAY_KEYS_FILE: fleet {fleet!r} shares a "
-                                          f"key with fleet {keys[digest]!r} of "
-                                          "LDP_GATEWAY_KEYS")
-                    keys[digest] = fleet
+        shared = read_kafka_redis(env)
+        keys = _device_keys(env)
         # LDP_GATEWAY_CORS_ORIGINS wins; else the origins the query API allows; else any.
         origins = env_origins(env, "LDP_GATEWAY_CORS_ORIGINS", "LDP_CORS_ORIGINS",
                               default=("*",))
         host = env.get("LDP_GATEWAY_HOST") or cls.host
         tokens = _tokens_mode(env)
         access = access_mode(env, host, keys, tokens_required=tokens == "required")
-        max_body = env_int(env, "LDP_GATEWAY_MAX_BODY", cls.max_body, 64, 1 << 30)
-        batch_bytes = env_int(env, "LDP_GATEWAY_BATCH_BYTES", cls.batch_bytes, 1024, 16 << 20)
-        queue_bytes = env_int(env, "LDP_GATEWAY_QUEUE_BYTES", cls.queue_bytes, 1 << 16, 1 << 34)
-        if queue_bytes < max_body:
-            raise ConfigError(f"LDP_GATEWAY_QUEUE_BYTES ({queue_bytes}) must be at least "
-                              f"LDP_GATEWAY_MAX_BODY ({max_body})")
-        body_budget = env_int(env, "LDP_GATEWAY_BODY_BUDGET", cls.body_budget, 1 << 16, 1 << 40)
-        if body_budget < max_body:
-            raise ConfigError(f"LDP_GATEWAY_BODY_BUDGET ({body_budget}) must be at least "
-                              f"LDP_GATEWAY_MAX_BODY ({max_body})")
-        max_head = env_int(env, "LDP_GATEWAY_MAX_HEAD", cls.max_head, 1024, 1 << 20)
-        max_target = env_int(env, "LDP_GATEWAY_MAX_TARGET", cls.max_target, 64, 1 << 20)
-        if max_target >= max_head:
-            raise ConfigError(f"LDP_GATEWAY_MAX_TARGET ({max_target}) must be smaller than "
-                              f"LDP_GATEWAY_MAX_HEAD ({max_head}): the target is part of the "
-                              "head")
-        proxies = tuple(p.strip() for p in (env.get("LDP_GATEWAY_TRUSTED_PROXIES") or ""
-                                            ).split(",") if p.strip())
-        for p in proxies:
-            try:
-                ipaddress.ip_network(p, strict=False)
-            except ValueError:
-                raise ConfigError("LDP_GATEWAY_TRUSTED_PROXIES must be IP addresses or CIDR "
-                                  f"networks (comma separated), got {p!r}") from None
         return cls(
-            kafka_bootstrap=env_bootstrap(env),
-            redis_url=url,
-            redis_prefix=env_redis_prefix(env),
-            reports_topic=env_name(env, "LDP_REPORTS_TOPIC", cls.reports_topic),
-            topic_partitions=env_int(env, "LDP_TOPIC_PARTITIONS", cls.topic_partitions, 1, 10_000),
-            topic_replication=env_int(env, "LDP_TOPIC_REPLICATION", cls.topic_replication, 1, 32),
-            topic_min_isr=env_min_isr(env, env_int(env, "LDP_TOPIC_REPLICATION",
-                                                   cls.topic_replication, 1, 32)),
+            **shared,
             host=host,
             port=env_int(env, "LDP_GATEWAY_PORT", cls.port, 0, 65535),
             keys=keys,
             cors_origins=origins,
-            max_body=max_body,
+            **_sizes(env),
+            **_timeouts(env),
+            **_abuse_limits(env),
             linger_ms=env_float(env, "LDP_GATEWAY_LINGER_MS", cls.linger_ms, 0.0, 10_000.0),
-            batch_bytes=batch_bytes,
-            queue_bytes=queue_bytes,
             ack_timeout_ms=env_int(env, "LDP_GATEWAY_ACK_TIMEOUT_MS", cls.ack_timeout_ms,
                                    100, 600_000),
             retry_after=env_int(env, "LDP_GATEWAY_RETRY_AFTER", cls.retry_after, 1, 3600),
             catalog_refresh=env_float(env, "LDP_GATEWAY_CATALOG_REFRESH", cls.catalog_refresh,
                                       0.1, 3600.0),
-            max_connections=env_int(env, "LDP_GATEWAY_MAX_CONNECTIONS", cls.max_connections,
-                                    1, 1_000_000),
-            max_head=max_head,
-            max_headers=env_int(env, "LDP_GATEWAY_MAX_HEADERS", cls.max_headers, 8, 10_000),
-            max_target=max_target,
-            head_timeout=env_float(env, "LDP_GATEWAY_HEAD_TIMEOUT", cls.head_timeout, 0.1,
-                                   3600.0),
-            body_min_rate=env_int(env, "LDP_GATEWAY_BODY_MIN_RATE", cls.body_min_rate, 1,
-                                  1 << 30),
-            body_grace=env_float(env, "LDP_GATEWAY_BODY_GRACE", cls.body_grace, 0.1, 3600.0),
-            idle_timeout=env_float(env, "LDP_GATEWAY_IDLE_TIMEOUT", cls.idle_timeout, 0.1,
-                                   86_400.0),
-            body_budget=body_budget,
-            auth_fail_burst=env_int(env, "LDP_GATEWAY_AUTH_FAIL_BURST", cls.auth_fail_burst, 1,
-                                    1_000_000),
-            auth_fail_rate=env_float(env, "LDP_GATEWAY_AUTH_FAIL_RATE", cls.auth_fail_rate,
-                                     0.001, 1_000_000.0),
-            trusted_proxies=proxies,
             tokens=tokens,
             token_verifier=_token_verifier(env),
             token_issuer_name=env_issuer_name(env),
             token_skew=env_int(env, "LDP_TOKEN_SKEW_SECONDS", DEFAULT_SKEW, 0, 3600),
             idempotency_ttl_s=env_int(env, "LDP_GATEWAY_IDEMPOTENCY_TTL_S",
                                       cls.idempotency_ttl_s, 60, 30 * 86_400),
-            kafka_security=KafkaSecurity.from_env(env),
-            redis_options=RedisOptions.from_env(env, url=url),
             access=access,
         )
 
@@ -337,6 +262,79 @@ class GatewaySettings:
             return "OPEN on loopback: no device keys, no tokens (only this machine can post)"
         return (f"OPEN: no device keys, no tokens, anyone who reaches {self.host} may post "
                 "reports (LDP_GATEWAY_OPEN=true)")
+
+def _device_keys(env: Mapping[str, str]) -> dict[bytes, str]:
+    """``LDP_GATEWAY_KEYS`` and the lines of ``LDP_GATEWAY_KEYS_FILE``: digest -> fleet."""
+    keys = parse_keys(env.get("LDP_GATEWAY_KEYS") or "", "LDP_GATEWAY_KEYS")
+    kfile = env_file(env, "LDP_GATEWAY_KEYS_FILE")
+    if kfile is not None:
+        with open(kfile) as fh:
+            for digest, fleet in parse_keys(fh.read(), "LDP_GATEWAY_KEYS_FILE").items():
+                if digest in keys and keys[digest] != fleet:
+                    raise ConfigError(f"LDP_GATEWAY_KEYS_FILE: fleet {fleet!r} shares a "
+                                      f"key with fleet {keys[digest]!r} of "
+                                      "LDP_GATEWAY_KEYS")
+                keys[digest] = fleet
+    return keys
+
+
+def _sizes(env: Mapping[str, str]) -> dict[str, Any]:
+    """The byte bounds: a body, a Kafka message, the send queue, all bodies being received,
+    a request's head and target (each checked against those it must fit in)."""
+    d = GatewaySettings
+    max_body = env_int(env, "LDP_GATEWAY_MAX_BODY", d.max_body, 64, 1 << 30)
+    batch_bytes = env_int(env, "LDP_GATEWAY_BATCH_BYTES", d.batch_bytes, 1024, 16 << 20)
+    queue_bytes = env_int(env, "LDP_GATEWAY_QUEUE_BYTES", d.queue_bytes, 1 << 16, 1 << 34)
+    if queue_bytes < max_body:
+        raise ConfigError(f"LDP_GATEWAY_QUEUE_BYTES ({queue_bytes}) must be at least "
+                          f"LDP_GATEWAY_MAX_BODY ({max_body})")
+    body_budget = env_int(env, "LDP_GATEWAY_BODY_BUDGET", d.body_budget, 1 << 16, 1 << 40)
+    if body_budget < max_body:
+        raise ConfigError(f"LDP_GATEWAY_BODY_BUDGET ({body_budget}) must be at least "
+                          f"LDP_GATEWAY_MAX_BODY ({max_body})")
+    max_head = env_int(env, "LDP_GATEWAY_MAX_HEAD", d.max_head, 1024, 1 << 20)
+    max_target = env_int(env, "LDP_GATEWAY_MAX_TARGET", d.max_target, 64, 1 << 20)
+    if max_target >= max_head:
+        raise ConfigError(f"LDP_GATEWAY_MAX_TARGET ({max_target}) must be smaller than "
+                          f"LDP_GATEWAY_MAX_HEAD ({max_head}): the target is part of the "
+                          "head")
+    return {"max_body": max_body, "batch_bytes": batch_bytes, "queue_bytes": queue_bytes,
+            "body_budget": body_budget, "max_head": max_head, "max_target": max_target,
+            "max_headers": env_int(env, "LDP_GATEWAY_MAX_HEADERS", d.max_headers, 8, 10_000)}
+
+
+def _timeouts(env: Mapping[str, str]) -> dict[str, Any]:
+    """How slow a client may be: its head, its body's rate and grace, an idle connection."""
+    d = GatewaySettings
+    return {"head_timeout": env_float(env, "LDP_GATEWAY_HEAD_TIMEOUT", d.head_timeout, 0.1,
+                                      3600.0),
+            "body_min_rate": env_int(env, "LDP_GATEWAY_BODY_MIN_RATE", d.body_min_rate, 1,
+                                     1 << 30),
+            "body_grace": env_float(env, "LDP_GATEWAY_BODY_GRACE", d.body_grace, 0.1, 3600.0),
+            "idle_timeout": env_float(env, "LDP_GATEWAY_IDLE_TIMEOUT", d.idle_timeout, 0.1,
+                                      86_400.0)}
+
+
+def _abuse_limits(env: Mapping[str, str]) -> dict[str, Any]:
+    """Connections at once, failed authentications per address, and the proxies whose
+    ``X-Forwarded-For`` names the client."""
+    d = GatewaySettings
+    proxies = tuple(p.strip() for p in (env.get("LDP_GATEWAY_TRUSTED_PROXIES") or ""
+                                        ).split(",") if p.strip())
+    for p in proxies:
+        try:
+            ipaddress.ip_network(p, strict=False)
+        except ValueError:
+            raise ConfigError("LDP_GATEWAY_TRUSTED_PROXIES must be IP addresses or CIDR "
+                              f"networks (comma separated), got {p!r}") from None
+    return {"max_connections": env_int(env, "LDP_GATEWAY_MAX_CONNECTIONS", d.max_connections,
+                                       1, 1_000_000),
+            "auth_fail_burst": env_int(env, "LDP_GATEWAY_AUTH_FAIL_BURST", d.auth_fail_burst, 1,
+                                       1_000_000),
+            "auth_fail_rate": env_float(env, "LDP_GATEWAY_AUTH_FAIL_RATE", d.auth_fail_rate,
+                                        0.001, 1_000_000.0),
+            "trusted_proxies": proxies}
+
 
 def _tokens_mode(env: Mapping[str, str]) -> str:
     mode = (env.get("LDP_GATEWAY_TOKENS") or "off").strip().lower()

@@ -64,22 +64,27 @@ def _error(status: int, reason: str, detail: str,
                         headers=headers)
 
 
-def create_app(settings: IssuerSettings, redis: Any = None) -> FastAPI:
-    """The issuer app; ``redis`` (an asyncio client) is made from the settings unless given."""
-    state: dict[str, Any] = {}
-    registry = CollectorRegistry()
-    issued = Counter("ldp_issuer_tokens_issued", "Tokens signed", ["collection"],
-                     registry=registry)
-    refused = Counter("ldp_issuer_refused", "Token requests refused", ["reason"],
-                      registry=registry)
-    keys_created = Counter("ldp_issuer_keys_created", "Issuer keys generated",
-                           registry=registry)
+class _Issuer:
+    """What the routes share: the settings, the clients the lifespan makes and the metrics."""
+
+    def __init__(self, settings: IssuerSettings, redis: Any = None) -> None:
+        self.settings = settings
+        self._given_redis = redis
+        self.state: dict[str, Any] = {}
+        self.registry = CollectorRegistry()
+        self.issued = Counter("ldp_issuer_tokens_issued", "Tokens signed", ["collection"],
+                              registry=self.registry)
+        self.refused = Counter("ldp_issuer_refused", "Token requests refused", ["reason"],
+                               registry=self.registry)
+        self.keys_created = Counter("ldp_issuer_keys_created", "Issuer keys generated",
+                                    registry=self.registry)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
         import redis.asyncio as aioredis
 
-        rds = redis if redis is not None else aioredis.Redis.from_url(
+        settings, state = self.settings, self.state
+        rds = self._given_redis if self._given_redis is not None else aioredis.Redis.from_url(
             settings.redis_url, socket_timeout=5, **settings.redis_options.kwargs())
         state["redis"] = rds
         state["keys"] = KeyManager(rds, settings.redis_prefix, skew=settings.skew,
@@ -91,22 +96,20 @@ def create_app(settings: IssuerSettings, redis: Any = None) -> FastAPI:
         try:
             yield
         finally:
-            if redis is None:
+            if self._given_redis is None:
                 await rds.aclose()
 
-    app = FastAPI(title="ldpstream issuer", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)
-
-    def windows_for(spec: Any, now: float) -> list[int]:
+    def windows_for(self, spec: Any, now: float) -> list[int]:
         w0 = scheme.window_of(now, spec.window_seconds)
-        return [w0 + i * spec.window_seconds for i in range(settings.prefetch_windows + 1)]
+        return [w0 + i * spec.window_seconds
+                for i in range(self.settings.prefetch_windows + 1)]
 
-    async def spec_of(cid: str | None) -> Any:
+    async def spec_of(self, cid: str | None) -> Any:
         if not cid:
             raise IssuanceError(400, "collection", "the query parameter 'collection' is "
                                 "required (the collection the tokens are for)")
         try:
-            spec = await state["specs"].get(cid)
+            spec = await self.state["specs"].get(cid)
         except Exception as exc:  # noqa: BLE001 - an unreadable catalogue entry
             raise IssuanceError(503, "unavailable", f"the catalogue cannot be read: {exc!r}") \
                 from None
@@ -114,107 +117,142 @@ def create_app(settings: IssuerSettings, redis: Any = None) -> FastAPI:
             raise IssuanceError(404, "unknown_collection", f"no collection {cid!r}")
         return spec
 
-    def entry(rec: scheme.KeyRecord) -> dict[str, Any]:
+    def entry(self, rec: scheme.KeyRecord) -> dict[str, Any]:
+        skew = self.settings.skew
         return {"token-type": TOKEN_TYPE, "token-key": rec.token_key,
-                "not-before": rec.window - settings.skew,
+                "not-before": rec.window - skew,
                 "ldp-collection": rec.collection, "ldp-window": rec.window,
                 "ldp-window-seconds": rec.window_seconds,
-                "ldp-not-after": rec.end + settings.skew}
+                "ldp-not-after": rec.end + skew}
 
-    @app.exception_handler(RequestValidationError)
-    async def _bad_parameter(request: Request, exc: RequestValidationError) -> JSONResponse:
-        where = ", ".join(".".join(str(p) for p in e.get("loc", ())) for e in exc.errors())
-        refused.labels("bad_request").inc()
-        return _error(400, "bad_request", f"bad parameter(s): {where} (window: epoch seconds "
-                      "of a window start; collection: an id)")
+    async def key(self, spec: Any, window: int) -> Any:
+        """The issuer key of ``spec`` for ``window``, made (and counted) if new."""
+        km: KeyManager = self.state["keys"]
+        before = km.created
+        key = await km.get(spec, window)
+        self.keys_created.inc(km.created - before)
+        return key
 
-    @app.exception_handler(IssuanceError)
-    async def _issuance_error(request: Request, exc: IssuanceError) -> JSONResponse:
-        refused.labels(exc.reason).inc()
-        return _error(exc.status, exc.reason, exc.detail, exc.headers)
-
-    @app.get(DIRECTORY_PATH)
-    async def directory(collection: str | None = None) -> Response:
+    async def directory(self, collection: str | None) -> Response:
         now = time.time()
         if collection is not None:
-            spec = await spec_of(collection)
-            km: KeyManager = state["keys"]
-            before = km.created
-            recs = [(await km.get(spec, w)).record for w in windows_for(spec, now)]
-            keys_created.inc(km.created - before)
+            spec = await self.spec_of(collection)
+            recs = [(await self.key(spec, w)).record for w in self.windows_for(spec, now)]
         else:
             recs = []
-            for cid in await state["specs"].ids():
-                spec = await state["specs"].get(cid)
+            for cid in await self.state["specs"].ids():
+                spec = await self.state["specs"].get(cid)
                 if spec is not None:
-                    recs += await state["keys"].published(cid, windows_for(spec, now))
+                    recs += await self.state["keys"].published(cid, self.windows_for(spec, now))
         body = {"issuer-request-uri": REQUEST_PATH,
-                "token-keys": [entry(r) for r in recs],
-                "ldp-issuer-name": settings.issuer_name,
-                "ldp-skew-seconds": settings.skew}
+                "token-keys": [self.entry(r) for r in recs],
+                "ldp-issuer-name": self.settings.issuer_name,
+                "ldp-skew-seconds": self.settings.skew}
         max_age = min([max(1, r.end - int(now)) for r in recs] or [60])
         import json
 
         return Response(json.dumps(body), media_type=DIRECTORY_TYPE,
                         headers={"Cache-Control": f"max-age={min(max_age, 300)}"})
 
-    @app.post(REQUEST_PATH)
-    async def token_request(request: Request, collection: str | None = None,
-                            window: int | None = None) -> Response:
+    async def token_request(self, request: Request, collection: str | None,
+                            window: int | None) -> Response:
         ctype = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
         if ctype != REQUEST_TYPE:
             raise IssuanceError(415, "media_type", f"Content-Type must be {REQUEST_TYPE}")
         try:
-            device = settings.attester.attest(request.headers)
+            device = self.settings.attester.attest(request.headers)
         except AttestationError as exc:
             raise IssuanceError(exc.status, exc.reason, exc.detail) from None
-        spec = await spec_of(collection)
+        spec = await self.spec_of(collection)
         now = time.time()
-        allowed = windows_for(spec, now)
+        allowed = self.windows_for(spec, now)
         w = allowed[0] if window is None else window
         if w not in allowed:
             raise IssuanceError(400, "window", f"tokens of {spec.id!r} are issued for the "
                                 f"windows {allowed} (current first), not {w}")
-        limit = TOKEN_REQUEST_LEN * spec.token_quota
-        body = b""
-        async for chunk in request.stream():  # read no more than the quota's worth
-            body += chunk
-            if len(body) > limit:
-                raise IssuanceError(400, "too_many", f"more than {spec.token_quota} "
-                                    "TokenRequests, the quota per window")
-        km: KeyManager = state["keys"]
-        before = km.created
-        key = await km.get(spec, w)
-        keys_created.inc(km.created - before)
+        body = await _read_requests(request, spec)
+        key = await self.key(spec, w)
         reqs = decode_requests(body, key, spec.token_quota)
         n = len(reqs)
-        quotas: Quotas = state["quotas"]
+        quotas: Quotas = self.state["quotas"]
         await quotas.reserve(device, spec, w, n)
         try:
-            await spend_epsilon(device, spec, n, now)
+            await self.spend_epsilon(device, spec, n, now)
             loop = asyncio.get_running_loop()
             out = await loop.run_in_executor(None, sign_requests, key, reqs)
         except BaseException:
             await quotas.release(device, spec, w, n)
             raise
-        issued.labels(spec.id).inc(n)
+        self.issued.labels(spec.id).inc(n)
         return Response(out, media_type=RESPONSE_TYPE,
                         headers={"Cache-Control": "no-store"})
 
-    async def spend_epsilon(device: str, spec: Any, n: int, now: float) -> None:
-        charged = await state["budget"].charge(device, spec, n, now)
+    async def spend_epsilon(self, device: str, spec: Any, n: int, now: float) -> None:
+        charged = await self.state["budget"].charge(device, spec, n, now)
         if charged is None:  # the fleet has no budget
             return
         cost, fleet, counted = charged
         budget = fleet.epsilon_per_day
         day = int(now // 86400)
-        key = f"{settings.redis_prefix}pp:eps:{device}:{day}"
-        got = float(await state["eps"](keys=[key], args=[repr(cost), repr(budget)]))
+        key = f"{self.settings.redis_prefix}pp:eps:{device}:{day}"
+        got = float(await self.state["eps"](keys=[key], args=[repr(cost), repr(budget)]))
         if got < 0:
-            await state["budget"].undo(counted, n)
+            await self.state["budget"].undo(counted, n)
             raise IssuanceError(429, "budget", f"this device has spent {-1 - got:g} of its "
                                 f"daily ε budget {budget:g}; {n} report(s) of {spec.id!r} "
                                 f"need {cost:g}")
+
+    async def ready(self) -> JSONResponse:
+        try:
+            ok = bool(await asyncio.wait_for(self.state["redis"].ping(), 2.0))
+        except Exception:  # noqa: BLE001 - a probe
+            ok = False
+        return JSONResponse({"status": "ok" if ok else "unavailable", "redis": ok,
+                             "attester": self.settings.attester_name},
+                            status_code=200 if ok else 503)
+
+
+async def _read_requests(request: Request, spec: Any) -> bytes:
+    """The request body, refused as soon as it holds more than the quota's TokenRequests."""
+    limit = TOKEN_REQUEST_LEN * spec.token_quota
+    body = b""
+    async for chunk in request.stream():  # read no more than the quota's worth
+        body += chunk
+        if len(body) > limit:
+            raise IssuanceError(400, "too_many", f"more than {spec.token_quota} "
+                                "TokenRequests, the quota per window")
+    return body
+
+
+def _add_error_handlers(app: FastAPI, issuer: _Issuer) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _bad_parameter(request: Request, exc: RequestValidationError) -> JSONResponse:
+        where = ", ".join(".".join(str(p) for p in e.get("loc", ())) for e in exc.errors())
+        issuer.refused.labels("bad_request").inc()
+        return _error(400, "bad_request", f"bad parameter(s): {where} (window: epoch seconds "
+                      "of a window start; collection: an id)")
+
+    @app.exception_handler(IssuanceError)
+    async def _issuance_error(request: Request, exc: IssuanceError) -> JSONResponse:
+        issuer.refused.labels(exc.reason).inc()
+        return _error(exc.status, exc.reason, exc.detail, exc.headers)
+
+
+def create_app(settings: IssuerSettings, redis: Any = None) -> FastAPI:
+    """The issuer app; ``redis`` (an asyncio client) is made from the settings unless given."""
+    issuer = _Issuer(settings, redis)
+    app = FastAPI(title="ldpstream issuer", lifespan=issuer.lifespan, docs_url=None,
+                  redoc_url=None, openapi_url=None)
+    _add_error_handlers(app, issuer)
+
+    @app.get(DIRECTORY_PATH)
+    async def directory(collection: str | None = None) -> Response:
+        return await issuer.directory(collection)
+
+    @app.post(REQUEST_PATH)
+    async def token_request(request: Request, collection: str | None = None,
+                            window: int | None = None) -> Response:
+        return await issuer.token_request(request, collection, window)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -222,17 +260,11 @@ def create_app(settings: IssuerSettings, redis: Any = None) -> FastAPI:
 
     @app.get("/readyz")
     async def readyz() -> JSONResponse:
-        try:
-            ok = bool(await asyncio.wait_for(state["redis"].ping(), 2.0))
-        except Exception:  # noqa: BLE001 - a probe
-            ok = False
-        return JSONResponse({"status": "ok" if ok else "unavailable", "redis": ok,
-                             "attester": settings.attester_name},
-                            status_code=200 if ok else 503)
+        return await issuer.ready()
 
     @app.get("/metrics")
     async def metrics() -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(generate_latest(issuer.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
 

@@ -29,19 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ldpstream.connections import RedisOptions
+from ldpstream.envconfig import RedisSettings, read_redis
 from ldpstream.privacypass.scheme import DEFAULT_ISSUER_NAME, DEFAULT_SKEW, env_issuer_name
-from ldpstream.settings import (
-    DEFAULT_REDIS_URL,
-    ConfigError,
-    env_bool,
-    env_file,
-    env_int,
-    env_redis_prefix,
-    env_redis_url,
-    parse_keys,
-)
-from ldpstream.storage import DEFAULT_PREFIX
+from ldpstream.settings import ConfigError, env_bool, env_file, env_int, parse_keys
 
 from .attest import Attester, FleetKeyAttester, load_attester
 
@@ -49,9 +39,7 @@ __all__ = ["IssuerSettings"]
 
 
 @dataclass(frozen=True)
-class IssuerSettings:
-    redis_url: str = DEFAULT_REDIS_URL
-    redis_prefix: str = DEFAULT_PREFIX
+class IssuerSettings(RedisSettings):
     host: str = "127.0.0.1"
     port: int = 8090
     issuer_name: str = DEFAULT_ISSUER_NAME
@@ -60,22 +48,18 @@ class IssuerSettings:
     key_password: bytes | None = field(default=None, repr=False)
     attester: Attester = field(default_factory=lambda: FleetKeyAttester({}), repr=False)
     attester_name: str = "fleet key + device credential"
-    redis_options: RedisOptions = RedisOptions()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> IssuerSettings:
         env = os.environ if env is None else env
-        url = env_redis_url(env)
         # the plain settings first (all read, whatever the attester check says)
         plain: dict[str, Any] = dict(
-            redis_url=url,
-            redis_prefix=env_redis_prefix(env),
+            **read_redis(env),
             host=env.get("LDP_ISSUER_HOST") or cls.host,
             port=env_int(env, "LDP_ISSUER_PORT", cls.port, 0, 65535),
             issuer_name=env_issuer_name(env),
             skew=env_int(env, "LDP_TOKEN_SKEW_SECONDS", DEFAULT_SKEW, 0, 3600),
             prefetch_windows=env_int(env, "LDP_ISSUER_PREFETCH_WINDOWS", 1, 0, 24),
-            redis_options=RedisOptions.from_env(env, url=url),
         )
         password = env.get("LDP_ISSUER_KEY_PASSWORD") or None
         spec = env.get("LDP_ISSUER_ATTESTER") or ""

@@ -39,7 +39,8 @@ from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
-from . import wire
+import ldpcore.wire as wire
+
 from .base import Mechanism, Reports, State
 from .errors import LDPError, ParameterError, ReportError
 

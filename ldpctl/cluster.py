@@ -33,6 +33,8 @@ from ldpstream.dev.servers import (
     start_redis,
 )
 
+from . import demo
+
 __all__ = ["LocalCluster", "Service", "local_cluster", "run_cluster"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -292,27 +294,52 @@ def local_cluster(workdir: Path, **options: Any) -> Iterator[LocalCluster]:
         cluster.stop()
 
 
+def _print_cluster(cluster: LocalCluster, secure: bool) -> None:
+    """Where the servers and services of a started cluster are."""
+    assert cluster.kafka is not None and cluster.redis is not None
+    proto = "SASL_SSL + SCRAM-SHA-256" if secure else "PLAINTEXT"
+    print(f"  kafka     {cluster.kafka.bootstrap} (3 KRaft brokers, {proto}, RF 3, "
+          "min.insync.replicas 2)", flush=True)
+    print(f"  redis     primary :{cluster.redis.primary_port()}, replica, Sentinels "
+          f"{cluster.redis.sentinel_addresses} (master {cluster.redis.master}"
+          f"{', TLS + ACL user' if secure else ''})", flush=True)
+    for kind in ("worker", "api", "gateway"):
+        for s in cluster.services[kind]:
+            print(f"  {s.name:<9} {s.base_url}", flush=True)
+    if cluster.secrets is not None:
+        print(f"  secrets   {cluster.secrets.directory} (CA, SCRAM and ACL passwords in "
+              "the services' environment)", flush=True)
+
+
+def _print_memory(cluster: LocalCluster, took: float, work: Path) -> None:
+    """Start-up time, resident memory (brokers, Redis + Sentinels), dashboards, logs."""
+    rss = cluster.rss_mb()
+    print(f"\nUp in {took:.0f} s; resident memory {sum(rss.values()):.0f} MB "
+          f"(brokers {sum(v for k, v in rss.items() if k.startswith('kafka')):.0f}, "
+          f"Redis + Sentinels "
+          f"{sum(v for k, v in rss.items() if k.startswith(('redis', 'sentinel'))):.0f})",
+          flush=True)
+    print(f"Dashboards: {', '.join(str(s.base_url) + '/' for s in cluster.services['api'])}",
+          flush=True)
+    print(f"Logs in {work / 'logs'}. Ctrl-C stops everything.", flush=True)
+
+
+def _wait_cluster(cluster: LocalCluster, stop: dict[str, bool]) -> None:
+    """Until a signal, or until a service exits (which ends the run)."""
+    while not stop["now"]:
+        for group in cluster.services.values():
+            for s in group:
+                if not s.alive():
+                    print(f"{s.name} exited; see {s.log}", flush=True)
+                    stop["now"] = True
+        time.sleep(0.5)
+
+
 def run_cluster(args: Any) -> int:
     """``ldpstream up --cluster``: the replicated system, demo devices, until Ctrl-C."""
-    import json
-    import shutil
-    import tempfile
-
-    from .stack import _demo_collections, _with_retention
-
-    temporary = args.data_dir is None
-    work = Path(args.data_dir or tempfile.mkdtemp(prefix="ldpstream-cluster-"))
-    work.mkdir(parents=True, exist_ok=True)
-    demos = _with_retention(_demo_collections(), round(args.retention_hours * 3600))
-    cfile = work / "collections.json"
-    cfile.write_text(json.dumps({"collections": [spec for spec, _ in demos]}, indent=1))
-    stop = {"now": False}
-
-    def on_signal(signum: int, frame: Any) -> None:
-        stop["now"] = True
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    work, temporary = demo.open_workdir(args.data_dir, "ldpstream-cluster-")
+    demos, cfile = demo.write_demo_collections(work, round(args.retention_hours * 3600))
+    stop = demo.stop_on_signals()
     env = {"LDP_COLLECTIONS_FILE": str(cfile)}
     if args.release_interval > 0:
         env["LDP_RELEASE_INTERVAL_MS"] = str(int(args.release_interval * 1000))
@@ -325,55 +352,22 @@ def run_cluster(args: Any) -> int:
         print(f"ldpstream up --cluster: working directory {work}", flush=True)
         cluster.start()
         took = time.monotonic() - t0
-        assert cluster.kafka is not None and cluster.redis is not None
-        proto = "SASL_SSL + SCRAM-SHA-256" if args.secure else "PLAINTEXT"
-        print(f"  kafka     {cluster.kafka.bootstrap} (3 KRaft brokers, {proto}, RF 3, "
-              "min.insync.replicas 2)", flush=True)
-        print(f"  redis     primary :{cluster.redis.primary_port()}, replica, Sentinels "
-              f"{cluster.redis.sentinel_addresses} (master {cluster.redis.master}"
-              f"{', TLS + ACL user' if args.secure else ''})", flush=True)
-        for kind in ("worker", "api", "gateway"):
-            for s in cluster.services[kind]:
-                print(f"  {s.name:<9} {s.base_url}", flush=True)
-        if cluster.secrets is not None:
-            print(f"  secrets   {cluster.secrets.directory} (CA, SCRAM and ACL passwords in "
-                  "the services' environment)", flush=True)
+        _print_cluster(cluster, args.secure)
         gws = [s.base_url for s in cluster.services["gateway"]]
         if not args.no_simulate:
             senv = cluster.service_env()
             for i, (spec, dist) in enumerate(demos):
-                via = ["--gateway", str(gws[i % len(gws)])] if args.via == "gateway" else []
+                gateway = str(gws[i % len(gws)]) if args.via == "gateway" else None
                 sims.append(Service(
                     f"simulate-{spec['id']}",
-                    [sys.executable, "-m", "ldpctl", "simulate", "--collection", spec["id"],
-                     "--collections-file", str(cfile), "--dist", dist, "--reports", str(10**12),
-                     "--devices", "50000", "--rate", str(args.rate), "--batch-size", "1,16,64",
-                     "--no-progress", *via], senv,
+                    demo.simulate_argv(spec["id"], dist, cfile, args.rate, gateway), senv,
                     work / "logs" / f"simulate-{spec['id']}.log").start())
-        rss = cluster.rss_mb()
-        print(f"\nUp in {took:.0f} s; resident memory {sum(rss.values()):.0f} MB "
-              f"(brokers {sum(v for k, v in rss.items() if k.startswith('kafka')):.0f}, "
-              f"Redis + Sentinels "
-              f"{sum(v for k, v in rss.items() if k.startswith(('redis', 'sentinel'))):.0f})",
-              flush=True)
-        print(f"Dashboards: {', '.join(str(s.base_url) + '/' for s in cluster.services['api'])}",
-              flush=True)
-        print(f"Logs in {work / 'logs'}. Ctrl-C stops everything.", flush=True)
-        while not stop["now"]:
-            for group in cluster.services.values():
-                for s in group:
-                    if not s.alive():
-                        print(f"{s.name} exited; see {s.log}", flush=True)
-                        stop["now"] = True
-            time.sleep(0.5)
+        _print_memory(cluster, took, work)
+        _wait_cluster(cluster, stop)
         print("\nstopping…", flush=True)
         return 0
     finally:
         for s in sims:
             s.stop()
         cluster.stop()
-        if temporary and not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-            print(f"stopped; removed {work}.", flush=True)
-        else:
-            print(f"stopped; logs and data kept in {work}.", flush=True)
+        demo.close_workdir(work, temporary, args.keep)

@@ -122,79 +122,90 @@ def run_freshness(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_scaling(args: argparse.Namespace) -> int:
+def _fill_topic(c: LocalCluster, spec: CollectionSpec, args: argparse.Namespace) -> str:
+    """A new topic of ``--partitions`` holding ``--messages`` messages of ``--batch``
+    reports each, spread round-robin over the partitions; its name."""
     import numpy as np
     from kafka import KafkaProducer
     from kafka.admin import NewTopic
 
-    from ldpstream.storage import CollectionCatalog, read_watermarks
-
-    spec = _spec("bench-scale")
-    counts = [int(x) for x in args.workers.split(",")]
+    assert c.kafka is not None
     rng = np.random.default_rng(1)
     oracle = spec.oracle()
     messages = [encode_message(spec, oracle.perturb(rng.integers(0, 16, args.batch), rng=rng),
                                "binary") for _ in range(64)]
+    topic = f"scale-{uuid.uuid4().hex[:6]}"
+    admin = c.kafka.admin()
+    admin.create_topics([NewTopic(topic, args.partitions, 1)])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=c.kafka.bootstrap, acks=1,
+                             linger_ms=20, batch_size=1 << 20)
+    for i in range(args.messages):
+        producer.send(topic, key=spec.id.encode(), value=messages[i % len(messages)],
+                      partition=i % args.partitions)
+    producer.flush()
+    producer.close()
+    return topic
+
+
+def _count_with(c: LocalCluster, spec: CollectionSpec, topic: str, k: int,
+                args: argparse.Namespace) -> dict[str, Any]:
+    """``k`` fresh workers (own consumer group and Redis prefix) count the whole topic: the
+    row of the table."""
+    from ldpstream.storage import CollectionCatalog, read_watermarks
+
+    ends = {p: len(range(p, args.messages, args.partitions)) - 1
+            for p in range(args.partitions)}
+    prefix = f"s{k}{uuid.uuid4().hex[:4]}:"
+    client = c.redis_client()
+    CollectionCatalog(client, prefix).register(spec)
+    c.env = {"LDP_REPORTS_TOPIC": topic, "LDP_REDIS_PREFIX": prefix,
+             "LDP_CONSUMER_GROUP": f"g{prefix[:-1]}",
+             "LDP_DLQ_TOPIC": f"dlq-{prefix[:-1]}"}
+    c.workers, c.apis, c.gateways = k, 0, 0
+    t0 = time.monotonic()
+    c.start_services()
+    first: float | None = None
+    samples: list[tuple[float, int]] = []
+    while True:
+        wms = read_watermarks(client, topic, prefix)
+        done = sum(w + 1 for w in wms.values())
+        samples.append((time.monotonic(), done))
+        if first is None and done > 0:
+            first = time.monotonic()
+        if all(wms.get(p, -1) >= e for p, e in ends.items()):
+            break
+        if time.monotonic() - t0 > args.timeout:
+            raise RuntimeError(f"{k} worker(s) did not finish in {args.timeout} s")
+        time.sleep(0.05)
+    took = time.monotonic() - t0
+    assert first is not None
+    # the steady rate: between a quarter and three quarters of the log counted
+    # (the start, the group's join and the first fetches are outside it)
+    t25 = next(t for t, d in samples if d >= args.messages // 4)
+    t75 = next(t for t, d in samples if d >= 3 * args.messages // 4)
+    steady = args.messages // 2 * args.batch / max(t75 - t25, 1e-3)
+    for s in c.services.get("worker", []):
+        s.stop()
+    c.services.clear()
+    client.close()
+    return {"workers": k, "partitions": args.partitions, "reports": args.messages * args.batch,
+            "seconds": round(took, 2), "start_s": round(first - t0, 2),
+            "reports_per_s": round(steady)}
+
+
+def run_scaling(args: argparse.Namespace) -> int:
+    spec = _spec("bench-scale")
+    counts = [int(x) for x in args.workers.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="ldp-scale-") as tmp:
         c = LocalCluster(Path(tmp), brokers=1, sentinel=False, workers=0, apis=0, gateways=0,
                          engine=args.engine, partitions=args.partitions)
         c.start_servers()
         try:
-            assert c.kafka is not None
-            topic = f"scale-{uuid.uuid4().hex[:6]}"
-            admin = c.kafka.admin()
-            admin.create_topics([NewTopic(topic, args.partitions, 1)])
-            admin.close()
-            producer = KafkaProducer(bootstrap_servers=c.kafka.bootstrap, acks=1,
-                                     linger_ms=20, batch_size=1 << 20)
-            for i in range(args.messages):
-                producer.send(topic, key=spec.id.encode(), value=messages[i % len(messages)],
-                              partition=i % args.partitions)
-            producer.flush()
-            producer.close()
-            total = args.messages * args.batch
-            ends = {p: -1 for p in range(args.partitions)}
-            for p in range(args.partitions):
-                ends[p] = len(range(p, args.messages, args.partitions)) - 1
+            topic = _fill_topic(c, spec, args)
             for k in counts:
-                prefix = f"s{k}{uuid.uuid4().hex[:4]}:"
-                client = c.redis_client()
-                CollectionCatalog(client, prefix).register(spec)
-                c.env = {"LDP_REPORTS_TOPIC": topic, "LDP_REDIS_PREFIX": prefix,
-                         "LDP_CONSUMER_GROUP": f"g{prefix[:-1]}",
-                         "LDP_DLQ_TOPIC": f"dlq-{prefix[:-1]}"}
-                c.workers, c.apis, c.gateways = k, 0, 0
-                t0 = time.monotonic()
-                c.start_services()
-                first: float | None = None
-                samples: list[tuple[float, int]] = []
-                while True:
-                    wms = read_watermarks(client, topic, prefix)
-                    done = sum(w + 1 for w in wms.values())
-                    samples.append((time.monotonic(), done))
-                    if first is None and done > 0:
-                        first = time.monotonic()
-                    if all(wms.get(p, -1) >= e for p, e in ends.items()):
-                        break
-                    if time.monotonic() - t0 > args.timeout:
-                        raise RuntimeError(f"{k} worker(s) did not finish in {args.timeout} s")
-                    time.sleep(0.05)
-                end = time.monotonic()
-                took = end - t0
-                assert first is not None
-                # the steady rate: between a quarter and three quarters of the log counted
-                # (the start, the group's join and the first fetches are outside it)
-                t25 = next(t for t, d in samples if d >= args.messages // 4)
-                t75 = next(t for t, d in samples if d >= 3 * args.messages // 4)
-                steady = args.messages // 2 * args.batch / max(t75 - t25, 1e-3)
-                for s in c.services.get("worker", []):
-                    s.stop()
-                c.services.clear()
-                client.close()
-                rows.append({"workers": k, "partitions": args.partitions, "reports": total,
-                             "seconds": round(took, 2), "start_s": round(first - t0, 2),
-                             "reports_per_s": round(steady)})
+                rows.append(_count_with(c, spec, topic, k, args))
                 print(json.dumps(rows[-1]), flush=True)
         finally:
             c.stop()

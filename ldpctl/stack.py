@@ -30,14 +30,11 @@ benchmark); ``up`` says so when it runs on tansu.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -56,6 +53,8 @@ from ldpstream.dev.servers import (
     start_broker,
     start_redis,
 )
+
+from . import demo
 
 __all__ = ["UP_KAFKA_CONFIG", "UP_KAFKA_HEAP", "UP_SETS", "add_up_parser", "child_env",
            "choose_broker", "run_stack"]
@@ -211,210 +210,218 @@ def _wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
 
 
-def _demo_collections() -> list[tuple[dict[str, Any], str]]:
-    """The producer's demo collections (a call: the top floor may import the services)."""
-    from producer.demo import demo_collections
+def _flag_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``up``'s flags together, or None."""
+    token = getattr(args, "admin_token", None)
+    short_token = token is not None and len(token) < 8
+    if getattr(args, "cluster", False):
+        return "--admin-token must be at least 8 characters" if short_token else None
+    if getattr(args, "secure", False):
+        return "--secure goes with --cluster"
+    if short_token:
+        return "--admin-token must be at least 8 characters"
+    if getattr(args, "via", "kafka") == "gateway" and getattr(args, "no_gateway", False):
+        return "--via gateway needs the gateway (drop --no-gateway)"
+    return None
 
-    return demo_collections()
+
+class _Running:
+    """What ``up`` started: servers, child processes and the janitor, stopped in reverse."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.servers: list[ManagedServer] = []
+        self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.janitor: threading.Thread | None = None
+        self.janitor_stop = threading.Event()
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str],
+              log: str) -> subprocess.Popen[bytes]:
+        proc = _spawn(argv, env, self.logs / log)
+        self.children.append((name, proc))
+        return proc
+
+    def wait(self, stop: dict[str, bool]) -> None:
+        """Until a signal, or until a child exits (which ends the run)."""
+        while not stop["now"]:
+            for name, proc in self.children:
+                if proc.poll() is not None:
+                    print(f"{name} exited with code {proc.returncode}; see {self.logs}",
+                          flush=True)
+                    stop["now"] = True
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        """The janitor, then the children (SIGTERM, SIGKILL after 15 s), then the servers."""
+        self.janitor_stop.set()
+        if self.janitor is not None:
+            self.janitor.join(20)
+        for _, proc in reversed(self.children):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for _, proc in reversed(self.children):
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        for server in reversed(self.servers):
+            server.stop()
 
 
-def _with_retention(demos: list[tuple[dict[str, Any], str]],
-                    seconds: int) -> list[tuple[dict[str, Any], str]]:
-    """The demo specs with ``retention_seconds`` set (their fingerprint follows).
+def _start_servers(run: _Running, broker: str, work: Path) -> tuple[ManagedServer,
+                                                                     ManagedServer]:
+    """The broker and Redis, with a line each on where they are."""
+    started = time.monotonic()
+    kafka = (start_broker(broker, _mk(work / "kafka"), config=UP_KAFKA_CONFIG,
+                          heap=UP_KAFKA_HEAP)
+             if broker == "kafka" else start_broker(broker, _mk(work / "kafka")))
+    run.servers.append(kafka)
+    took = time.monotonic() - started
+    redis = start_redis(_mk(work / "redis"))
+    run.servers.append(redis)
+    if broker == "kafka":
+        print(f"  broker  {kafka.bootstrap} (Apache Kafka {KAFKA_VERSION}, KRaft, log in "
+              f"{work / 'kafka' / 'data'}; up in {took:.1f} s)", flush=True)
+    else:
+        print(f"  broker  {kafka.bootstrap} (tansu, memory storage: it cannot release "
+              "counted records, so its memory grows with every report; for long runs "
+              "use --broker kafka)", flush=True)
+    print(f"  redis   {redis.url} (AOF in {work / 'redis'})", flush=True)
+    return kafka, redis
 
-    >>> _with_retention([({"id": "a", "fingerprint": "x"}, "zipf")], 3600)
-    [({'id': 'a', 'retention_seconds': 3600}, 'zipf')]
-    """
-    out = []
-    for spec, dist in demos:
-        spec = {k: v for k, v in spec.items() if k != "fingerprint"}
-        spec["retention_seconds"] = max(1, seconds)
-        out.append((spec, dist))
-    return out
+
+def _services_env(kafka: ManagedServer, redis: ManagedServer, cfile: Path, port: int,
+                  token: str | None) -> dict[str, str]:
+    """The children's environment (:func:`child_env`), naming the settings passed through."""
+    own = {"LDP_KAFKA_BOOTSTRAP": kafka.bootstrap, "LDP_REDIS_URL": redis.url,
+           "LDP_COLLECTIONS_FILE": str(cfile), "LDP_API_PORT": str(port),
+           "LDP_API_HOST": "127.0.0.1", "PYTHONPATH": str(ROOT),
+           "LDP_METRICS_PORT": str(free_port())}
+    if token:
+        own["LDP_ADMIN_TOKEN"] = token
+    # The caller's own LDP_ADMIN_TOKEN is the flag's default; empty means off.
+    environ = {k: v for k, v in os.environ.items() if k != "LDP_ADMIN_TOKEN"}
+    env, passed = child_env(environ, own)
+    if passed:
+        print(f"  settings from your environment: {', '.join(passed)}", flush=True)
+    return env
+
+
+def _start_services(run: _Running, args: argparse.Namespace, env: dict[str, str],
+                    base: str) -> tuple[str | None, str | None]:
+    """Worker, API, and the issuer and gateway if asked, ready; their URLs."""
+    # Processes, not calls: each service is a server with its own event loop, port, log
+    # and signals (Ctrl-C stops them children first; one crashing leaves the others).
+    py = sys.executable
+    worker = run.spawn("aggregator", [py, "-m", "aggregator"], env, "aggregator.log")
+    api = run.spawn("api", [py, "-m", "ldpctl", "serve"], env, "api.log")
+    gateway_url = issuer_url = None
+    if getattr(args, "issuer", False):
+        iport = getattr(args, "issuer_port", None) or free_port()
+        ienv = {**env, "LDP_ISSUER_HOST": "127.0.0.1", "LDP_ISSUER_PORT": str(iport),
+                "LDP_ISSUER_OPEN": "true"}
+        iss = run.spawn("issuer", [py, "-m", "ldpctl", "issuer"], ienv, "issuer.log")
+        issuer_url = f"http://127.0.0.1:{iport}"
+    if not getattr(args, "no_gateway", False):
+        gport = getattr(args, "gateway_port", None) or free_port()
+        genv = {**env, "LDP_GATEWAY_HOST": "127.0.0.1", "LDP_GATEWAY_PORT": str(gport)}
+        if issuer_url is not None:
+            genv["LDP_GATEWAY_TOKENS"] = getattr(args, "gateway_tokens", "optional")
+        gw = run.spawn("gateway", [py, "-m", "ldpctl", "gateway"], genv, "gateway.log")
+        gateway_url = f"http://127.0.0.1:{gport}"
+    _wait_http(base + "/readyz", 60, api)
+    print(f"  worker  pid {worker.pid}, metrics on 127.0.0.1:{env['LDP_METRICS_PORT']}",
+          flush=True)
+    if gateway_url is not None:
+        _wait_http(gateway_url + "/readyz", 60, gw)
+        print(f"  gateway {gateway_url}/v1/reports (devices POST here; "
+              f"docs/gateway.md)", flush=True)
+    if issuer_url is not None:
+        _wait_http(issuer_url + "/readyz", 60, iss)
+        print(f"  issuer  {issuer_url}/.well-known/private-token-issuer-directory "
+              f"(Privacy Pass tokens, gateway tokens "
+              f"{getattr(args, 'gateway_tokens', 'optional')}; docs/privacy-pass.md)",
+              flush=True)
+    return gateway_url, issuer_url
+
+
+def _print_tips(base: str, cfile: Path, gateway_url: str | None, token: str | None,
+                logs: Path) -> None:
+    """The dashboard's URL and requests to try."""
+    print(f"\nDashboard:  {base}/\n", flush=True)
+    print("Try:", flush=True)
+    print(f"  curl -s {base}/v1/collections", flush=True)
+    print(f"  curl -s '{base}/v1/collections/app-version/frequencies?top=5'", flush=True)
+    print(f"  curl -s '{base}/v1/collections/adult-race/frequencies?method=norm-sub'",
+          flush=True)
+    print(f"  curl -s '{base}/v1/collections/emoji/heavy-hitters?k=10'", flush=True)
+    print(f"  curl -s '{base}/v1/collections/latency-ms/quantiles?q=0.5&q=0.99'",
+          flush=True)
+    print(f"  curl -s '{base}/v1/collections/latency-ms/range?low=100&high=300'",
+          flush=True)
+    print(f"  curl -sN {base}/v1/collections/app-version/stream", flush=True)
+    print(f"  curl -s {base}/metrics | grep ldp_", flush=True)
+    if gateway_url is not None:
+        print(f"  ldpstream simulate --collections-file {cfile} --collection adult-race "
+              f"--reports 1000 --gateway {gateway_url}", flush=True)
+        print(f"  curl -s {gateway_url}/metrics | grep ldp_gateway_reports", flush=True)
+    print(f"  API docs: {base}/docs   methods: {base}/v1/methods", flush=True)
+    if token:
+        print(f"  curl -s -X POST -H 'Authorization: Bearer …' -d @spec.json "
+              f"{base}/v1/collections   (admin routes on)", flush=True)
+    print(f"\nLogs in {logs}. Ctrl-C stops everything.", flush=True)
 
 
 def run_stack(args: argparse.Namespace) -> int:
-    token = getattr(args, "admin_token", None)
+    error = _flag_error(args)
+    if error is not None:
+        print(f"ldpstream up: {error}", file=sys.stderr)
+        return 2
     if getattr(args, "cluster", False):
         from .cluster import run_cluster
 
-        if token is not None and len(token) < 8:
-            print("ldpstream up: --admin-token must be at least 8 characters", file=sys.stderr)
-            return 2
         return run_cluster(args)
-    if getattr(args, "secure", False):
-        print("ldpstream up: --secure goes with --cluster", file=sys.stderr)
-        return 2
-    if token is not None and len(token) < 8:
-        print("ldpstream up: --admin-token must be at least 8 characters", file=sys.stderr)
-        return 2
-    with_gateway = not getattr(args, "no_gateway", False)
-    via = getattr(args, "via", "kafka")
-    if via == "gateway" and not with_gateway:
-        print("ldpstream up: --via gateway needs the gateway (drop --no-gateway)",
-              file=sys.stderr)
-        return 2
-    temporary = args.data_dir is None
-    work = Path(args.data_dir or tempfile.mkdtemp(prefix="ldpstream-up-"))
-    work.mkdir(parents=True, exist_ok=True)
+    token = getattr(args, "admin_token", None)
+    work, temporary = demo.open_workdir(args.data_dir, "ldpstream-up-")
     logs = work / "logs"
     logs.mkdir(exist_ok=True)
     retention = getattr(args, "retention_hours", 24.0)
     if not retention > 0:
         print("ldpstream up: --retention-hours must be > 0", file=sys.stderr)
         return 2
-    demos = _with_retention(_demo_collections(), round(retention * 3600))
-    cfile = work / "collections.json"
-    cfile.write_text(json.dumps({"collections": [spec for spec, _ in demos]}, indent=1))
+    demos, cfile = demo.write_demo_collections(work, round(retention * 3600))
     port = args.port if _port_free(args.port) else free_port()
-
-    stop = {"now": False}
-
-    def on_signal(signum: int, frame: Any) -> None:
-        stop["now"] = True
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-
-    servers: list[ManagedServer] = []
-    janitor_stop = threading.Event()
-    janitor: threading.Thread | None = None
-    children: list[tuple[str, subprocess.Popen[bytes]]] = []
+    stop = demo.stop_on_signals()
+    run = _Running(logs)
     try:
         print(f"ldpstream up: working directory {work}", flush=True)
         broker = choose_broker(getattr(args, "broker", "auto"))
-        started = time.monotonic()
-        kafka = (start_broker(broker, _mk(work / "kafka"), config=UP_KAFKA_CONFIG,
-                              heap=UP_KAFKA_HEAP)
-                 if broker == "kafka" else start_broker(broker, _mk(work / "kafka")))
-        servers.append(kafka)
-        took = time.monotonic() - started
-        redis = start_redis(_mk(work / "redis"))
-        servers.append(redis)
-        if broker == "kafka":
-            print(f"  broker  {kafka.bootstrap} (Apache Kafka {KAFKA_VERSION}, KRaft, log in "
-                  f"{work / 'kafka' / 'data'}; up in {took:.1f} s)", flush=True)
-        else:
-            print(f"  broker  {kafka.bootstrap} (tansu, memory storage: it cannot release "
-                  "counted records, so its memory grows with every report; for long runs "
-                  "use --broker kafka)", flush=True)
-        print(f"  redis   {redis.url} (AOF in {work / 'redis'})", flush=True)
-        own = {"LDP_KAFKA_BOOTSTRAP": kafka.bootstrap, "LDP_REDIS_URL": redis.url,
-               "LDP_COLLECTIONS_FILE": str(cfile), "LDP_API_PORT": str(port),
-               "LDP_API_HOST": "127.0.0.1", "PYTHONPATH": str(ROOT),
-               "LDP_METRICS_PORT": str(free_port())}
-        if token:
-            own["LDP_ADMIN_TOKEN"] = token
-        # The caller's own LDP_ADMIN_TOKEN is the flag's default; empty means off.
-        environ = {k: v for k, v in os.environ.items() if k != "LDP_ADMIN_TOKEN"}
-        env, passed = child_env(environ, own)
-        if passed:
-            print(f"  settings from your environment: {', '.join(passed)}", flush=True)
-        # Processes, not calls: each service is a server with its own event loop, port, log
-        # and signals (Ctrl-C stops them children first; one crashing leaves the others).
-        py = sys.executable
-        worker = _spawn([py, "-m", "aggregator"], env, logs / "aggregator.log")
-        children.append(("aggregator", worker))
-        api = _spawn([py, "-m", "ldpctl", "serve"], env, logs / "api.log")
-        children.append(("api", api))
+        kafka, redis = _start_servers(run, broker, work)
+        env = _services_env(kafka, redis, cfile, port, token)
         base = f"http://127.0.0.1:{port}"
-        gateway_url = issuer_url = None
-        if getattr(args, "issuer", False):
-            iport = getattr(args, "issuer_port", None) or free_port()
-            ienv = {**env, "LDP_ISSUER_HOST": "127.0.0.1", "LDP_ISSUER_PORT": str(iport),
-                    "LDP_ISSUER_OPEN": "true"}
-            iss = _spawn([py, "-m", "ldpctl", "issuer"], ienv, logs / "issuer.log")
-            children.append(("issuer", iss))
-            issuer_url = f"http://127.0.0.1:{iport}"
-        if with_gateway:
-            gport = getattr(args, "gateway_port", None) or free_port()
-            genv = {**env, "LDP_GATEWAY_HOST": "127.0.0.1", "LDP_GATEWAY_PORT": str(gport)}
-            if issuer_url is not None:
-                genv["LDP_GATEWAY_TOKENS"] = getattr(args, "gateway_tokens", "optional")
-            gw = _spawn([py, "-m", "ldpctl", "gateway"], genv, logs / "gateway.log")
-            children.append(("gateway", gw))
-            gateway_url = f"http://127.0.0.1:{gport}"
-        _wait_http(base + "/readyz", 60, api)
-        print(f"  worker  pid {worker.pid}, metrics on 127.0.0.1:{env['LDP_METRICS_PORT']}",
-              flush=True)
-        if gateway_url is not None:
-            _wait_http(gateway_url + "/readyz", 60, gw)
-            print(f"  gateway {gateway_url}/v1/reports (devices POST here; "
-                  f"docs/gateway.md)", flush=True)
-        if issuer_url is not None:
-            _wait_http(issuer_url + "/readyz", 60, iss)
-            print(f"  issuer  {issuer_url}/.well-known/private-token-issuer-directory "
-                  f"(Privacy Pass tokens, gateway tokens "
-                  f"{getattr(args, 'gateway_tokens', 'optional')}; docs/privacy-pass.md)",
-                  flush=True)
+        gateway_url, _ = _start_services(run, args, env, base)
         interval = getattr(args, "release_interval", 30.0)
         if interval > 0:
-            janitor = _start_janitor(kafka.bootstrap, redis.url, interval,
-                                     release_records=broker != "tansu", stop=janitor_stop)
+            run.janitor = _start_janitor(kafka.bootstrap, redis.url, interval,
+                                         release_records=broker != "tansu",
+                                         stop=run.janitor_stop)
             what = ("deletes the records below the Redis watermarks and trims expired "
                     "windows" if broker != "tansu" else "trims expired windows")
             print(f"  janitor every {interval:g} s: {what}", flush=True)
         if not args.no_simulate:
+            via_gateway = gateway_url if getattr(args, "via", "kafka") == "gateway" else None
             for spec, dist in demos:
-                sim = _spawn([py, "-m", "ldpctl", "simulate", "--collection", spec["id"],
-                              "--collections-file", str(cfile), "--dist", dist,
-                              "--reports", str(10**12), "--devices", "50000",
-                              "--rate", str(args.rate), "--batch-size", "1,16,64",
-                              "--no-progress",
-                              *(["--gateway", gateway_url] if via == "gateway" and gateway_url
-                                else [])], env, logs / f"simulate-{spec['id']}.log")
-                children.append((f"simulate {spec['id']}", sim))
-        print(f"\nDashboard:  {base}/\n", flush=True)
-        print("Try:", flush=True)
-        print(f"  curl -s {base}/v1/collections", flush=True)
-        print(f"  curl -s '{base}/v1/collections/app-version/frequencies?top=5'", flush=True)
-        print(f"  curl -s '{base}/v1/collections/adult-race/frequencies?method=norm-sub'",
-              flush=True)
-        print(f"  curl -s '{base}/v1/collections/emoji/heavy-hitters?k=10'", flush=True)
-        print(f"  curl -s '{base}/v1/collections/latency-ms/quantiles?q=0.5&q=0.99'",
-              flush=True)
-        print(f"  curl -s '{base}/v1/collections/latency-ms/range?low=100&high=300'",
-              flush=True)
-        print(f"  curl -sN {base}/v1/collections/app-version/stream", flush=True)
-        print(f"  curl -s {base}/metrics | grep ldp_", flush=True)
-        if gateway_url is not None:
-            print(f"  ldpstream simulate --collections-file {cfile} --collection adult-race "
-                  f"--reports 1000 --gateway {gateway_url}", flush=True)
-            print(f"  curl -s {gateway_url}/metrics | grep ldp_gateway_reports", flush=True)
-        print(f"  API docs: {base}/docs   methods: {base}/v1/methods", flush=True)
-        if token:
-            print(f"  curl -s -X POST -H 'Authorization: Bearer …' -d @spec.json "
-                  f"{base}/v1/collections   (admin routes on)", flush=True)
-        print(f"\nLogs in {logs}. Ctrl-C stops everything.", flush=True)
-        while not stop["now"]:
-            for name, proc in children:
-                if proc.poll() is not None:
-                    print(f"{name} exited with code {proc.returncode}; see {logs}",
-                          flush=True)
-                    stop["now"] = True
-            time.sleep(0.5)
+                run.spawn(f"simulate {spec['id']}",
+                          demo.simulate_argv(spec["id"], dist, cfile, args.rate, via_gateway),
+                          env, f"simulate-{spec['id']}.log")
+        _print_tips(base, cfile, gateway_url, token, logs)
+        run.wait(stop)
         print("\nstopping…", flush=True)
         return 0
     finally:
-        janitor_stop.set()
-        if janitor is not None:
-            janitor.join(20)
-        for _, proc in reversed(children):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for _, proc in reversed(children):
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-        for server in reversed(servers):
-            server.stop()
-        if temporary and not getattr(args, "keep", False):
-            shutil.rmtree(work, ignore_errors=True)  # --data-dir and --keep keep it
-            print(f"stopped; removed {work}.", flush=True)
-        else:
-            print(f"stopped; logs and data kept in {work}.", flush=True)
+        run.stop()
+        demo.close_workdir(work, temporary, getattr(args, "keep", False))
 
 
 def _start_janitor(bootstrap: str, redis_url: str, interval: float, *, release_records: bool,

@@ -9,23 +9,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ldpstream.connections import RedisOptions
-from ldpstream.settings import (
-    DEFAULT_REDIS_URL,
-    ConfigError,
-    env_float,
-    env_int,
-    env_origins,
-    env_redis_prefix,
-    env_redis_url,
-)
-from ldpstream.storage import DEFAULT_PREFIX
+from ldpstream.envconfig import RedisSettings, read_redis
+from ldpstream.settings import ConfigError, env_float, env_int, env_origins
 
 __all__ = ["ConfigError", "ApiSettings"]
 
 
 @dataclass(frozen=True)
-class ApiSettings:
+class ApiSettings(RedisSettings):
     """Settings of ``ldpstream serve``.
 
     ==========================  ==========================  ========================================
@@ -65,8 +56,6 @@ class ApiSettings:
     :mod:`ldpstream.connections`.
     """
 
-    redis_url: str = DEFAULT_REDIS_URL
-    redis_prefix: str = DEFAULT_PREFIX
     admin_token: str | None = None
     host: str = "127.0.0.1"
     port: int = 8000
@@ -79,7 +68,6 @@ class ApiSettings:
     auto_refresh_s: float = 300.0
     auto_refresh_factor: float = 1.25
     cors_origins: tuple[str, ...] = ()
-    redis_options: RedisOptions = RedisOptions()
     read_tokens: str | None = None
     metrics_port: int = 0
     metrics_host: str = "127.0.0.1"
@@ -88,18 +76,16 @@ class ApiSettings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> ApiSettings:
         """Read the settings from ``env`` (default ``os.environ``), validating each."""
         env = os.environ if env is None else env
-        url = env_redis_url(env)
+        shared = read_redis(env)
         token = env.get("LDP_ADMIN_TOKEN") or None
         if token is not None and len(token) < 8:
             raise ConfigError("LDP_ADMIN_TOKEN must be at least 8 characters")
-        prefix = env_redis_prefix(env)
         if "LDP_CACHE_ENTRIES" in env:
             raise ConfigError("LDP_CACHE_ENTRIES is no longer read: the query API's caches are "
                               "bounded in bytes; set LDP_ANSWER_CACHE_MB (default 64) and "
                               "LDP_STATE_CACHE_MB (default 256) instead")
         return cls(
-            redis_url=url,
-            redis_prefix=prefix,
+            **shared,
             admin_token=token,
             host=env.get("LDP_API_HOST", cls.host),
             port=env_int(env, "LDP_API_PORT", cls.port, 1, 65535),
@@ -113,7 +99,6 @@ class ApiSettings:
             auto_refresh_s=env_float(env, "LDP_AUTO_REFRESH_S", 300.0, 1.0, 86_400.0),
             auto_refresh_factor=env_float(env, "LDP_AUTO_REFRESH_FACTOR", 1.25, 1.0, 100.0),
             cors_origins=env_origins(env, "LDP_CORS_ORIGINS"),
-            redis_options=RedisOptions.from_env(env, url=url),
             read_tokens=_read_tokens(env),
             metrics_port=env_int(env, "LDP_API_METRICS_PORT", 0, 0, 65535),
             metrics_host=(env.get("LDP_API_METRICS_HOST") or env.get("LDP_API_HOST")

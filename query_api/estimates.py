@@ -34,7 +34,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -54,6 +53,7 @@ from ldpcore.numeric.base import NumericOracle
 from .cache import ByteLRU
 from .capabilities import require
 from .choices import Choice, ChoiceSlot
+from .confidence import z_value
 from .errors import QueryError
 
 __all__ = [
@@ -103,15 +103,6 @@ def _distribution(oracle: Any, state: ldpcore.State) -> np.ndarray:
         return out
     dist: np.ndarray = shared("distribution", oracle, state, (), make)
     return dist
-
-
-def z_value(confidence: float) -> float:
-    """Two-sided normal quantile for a confidence level in (0, 1)."""
-    if not 0.0 < confidence < 1.0 or math.isnan(confidence):
-        raise QueryError("confidence must be a number strictly between 0 and 1, "
-                         f"got {confidence}", parameter="confidence")
-    # From the tail: (1 + c) / 2 rounds to 1.0 for c within 2^-53 of 1 (inv_cdf refuses 1).
-    return -NormalDist().inv_cdf((1.0 - confidence) / 2.0)
 
 
 AUTO = "auto"

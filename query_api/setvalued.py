@@ -33,8 +33,8 @@ from ldpcore.capabilities import ItemsetSupport, SetItemFrequencies, SetSizeEsti
 from ldpcore.setvalued import phases
 
 from .capabilities import require
+from .confidence import z_value
 from .errors import QueryError
-from .estimates import z_value
 
 __all__ = ["top_items", "top_itemsets", "set_sizes", "epsilon_note", "estimand",
            "subset_answer"]

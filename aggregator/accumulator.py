@@ -4,9 +4,9 @@ One :class:`Accumulator` is fed by a driver (:mod:`aggregator.drivers.faust` or
 :mod:`aggregator.drivers.aiokafka`) with one partition's consumed records at a
 time, in offset order.  Everything that decides what is counted lives here:
 
-* decoding and validation through :class:`ldpcore.message.MessageDecoder`
-  (``aggregate_many`` for a (collection, window) group; the bad messages again
-  one by one for their full reason);
+* decoding and validation, once per (collection, window) group of records, by
+  :func:`ldpcore.message.decode_group`: one :class:`~ldpcore.message.Decoded` with the
+  state of the good reports, one per bad message with its reason and report count;
 * the local delta of sufficient statistics per (collection, window), the window
   being the record's timestamp (milliseconds, :func:`ldpcore.collection.window_start`);
 * replay skipping: per partition, the next offset to accept; a record below it
@@ -22,8 +22,8 @@ time, in offset order.  Everything that decides what is counted lives here:
   restarts from its Redis watermark.  On a Redis Cluster (the sharded layout of
   :mod:`ldpstream.storage`) the delta is kept per partition and each partition's part
   is one script call in that partition's hash slot, with the same checks;
-* the broker-lost-its-log check (a "suspect" partition, see :meth:`check_suspect`);
-* holes in the log (:meth:`records_lost`, :meth:`check_jumps`): records deleted before
+* the broker-lost-its-log check (a "suspect" partition, see :meth:`_check_suspect`);
+* holes in the log (:meth:`records_lost`, :meth:`process`): records deleted before
   they were counted (retention or ``DeleteRecords`` ahead of the worker) are never
   silent: the flush that moves the watermark past them records them in Redis
   (``P lost``), ``ldp_records_lost_total`` counts them and a warning names the range.
@@ -33,9 +33,22 @@ time, in offset order.  Everything that decides what is counted lives here:
   anything to flush, the watermarks are read back; one below what this worker flushed
   makes the partition restart from it (``ldp_watermark_regressions_total``).
 
-The driver owns the Kafka clients and tells the accumulator how to reach them
-through a :class:`Positions` object (seek, read and commit the group's offsets).
-Kafka's committed offsets are never positions: Redis is the source of truth.
+The driver owns the Kafka clients and hands the accumulator, at construction, a
+:class:`Broker` that reaches them (seek, read and commit the group's offsets, send a
+dead letter).  Kafka's committed offsets are never positions: Redis is the source of
+truth.
+
+The driver's face (nothing else is for drivers):
+
+* :meth:`Accumulator.assign` / :meth:`Accumulator.revoke`: the rebalance callbacks;
+* :meth:`Accumulator.process`: one partition's consumed records;
+* :meth:`Accumulator.flush` (raises) and :meth:`Accumulator.try_flush` (logs);
+* :meth:`Accumulator.positions`: partition -> next offset to accept;
+* :meth:`Accumulator.seek`, :meth:`Accumulator.records_lost`,
+  :meth:`Accumulator.skip_empty`, :meth:`Accumulator.log_start`: for a driver that
+  checks the log's continuity itself (Faust's);
+* :meth:`Accumulator.observe_lag`, :attr:`Accumulator.stats`,
+  :attr:`Accumulator.pending_reports`.
 """
 
 from __future__ import annotations
@@ -45,7 +58,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Protocol
@@ -54,7 +67,7 @@ import numpy as np
 
 from ldpcore import ReportError, State
 from ldpcore.collection import window_start
-from ldpcore.message import MessageDecoder, message_report_count, peek_message
+from ldpcore.message import Decoded, MessageDecoder, decode_group, peek_message
 from ldpstream.storage import (
     FLUSH_SCRIPT,
     CollectionCatalog,
@@ -67,7 +80,7 @@ from ldpstream.storage import (
 from .config import WorkerSettings
 from .metrics import FRESHNESS_SAMPLE, AggregatorMetrics
 
-__all__ = ["Accumulator", "DeadLetterError", "Positions", "WorkerStats", "MAX_MESSAGE_BYTES",
+__all__ = ["Accumulator", "Broker", "DeadLetterError", "WorkerStats", "MAX_MESSAGE_BYTES",
            "DLQ_REQUEST_BYTES", "message_key", "request_tag"]
 
 log = logging.getLogger("ldpstream.aggregator")
@@ -85,8 +98,9 @@ class DeadLetterError(RuntimeError):
     """The broker did not acknowledge a dead letter: the flush must not commit."""
 
 
-class Positions(Protocol):
-    """What the accumulator needs from a driver's Kafka consumer (reports topic only)."""
+class Broker(Protocol):
+    """What the accumulator needs of a driver's Kafka clients: the reports topic's log
+    and the group's offsets there, and the dead-letter producer."""
 
     async def committed(self, partition: int) -> int | None:
         """The offset the broker holds for this group and partition (None: none at all)."""
@@ -105,6 +119,11 @@ class Positions(Protocol):
 
     async def next_offset(self, partition: int, offset: int) -> int | None:
         """The offset of the first record at or after ``offset`` (None: none came)."""
+
+    async def send_dead_letter(self, value: bytes, key: bytes | None,
+                               headers: list[tuple[str, bytes]]) -> Awaitable[Any]:
+        """Queue one record on the dead-letter topic; returns its acknowledgement to await
+        (aiokafka's ``send``: ``MessageSizeTooLargeError`` for a record too large)."""
 
 
 @dataclass
@@ -162,12 +181,18 @@ def _ms(m: Any) -> int:
 class Accumulator:
     """The engine-independent state of one worker of the consumer group.
 
+    Built with everything it needs (keyword-only); a driver then uses only the face
+    listed in the module docstring.
+
     Parameters
     ----------
     settings : WorkerSettings
     redis : redis.Redis
         A *sync* client (flushes run in a thread so heartbeats keep flowing).
     metrics : AggregatorMetrics
+    broker : Broker, optional
+        The driver's Kafka clients.  Without one (tests, tools) nothing is sought or
+        committed, and a dead letter makes the flush fail.
     clock : callable
         Wall clock (epoch seconds) for retention cut-offs.
     timestamp_ms : callable
@@ -175,26 +200,26 @@ class Accumulator:
         milliseconds already; Faust's carry seconds).
 
     Records handed to :meth:`process` need ``topic``, ``partition``, ``offset``,
-    ``key``, ``value`` and ``timestamp``.  The driver sets :attr:`positions` (its
-    consumer) and :attr:`producer` (an aiokafka producer for dead letters).
+    ``key``, ``value`` and ``timestamp`` (``headers`` if any).
     """
 
-    def __init__(self, settings: WorkerSettings, redis: Any, metrics: AggregatorMetrics,
-                 clock: Callable[[], float] = time.time,
+    def __init__(self, *, settings: WorkerSettings, redis: Any, metrics: AggregatorMetrics,
+                 broker: Broker | None = None, clock: Callable[[], float] = time.time,
                  timestamp_ms: Callable[[Any], int] = _ms) -> None:
-        self.s = settings
+        self.settings = settings
         self.redis = redis
         self.metrics = metrics
-        self.clock = clock
-        self.timestamp_ms = timestamp_ms
-        self.keys = Keys.for_client(redis, settings.redis_prefix)
-        self.sharded = self.keys.sharded
+        self._broker = broker
+        self._clock = clock
+        self._timestamp_ms = timestamp_ms
+        self._keys = Keys.for_client(redis, settings.redis_prefix)
+        self.sharded = self._keys.sharded
+        """Redis Cluster layout: each partition's part of a flush is its own script."""
         self._part = -1  # the partition process() works on (sharded layout), else -1
         self._shards: set[str] = set()  # shard index entries written (sharded layout)
-        self.registry = CollectionCatalog(redis, settings.redis_prefix)
-        self.flush_script = redis.register_script(FLUSH_SCRIPT)
+        self._catalog = CollectionCatalog(redis, settings.redis_prefix)
+        self._flush_script = redis.register_script(FLUSH_SCRIPT)
         self.stats = WorkerStats()
-        self.positions: Positions | None = None
         self._codecs: dict[str, MessageDecoder] = {}
         self._unknown: dict[str, float] = {}
         self._pos: dict[int, int] = {}        # partition -> next offset to accept
@@ -205,8 +230,6 @@ class Accumulator:
         self._pending_reports = 0
         self._ingested: dict[str, int] = defaultdict(int)
         self._dead: list[_DeadLetter] = []
-        self._rejected: list[tuple[str, str, int]] = []
-        self._producer: Any = None
         self._lock = asyncio.Lock()
         self._suspect: dict[int, tuple[int, int]] = {}
         # partition -> (records, first, last offset of the last range): lost, not yet flushed
@@ -217,36 +240,23 @@ class Accumulator:
         self._stamps: list[int] = []  # record timestamps (ms) of the delta, sampled
 
     @property
-    def producer(self) -> Any:
-        """The aiokafka producer that sends dead letters (set by the driver)."""
-        return self._producer
-
-    @producer.setter
-    def producer(self, value: Any) -> None:
-        self._producer = value
-
-    @property
     def pending_reports(self) -> int:
         """Reports in the local delta, not yet flushed."""
         return self._pending_reports
 
-    @property
-    def has_delta(self) -> bool:
-        return bool(self._delta)
-
-    def assigned(self) -> dict[int, int]:
+    def positions(self) -> dict[int, int]:
         """partition -> next offset to accept, for every partition this worker holds."""
         return dict(self._pos)
 
     # ---- collections ------------------------------------------------------------------
-    def codec(self, cid: str) -> MessageDecoder | None:
+    def _codec(self, cid: str) -> MessageDecoder | None:
         c = self._codecs.get(cid)
         if c is not None:
             return c
         now = time.monotonic()
         if now - self._unknown.get(cid, -1e9) < _UNKNOWN_TTL_S:
             return None
-        spec = self.registry.get(cid)
+        spec = self._catalog.get(cid)
         if spec is None:
             self._unknown[cid] = now
             return None
@@ -254,82 +264,44 @@ class Accumulator:
         return c
 
     # ---- consuming ----------------------------------------------------------------------
-    def _reject(self, msg: Any, cid: str, reason: str, error: str, n: int) -> None:
-        self.stats.rejected_messages += 1
-        self.metrics.rejected.labels(cid, reason).inc(max(n, 1))
-        self.metrics.dlq.labels(reason).inc()
-        self._rejected.append((cid, reason, n))
-        headers = [("ldp-reason", reason.encode()),
-                   ("ldp-error", error[:500].encode("utf-8", "replace")),
-                   ("ldp-source", f"{msg.topic}:{msg.partition}:{msg.offset}".encode())]
-        value = msg.value if msg.value is not None else b""
-        self._dead.append(_DeadLetter(bytes(value), msg.key, headers))
-        log.warning("dead-lettered %s:%d:%d (%s): %s", msg.topic, msg.partition, msg.offset,
-                    reason, error[:200])
+    async def process(self, partition: int, records: list[Any], *,
+                      admit: Callable[[int, list[Any]], Awaitable[list[Any]]] | None = None
+                      ) -> None:
+        """Validate and accumulate one partition's records (never raises).
 
-    def _add(self, dec: MessageDecoder, start: int, state: State) -> None:
-        """Add a decoded batch's state to the local delta of its (collection, window)."""
-        if not state.n:
-            return
-        key = (self._part, dec.spec.id, start)
-        old = self._delta.get(key)
-        if old is None:
-            self._delta[key] = (state.n, state.counts)
-        else:
-            old[1].__iadd__(state.counts)
-            self._delta[key] = (old[0] + state.n, old[1])
-        self._pending_reports += state.n
-        self._ingested[dec.spec.id] += state.n
-
-    def _one(self, dec: MessageDecoder | None, cid: str, msg: Any, start: int) -> None:
-        """Validate and count one message, or dead-letter it; never raises on data."""
-        value = msg.value
-        try:
-            try:
-                mid, _ = peek_message(value if value is not None else b"")
-            except ReportError as exc:
-                self._reject(msg, cid, exc.reason, str(exc), 1)
-                return
-            if msg.key is not None and mid != cid:
-                self._reject(msg, cid, "key_mismatch",
-                             f"message key {cid!r} but envelope collection {mid!r}", 1)
-                return
-            if dec is None:
-                self._reject(msg, cid, "unknown_collection",
-                             f"no collection {cid!r} registered", 1)
-                return
-            try:
-                state = dec.aggregate(value)
-            except ReportError as exc:
-                self._reject(msg, cid, exc.reason, str(exc), message_report_count(value))
-                return
-            self._add(dec, start, state)
-        except Exception as exc:  # a poison message: isolate it, keep the worker running
-            log.exception("unexpected error on %s:%d:%d", msg.topic, msg.partition, msg.offset)
-            self._reject(msg, cid, "internal", f"{type(exc).__name__}: {exc}", 1)
-
-    def _group(self, dec: MessageDecoder | None, cid: str, start: int, group: list[Any]) -> None:
-        """One (collection, window)'s messages: the batch decoder, then the bad ones singly."""
-        if dec is not None:
-            try:
-                state, bad = dec.aggregate_many([m.value for m in group])
-                self._add(dec, start, state)
-            except Exception:  # a poison message: find it by handling each one alone
-                log.exception("batch of %d messages of %r failed; isolating", len(group), cid)
-            else:
-                for i, _ in bad:  # re-decoded alone for the full reason (key mismatch …)
-                    self._one(dec, cid, group[i], start)
-                return
-        for m in group:
-            self._one(dec, cid, m, start)
-
-    def process(self, partition: int, msgs: list[Any]) -> None:
-        """Validate and accumulate one partition's messages (never raises on data).
-
-        Records must come in offset order.  A record below the partition's position
-        is a replay and is skipped; records of a partition this worker does not hold
-        are ignored.  A suspect partition's first record decides first.
+        Records come in offset order.  A record below the partition's position is a
+        replay and is skipped; records of a partition this worker does not hold are
+        ignored; offsets the records jump over are lost only below the broker's log
+        start (:meth:`records_lost`).  ``admit`` (a driver's own continuity check) picks
+        the records to take, under the same lock as flushes and rebalance resets.  If
+        Redis or the broker fails meanwhile the partition is sought back to its position
+        and read again.
         """
+        async with self._lock:
+            if admit is not None:
+                records = await admit(partition, records)
+            try:
+                await self._take_jumps(partition, records)
+            except Exception:  # Redis unreachable for a collection lookup, log start unknown
+                log.exception("partition %d: processing failed; reading it again", partition)
+                pos = self._pos.get(partition)
+                if pos is not None:
+                    await self._seek_unlocked({partition: pos})
+
+    async def seek(self, offsets: Mapping[int, int]) -> None:
+        """Have the driver read each partition again from its offset (between batches)."""
+        async with self._lock:
+            await self._seek_unlocked(offsets)
+
+    async def _seek_unlocked(self, offsets: Mapping[int, int]) -> None:
+        if self._broker is None or not offsets:
+            return
+        try:
+            await self._broker.seek(offsets)
+        except Exception:
+            log.exception("seeking partitions %s failed", sorted(offsets))
+
+    def _process(self, partition: int, msgs: list[Any]) -> None:
         pos = self._pos.get(partition)
         if pos is None or not msgs:  # revoked meanwhile
             return
@@ -338,7 +310,7 @@ class Accumulator:
         if self.stats.first_message_at is None:
             self.stats.first_message_at = time.time()
         if partition in self._suspect:
-            self.check_suspect(partition, msgs[0])
+            self._check_suspect(partition, msgs[0])
             pos = self._pos[partition]
         if any(map(_HEADERS, msgs)):
             end = msgs[-1].offset + 1
@@ -356,8 +328,8 @@ class Accumulator:
     def _take(self, partition: int, msgs: list[Any], pos: int) -> None:
         """:meth:`process` once the suspect and request checks are done."""
         step = max(1, len(msgs) // FRESHNESS_SAMPLE)
-        self._stamps.extend(self.timestamp_ms(m) for m in msgs[::step] if m.offset >= pos)
-        ts = None if self.timestamp_ms is _ms else self.timestamp_ms
+        self._stamps.extend(self._timestamp_ms(m) for m in msgs[::step] if m.offset >= pos)
+        ts = None if self._timestamp_ms is _ms else self._timestamp_ms
         if msgs[0].offset >= pos and self._one_group(partition, msgs, ts):
             return
         # The general loop: replays, several keys or windows, or offsets out of order
@@ -379,7 +351,7 @@ class Accumulator:
             key = m.key
             if key is None or key != last_key:
                 cid = message_key(m)
-                dec = self.codec(cid)  # Redis I/O: an outage propagates and is retried
+                dec = self._codec(cid)  # Redis I/O: an outage propagates and is retried
                 w = dec.spec.window_seconds if dec else 3600
                 last_key = key
                 lo = hi = 0
@@ -396,7 +368,42 @@ class Accumulator:
         self.stats.messages += len(msgs) - skipped
         self._pos[partition] = pos
         for (cid, start), group in groups.items():
-            self._group(self.codec(cid), cid, start, group)
+            self._apply(decode_group(self._codec(cid), cid, start, [m.value for m in group]),
+                        group)
+
+    def _apply(self, decoded: list[Decoded], group: list[Any]) -> None:
+        """Count the good reports of a decoded group; dead-letter its bad messages."""
+        for d in decoded:
+            if d.state is not None:
+                self._add(d.collection, d.window, d.state)
+            else:
+                self._reject(group[d.index], d)
+
+    def _reject(self, msg: Any, d: Decoded) -> None:
+        self.stats.rejected_messages += 1
+        self.metrics.rejected.labels(d.collection, d.reason).inc(max(d.reports, 1))
+        self.metrics.dlq.labels(d.reason).inc()
+        headers = [("ldp-reason", d.reason.encode()),
+                   ("ldp-error", d.error[:500].encode("utf-8", "replace")),
+                   ("ldp-source", f"{msg.topic}:{msg.partition}:{msg.offset}".encode())]
+        value = msg.value if msg.value is not None else b""
+        self._dead.append(_DeadLetter(bytes(value), msg.key, headers))
+        log.warning("dead-lettered %s:%d:%d (%s): %s", msg.topic, msg.partition, msg.offset,
+                    d.reason, d.error[:200])
+
+    def _add(self, cid: str, start: int, state: State) -> None:
+        """Add a decoded group's state to the local delta of its (collection, window)."""
+        if not state.n:
+            return
+        key = (self._part, cid, start)
+        old = self._delta.get(key)
+        if old is None:
+            self._delta[key] = (state.n, state.counts)
+        else:
+            old[1].__iadd__(state.counts)
+            self._delta[key] = (old[0] + state.n, old[1])
+        self._pending_reports += state.n
+        self._ingested[cid] += state.n
 
     def _uncounted_requests(self, msgs: list[Any], pos: int
                             ) -> tuple[list[Any], dict[str, int]]:
@@ -420,10 +427,10 @@ class Accumulator:
         known: set[str] = set()
         if fresh:  # Redis I/O: an outage propagates and the batch is read again
             if self.sharded:  # one partition's markers: one slot
-                t, p = self.s.reports_topic, msgs[0].partition
-                found = self.redis.mget([self.keys.shard_request(t, p, n) for n in fresh])
+                t, p = self.settings.reports_topic, msgs[0].partition
+                found = self.redis.mget([self._keys.shard_request(t, p, n) for n in fresh])
             else:
-                found = self.redis.mget([self.keys.request(n) for n in fresh])
+                found = self.redis.mget([self._keys.request(n) for n in fresh])
             known = {n for n, v in zip(fresh, found, strict=True) if v is not None}
         drop = set()
         names: dict[str, int] = {}
@@ -464,14 +471,14 @@ class Accumulator:
             return False
         t0, t1 = max(int(lo or 0), 0), max(int(hi or 0), 0)
         cid = message_key(msgs[0])
-        dec = self.codec(cid)  # Redis I/O: an outage propagates and is retried
+        dec = self._codec(cid)  # Redis I/O: an outage propagates and is retried
         w = dec.spec.window_seconds if dec else 3600
         start = window_start(t0, w)
         if window_start(t1, w) != start:
             return False
         self.stats.messages += len(msgs)
         self._pos[partition] = msgs[-1].offset + 1
-        self._group(dec, cid, start, msgs)
+        self._apply(decode_group(dec, cid, start, [m.value for m in msgs]), msgs)
         return True
 
     # ---- flushing -----------------------------------------------------------------------
@@ -497,14 +504,14 @@ class Accumulator:
             expire_ms = (start + codec.spec.window_seconds + codec.spec.retention_seconds) * 1000
             deltas[(cid, start)] = (n, counts, expire_ms)
         lost = {p: self._lost[p] for p in parts if p in self._lost}
-        flush_ms = int(self.clock() * 1000)
+        flush_ms = int(self._clock() * 1000)
         t0 = time.perf_counter()
         if self.sharded:
             res = await self._flush_shards(parts, lost, flush_ms)
         else:
-            keys, args = flush_args(self.keys, self.s.reports_topic, parts, deltas, flush_ms,
-                                    lost=lost, requests=self._requests)
-            res = await asyncio.to_thread(self.flush_script, keys=keys, args=args)
+            keys, args = flush_args(self._keys, self.settings.reports_topic, parts, deltas,
+                                    flush_ms, lost=lost, requests=self._requests)
+            res = await asyncio.to_thread(self._flush_script, keys=keys, args=args)
         self.metrics.flush_seconds.observe(time.perf_counter() - t0)
         if int(res[0]) != 1 and _text(res[1]) == "request":
             # another worker counted a copy of one of these requests (written to another
@@ -513,7 +520,7 @@ class Accumulator:
             self.metrics.conflicts.inc()
             log.warning("flush refused: %s is counted already; dropping the delta and "
                         "re-seeking", _text(res[2]))
-            await self.reset_to_redis()
+            await self._reset_to_redis()
             return False
         if int(res[0]) != 1:
             p, cur = int(res[1]), int(res[2])
@@ -524,9 +531,9 @@ class Accumulator:
                 self.metrics.conflicts.inc()
                 log.warning("flush refused: watermark of partition %s is %s, not what this "
                             "worker saw; dropping the delta and re-seeking", p, cur)
-            await self.reset_to_redis()
+            await self._reset_to_redis()
             return False
-        topic = self.s.reports_topic
+        topic = self.settings.reports_topic
         for p, (count, _, _) in lost.items():
             self.metrics.records_lost.labels(topic, str(p)).inc(count)
             self.stats.records_lost += count
@@ -536,7 +543,7 @@ class Accumulator:
             self.metrics.ingested.labels(cid).inc(n)
         for p, (_, new) in parts.items():
             self._flushed[p] = new
-            self.metrics.watermark.labels(self.s.reports_topic, str(p)).set(new)
+            self.metrics.watermark.labels(self.settings.reports_topic, str(p)).set(new)
         self.metrics.flush_reports.observe(total)
         self.metrics.last_flush.set(time.time())
         self.metrics.redis_up.set(1)
@@ -560,7 +567,7 @@ class Accumulator:
         here): the reset that follows re-reads every partition from its Redis watermark,
         theirs included.
         """
-        topic = self.s.reports_topic
+        topic = self.settings.reports_topic
         by_part: dict[int, dict[tuple[str, int], tuple[int, np.ndarray, int]]] = {}
         for (p, cid, start), (n, counts) in self._delta.items():
             spec = self._codecs[cid].spec
@@ -573,10 +580,10 @@ class Accumulator:
         for p in sorted(set(parts) | set(by_part) | set(reqs)):
             deltas = by_part.get(p, {})
             await self._index_shard(p, {cid for cid, _ in deltas})
-            keys, args = flush_args(self.keys, topic, {p: parts[p]} if p in parts else {},
+            keys, args = flush_args(self._keys, topic, {p: parts[p]} if p in parts else {},
                                     deltas, now_ms, lost={p: lost[p]} if p in lost else {},
                                     requests=reqs.get(p, {}), shard=p)
-            res = await asyncio.to_thread(self.flush_script, keys=keys, args=args)
+            res = await asyncio.to_thread(self._flush_script, keys=keys, args=args)
             if int(res[0]) != 1:
                 self._account_committed(committed, by_part, lost)
                 return res
@@ -587,7 +594,7 @@ class Accumulator:
                            by_part: Mapping[int, Mapping[tuple[str, int], tuple[Any, ...]]],
                            lost: Mapping[int, tuple[int, int, int]]) -> None:
         """Metrics of the partitions a sharded flush committed before one was refused."""
-        topic = self.s.reports_topic
+        topic = self.settings.reports_topic
         for p in committed:
             for (cid, _), (n, *_rest) in by_part.get(p, {}).items():
                 self.metrics.ingested.labels(cid).inc(n)
@@ -599,9 +606,9 @@ class Accumulator:
     async def _index_shard(self, partition: int, collections: set[str]) -> None:
         """Name the shard in ``P shards`` (and each collection's) before the first flush
         writes there, so readers summing the shards never miss it."""
-        tag = f"{self.s.reports_topic}:{partition}"
-        todo = [(self.keys.shards, tag)] if tag not in self._shards else []
-        todo += [(self.keys.collection_shards(c), f"{c}\0{tag}") for c in collections
+        tag = f"{self.settings.reports_topic}:{partition}"
+        todo = [(self._keys.shards, tag)] if tag not in self._shards else []
+        todo += [(self._keys.collection_shards(c), f"{c}\0{tag}") for c in collections
                  if f"{c}\0{tag}" not in self._shards]
         if not todo:
             return
@@ -629,14 +636,12 @@ class Accumulator:
                 if dl.future is not None:
                     continue
                 try:
-                    dl.future = await self._producer.send(
-                        self.s.dlq_topic, value=dl.value, key=dl.key, headers=dl.headers)
+                    dl.future = await self._send(dl)
                 except MessageSizeTooLargeError:
                     if dl.oversize:
                         raise
                     dl.shrink()
-                    dl.future = await self._producer.send(
-                        self.s.dlq_topic, value=dl.value, key=dl.key, headers=dl.headers)
+                    dl.future = await self._send(dl)
             results = await asyncio.gather(*(dl.future for dl in self._dead),
                                            return_exceptions=True)
             failed: list[_DeadLetter] = []
@@ -658,13 +663,18 @@ class Accumulator:
         raise DeadLetterError(f"{len(self._dead)} dead letter(s) not acknowledged: "
                               f"{self._dead and errors[:1]}")
 
+    async def _send(self, dl: _DeadLetter) -> Awaitable[Any]:
+        if self._broker is None:
+            raise DeadLetterError("no broker to send dead letters to")
+        return await self._broker.send_dead_letter(dl.value, dl.key, dl.headers)
+
     async def _commit_canary(self, parts: dict[int, tuple[int, int]]) -> None:
         # Kafka-committed offsets are never read back as positions (Redis is the source of
         # truth); they tell a broker that lost its log: then the group's offsets are gone.
-        if self.positions is None or not parts:
+        if self._broker is None or not parts:
             return
         try:
-            await self.positions.commit({p: new + 1 for p, (_, new) in parts.items()})
+            await self._broker.commit({p: new + 1 for p, (_, new) in parts.items()})
         except Exception as exc:  # rebalance in progress: the next flush commits again
             log.debug("offset commit skipped: %s", exc)
 
@@ -674,10 +684,9 @@ class Accumulator:
         self._stamps.clear()
         self._delta.clear()
         self._ingested.clear()
-        self._rejected.clear()
         self._pending_reports = 0
 
-    def drop_delta(self) -> None:
+    def _drop_delta(self) -> None:
         """Forget the un-flushed delta and dead letters (their records are read again)."""
         self._clear()
         self._dead.clear()
@@ -696,8 +705,8 @@ class Accumulator:
         if not self._flushed:
             return
         try:
-            wms = await asyncio.to_thread(read_watermarks, self.redis, self.s.reports_topic,
-                                          self.s.redis_prefix, list(self._flushed))
+            wms = await asyncio.to_thread(read_watermarks, self.redis, self.settings.reports_topic,
+                                          self.settings.redis_prefix, list(self._flushed))
         except Exception as exc:  # Redis away: said once, tried again next interval
             self.metrics.redis_up.set(0)
             if not self._verify_failed:
@@ -711,11 +720,11 @@ class Accumulator:
             return
         for p in behind:
             self._regressed(p, self._flushed[p], wms.get(p, -1))
-        await self.reset_to_redis(behind)
+        await self._reset_to_redis(behind)
 
     def _regressed(self, partition: int, flushed: int, found: int) -> None:
         self.stats.regressions += 1
-        self.metrics.regressions.labels(self.s.reports_topic, str(partition)).inc()
+        self.metrics.regressions.labels(self.settings.reports_topic, str(partition)).inc()
         log.error("partition %d: Redis holds watermark %d, below the %d this worker flushed "
                   "(Redis lost its last writes: a crash or a restore); reading the partition "
                   "again from offset %d", partition, found, flushed, found + 1)
@@ -725,14 +734,14 @@ class Accumulator:
         """The broker's log start offset of ``partition`` (None if it cannot say now)."""
         return await self._log_bound(partition, "start")
 
-    async def log_end(self, partition: int) -> int | None:
+    async def _log_end(self, partition: int) -> int | None:
         """The broker's log end offset of ``partition`` (None if it cannot say now)."""
         return await self._log_bound(partition, "end")
 
     async def _log_bound(self, partition: int, which: str) -> int | None:
-        if self.positions is None:
+        if self._broker is None:
             return None
-        ask = self.positions.log_start if which == "start" else self.positions.log_end
+        ask = self._broker.log_start if which == "start" else self._broker.log_end
         try:
             return await ask(partition)
         except Exception as exc:
@@ -753,7 +762,7 @@ class Accumulator:
             return
         self._pos[partition] = max(pos, end)
         if partition in self._suspect:
-            # read from the start to see whether the log is a new one (check_suspect): if it
+            # read from the start to see whether the log is a new one (_check_suspect): if it
             # is the same log, what the watermark covers was counted, not lost
             first = max(first, self._suspect[partition][0] + 1)
         if end <= first:
@@ -764,29 +773,32 @@ class Accumulator:
                     "before they were counted (retention or DeleteRecords ran ahead of the "
                     "workers): %d record(s) lost; the collections of this topic miss their "
                     "reports (ldp_records_lost_total, the answers' lost_records)",
-                    partition, self.s.reports_topic, first, end - 1, end - first)
+                    partition, self.settings.reports_topic, first, end - 1, end - first)
 
     def skip_empty(self, partition: int, first: int, end: int) -> None:
         """Offsets ``[first, end)`` hold no record (the log was probed there): go on at ``end``."""
         if self._pos.get(partition) == first and end > first:
             self._pos[partition] = end
 
-    async def check_jumps(self, partition: int, msgs: list[Any]) -> None:
-        """Before :meth:`process`: account for the offsets ``msgs`` jump over.
+    async def _take_jumps(self, partition: int, msgs: list[Any]) -> None:
+        """:meth:`process` ``msgs``, accounting for the offsets they jump over.
 
         A driver reading the log as it is (aiokafka) gets, after its position left the
         log (``auto_offset_reset=earliest``), the records from the new log start on: the
         offsets below that start are :meth:`records_lost`; a jump above it (transaction
-        markers) loses nothing.  Raises when the broker cannot say where its log starts:
-        the driver then reads the partition again from its position.
+        markers) loses nothing.  The records before a hole are taken before the position
+        moves past it (else they would pass for replays, neither counted nor lost).
+        Raises when the broker cannot say where its log starts: the driver then reads
+        the partition again from its position.
         """
         pos = self._pos.get(partition)
         if pos is None or not msgs:
             return
         if msgs[0].offset == pos and msgs[-1].offset - pos + 1 == len(msgs):
-            return  # contiguous from the position: the common case
-        exp = pos
-        for m in msgs:
+            self._process(partition, msgs)  # contiguous from the position: the common case
+            return
+        exp, done = pos, 0
+        for j, m in enumerate(msgs):
             off = m.offset
             if off > exp:
                 start = await self.log_start(partition)
@@ -794,18 +806,21 @@ class Accumulator:
                     raise RuntimeError(f"partition {partition}: records jump from offset "
                                        f"{exp} to {off} and the log start is unknown")
                 if start > exp:
+                    self._process(partition, msgs[done:j])
+                    done = j
                     self.records_lost(partition, exp, min(start, off))
             exp = max(exp, off + 1)
+        self._process(partition, msgs[done:])
 
-    async def reset_to_redis(self, partitions: list[int] | None = None) -> None:
+    async def _reset_to_redis(self, partitions: list[int] | None = None) -> None:
         """Drop the delta and restart every (given) partition from its Redis watermark."""
-        self.drop_delta()
+        self._drop_delta()
         self._shards.clear()  # a Redis that went back may have lost the shard index too
         parts = list(self._pos) if partitions is None else partitions
-        wms = await asyncio.to_thread(read_watermarks, self.redis, self.s.reports_topic,
-                                      self.s.redis_prefix, parts)
-        times = await asyncio.to_thread(read_flush_times, self.redis, self.s.reports_topic,
-                                        self.s.redis_prefix, parts)
+        wms = await asyncio.to_thread(read_watermarks, self.redis, self.settings.reports_topic,
+                                      self.settings.redis_prefix, parts)
+        times = await asyncio.to_thread(read_flush_times, self.redis, self.settings.reports_topic,
+                                        self.settings.redis_prefix, parts)
         seeks: dict[int, int] = {}
         # Every await happens before any position changes: records fetched meanwhile from an
         # old position must not meet a new _pos (they would be taken for a jump and the
@@ -813,19 +828,19 @@ class Accumulator:
         committed_of: dict[int, Any] = {}
         ends: dict[int, int | None] = {}
         starts: dict[int, int | None] = {}
-        if self.positions is not None:
+        if self._broker is not None:
             for p in parts:
                 if wms.get(p, -1) >= 0:
-                    committed_of[p] = await self.positions.committed(p)
+                    committed_of[p] = await self._broker.committed(p)
                     if committed_of[p] is not None:
-                        ends[p] = await self.log_end(p)
+                        ends[p] = await self._log_end(p)
                 # records deleted while nobody read the partition: known before any arrives
                 starts[p] = await self.log_start(p)
         for p in parts:
             w = wms.get(p, -1)
             self._flushed[p] = w
             self._pos[p] = w + 1
-            if self.positions is None:
+            if self._broker is None:
                 continue
             committed = committed_of.get(p, 0)
             end = ends.get(p)
@@ -834,7 +849,7 @@ class Accumulator:
                 # one beyond its log's end (a commit sent to the old broker and retried to the
                 # restarted one lands there): it may have lost its log (tansu memory storage
                 # restart).  Read from the start and let the first message decide (see
-                # check_suspect).
+                # _check_suspect).
                 self._suspect[p] = (w, times.get(p, 0))
                 self._pos[p] = 0
                 seeks[p] = 0
@@ -844,30 +859,30 @@ class Accumulator:
                 if start is not None and start > w + 1:
                     self.records_lost(p, w + 1, start)
                 seeks[p] = self._pos[p]
-        if seeks and self.positions is not None:
-            await self.positions.seek(seeks)
+        if seeks and self._broker is not None:
+            await self._broker.seek(seeks)
 
     # ---- rebalances ---------------------------------------------------------------------
-    async def on_partitions_revoked(self, partitions: list[int]) -> None:
+    async def revoke(self, partitions: list[int]) -> None:
         """Flush first; then forget the revoked partitions."""
         try:
             await self.flush()
         except Exception:  # Redis down: the next owner re-reads from the watermark
             log.exception("flush on revoke failed; dropping the delta")
-            self.drop_delta()
+            self._drop_delta()
         for p in partitions:
             self._pos.pop(p, None)
             self._flushed.pop(p, None)
             self._suspect.pop(p, None)
             self._lost.pop(p, None)
             with contextlib.suppress(KeyError):  # another worker reports its lag now
-                self.metrics.lag.remove(self.s.reports_topic, str(p))
+                self.metrics.lag.remove(self.settings.reports_topic, str(p))
 
-    async def on_partitions_assigned(self, partitions: list[int]) -> None:
+    async def assign(self, partitions: list[int]) -> None:
         """Restart every assigned partition from its Redis watermark (retrying Redis)."""
         for attempt in range(50):
             try:
-                await self.reset_to_redis(partitions)
+                await self._reset_to_redis(partitions)
                 log.info("assigned partitions %s at %s", partitions,
                          {p: self._pos[p] for p in partitions})
                 return
@@ -876,14 +891,14 @@ class Accumulator:
                 await asyncio.sleep(0.2)
         raise RuntimeError("could not read partition watermarks from Redis")
 
-    def check_suspect(self, partition: int, first: Any) -> None:
+    def _check_suspect(self, partition: int, first: Any) -> None:
         """Decide whether a partition's log is the one the watermark refers to.
 
         The message at an offset <= w of the *same* log was produced before the flush
         that counted offset w; one produced after that flush proves a new log.
         """
         w, flushed_at_ms = self._suspect.pop(partition)
-        if first.offset <= w and self.timestamp_ms(first) > flushed_at_ms:
+        if first.offset <= w and self._timestamp_ms(first) > flushed_at_ms:
             self._pos[partition] = first.offset
             self._log_reset(partition, w, first.offset)
         else:  # same log: skip what is counted (a hole found meanwhile may be beyond it)
@@ -894,7 +909,7 @@ class Accumulator:
                   "log (e.g. tansu memory storage restarted); counting the new log from its "
                   "start", partition, first_offset, w)
         self.stats.offset_resets.append((partition, w, first_offset))
-        self.metrics.offset_resets.labels(self.s.reports_topic, str(partition)).inc()
+        self.metrics.offset_resets.labels(self.settings.reports_topic, str(partition)).inc()
 
     # ---- periodic work ------------------------------------------------------------------
     async def try_flush(self) -> bool:
@@ -913,7 +928,7 @@ class Accumulator:
         for p, pos in list(self._pos.items()):
             high = highwater(p)
             if high is not None:
-                self.metrics.lag.labels(self.s.reports_topic, str(p)).set(max(0, high - pos))
+                self.metrics.lag.labels(self.settings.reports_topic, str(p)).set(max(0, high - pos))
 
 
 _KEY = attrgetter("key")

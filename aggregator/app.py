@@ -20,10 +20,9 @@ from ldpstream.collections_file import register_catalogue_file
 from ldpstream.retention import Janitor, JanitorMetrics
 from ldpstream.storage import CollectionConflict
 
-from .accumulator import Accumulator
 from .config import WorkerSettings
 from .metrics import AggregatorMetrics
-from .worker import make_accumulator, run_worker
+from .worker import Driver, make_driver, run_worker
 
 __all__ = ["lifespan", "serve", "main"]
 
@@ -31,8 +30,9 @@ log = logging.getLogger("ldpstream.aggregator")
 
 
 @contextlib.asynccontextmanager
-async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
-    """Own the Redis client, the Prometheus registry and (optionally) the metrics server."""
+async def lifespan(settings: WorkerSettings) -> AsyncIterator[Driver]:
+    """Own the Redis client, the Prometheus registry and (optionally) the metrics server;
+    yield the worker (the engine's driver and its accumulator, ``.acc``)."""
     from prometheus_client import CollectorRegistry
 
     from .health import HealthServer
@@ -49,10 +49,12 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
                                             settings.collections_file).specs
             log.info("registered %d collection(s) from %s", len(specs),
                      settings.collections_file)
-        agg = make_accumulator(settings, client, AggregatorMetrics(registry))
+        worker = make_driver(settings, client, AggregatorMetrics(registry),
+                             stall_after=stall_after(settings))
+        stats = worker.acc.stats
         if settings.metrics_port and settings.engine == "aiokafka":
             # (the Faust engine serves these pages from Faust's web server)
-            server = HealthServer(registry, lambda: agg.stats.last_tick,
+            server = HealthServer(registry, lambda: stats.last_tick,
                                   host=settings.metrics_host, port=settings.metrics_port,
                                   stall_after=stall_after(settings)).start()
         if settings.release_interval_ms > 0:
@@ -64,7 +66,7 @@ async def lifespan(settings: WorkerSettings) -> AsyncIterator[Accumulator]:
                               metrics=JanitorMetrics(registry)).start(janitor_stop)
             log.info("janitor: releasing counted records of %s every %.1f s",
                      settings.reports_topic, settings.release_interval_ms / 1000)
-        yield agg
+        yield worker
     finally:
         janitor_stop.set()
         if janitor is not None:
@@ -88,8 +90,8 @@ async def serve(settings: WorkerSettings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with lifespan(settings) as agg:
-        await run_worker(agg, stop, stall_after=stall_after(settings))
+    async with lifespan(settings) as worker:
+        await run_worker(worker, stop)
 
 
 def main() -> int:

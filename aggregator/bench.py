@@ -175,11 +175,12 @@ async def _engine(settings: Any, redis: Any, total_reports: int, warmup: float,
     from prometheus_client import CollectorRegistry
 
     from .metrics import AggregatorMetrics
-    from .worker import make_accumulator, run_worker
+    from .worker import make_driver, run_worker
 
-    acc = make_accumulator(settings, redis, AggregatorMetrics(CollectorRegistry()))
+    worker = make_driver(settings, redis, AggregatorMetrics(CollectorRegistry()))
+    acc = worker.acc
     stop = asyncio.Event()
-    task = asyncio.create_task(run_worker(acc, stop))
+    task = asyncio.create_task(run_worker(worker, stop))
     samples: list[tuple[float, int]] = []
     deadline = time.monotonic() + timeout
     first: float | None = None

@@ -48,7 +48,7 @@ single-report messages, 0.7 on 1 KB ones): use it for floods of tiny messages.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Protocol
 
 from .accumulator import (
     MAX_MESSAGE_BYTES,
@@ -60,35 +60,33 @@ from .config import WorkerSettings
 from .metrics import AggregatorMetrics
 from .topics import ensure_topics
 
-__all__ = ["Aggregator", "DeadLetterError", "WorkerStats", "ensure_topics", "MAX_MESSAGE_BYTES",
-           "make_accumulator", "make_driver", "run_worker"]
-
-Aggregator = Accumulator
-"""The accumulator under its former name (tests and tools build it directly)."""
+__all__ = ["DeadLetterError", "Driver", "WorkerStats", "ensure_topics", "MAX_MESSAGE_BYTES",
+           "make_driver", "run_worker"]
 
 
-def make_accumulator(settings: WorkerSettings, redis: Any,
-                     metrics: AggregatorMetrics) -> Accumulator:
-    """An accumulator whose record timestamps are read the way ``settings.engine`` gives them."""
+class Driver(Protocol):
+    """A worker: the driver of ``settings.engine`` and the accumulator it built."""
+
+    acc: Accumulator
+
+    async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
+        """Consume until ``stop`` is set, then flush and close the Kafka clients."""
+
+
+def make_driver(settings: WorkerSettings, redis: Any, metrics: AggregatorMetrics,
+                stall_after: float = 30.0) -> Driver:
+    """The driver named by ``settings.engine`` (``faust`` or ``aiokafka``), with its
+    accumulator (``driver.acc``) built on its Kafka clients."""
     if settings.engine == "faust":
-        from .drivers.faust import faust_timestamp_ms
-
-        return Accumulator(settings, redis, metrics, timestamp_ms=faust_timestamp_ms)
-    return Accumulator(settings, redis, metrics)
-
-
-def make_driver(acc: Accumulator, stall_after: float = 30.0) -> Any:
-    """The driver named by ``acc.s.engine`` (``faust`` or ``aiokafka``)."""
-    if acc.s.engine == "faust":
         from .drivers.faust import FaustDriver
 
-        return FaustDriver(acc, stall_after=stall_after)
+        return FaustDriver(settings, redis, metrics, stall_after=stall_after)
     from .drivers.aiokafka import AiokafkaDriver
 
-    return AiokafkaDriver(acc)
+    return AiokafkaDriver(settings, redis, metrics)
 
 
-async def run_worker(acc: Accumulator, stop: asyncio.Event,
-                     ready: asyncio.Event | None = None, stall_after: float = 30.0) -> None:
-    """Run ``acc`` with its engine's driver until ``stop`` is set (then flush and close)."""
-    await make_driver(acc, stall_after).run(stop, ready)
+async def run_worker(driver: Driver, stop: asyncio.Event,
+                     ready: asyncio.Event | None = None) -> None:
+    """Run ``driver`` until ``stop`` is set (then flush and close)."""
+    await driver.run(stop, ready)

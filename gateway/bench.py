@@ -358,7 +358,8 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    from ldpcore.collection import CollectionSpec, encode_message
+    from ldpcore.collection import CollectionSpec
+    from ldpcore.message import encode_message, frame
     from ldpstream.dev.servers import start_broker, start_redis
 
     spec = CollectionSpec.from_dict(SPEC)
@@ -420,19 +421,16 @@ def run_from_args(args: argparse.Namespace) -> int:
             return 1
         host = "127.0.0.1"
         one = encode_message(spec, o.perturb([3], rng=rng))
-        frames = b"".join(
-            len(m).to_bytes(4, "little") + m for m in
-            (encode_message(spec, o.perturb(rng.integers(0, 64, args.batch), rng=rng))
-             for _ in range(args.frames)))
+        frames = frame([encode_message(spec, o.perturb(rng.integers(0, 64, args.batch), rng=rng))
+                        for _ in range(args.frames)])
         cases = {
             "single": (http_request(host, port, one, "application/octet-stream"), 1,
                        args.connections, args.depth),
             "batch": (http_request(host, port, frames, "application/x-ldp-frames"),
                       args.batch * args.frames, args.batch_connections, args.batch_depth),
-            "many": (http_request(host, port, b"".join(
-                len(m).to_bytes(4, "little") + m for m in
-                (encode_message(spec, o.perturb([int(v)], rng=rng))
-                 for v in rng.integers(0, 64, args.many))), "application/x-ldp-frames"),
+            "many": (http_request(host, port, frame([
+                encode_message(spec, o.perturb([int(v)], rng=rng))
+                for v in rng.integers(0, 64, args.many)]), "application/x-ldp-frames"),
                 args.many, args.batch_connections, args.batch_depth),
             "json": (http_request(host, port, encode_message(spec, o.perturb([3], rng=rng),
                                                              "json"), "application/json"),
@@ -518,8 +516,7 @@ def _tokens_case(args: argparse.Namespace, host: str, redis_url: str, spec: Any,
     set), sent in ``--token-rounds`` rounds that alternate the gateways, so that the load
     of the machine weighs on each alike; then the RSA verification alone, per backend, in
     this process."""
-    from gateway.parse import token_frame
-    from ldpcore.collection import encode_message
+    from ldpcore.message import encode_message, token_frame
 
     o = spec.oracle()
     tokens = make_tokens(redis_url, [p for _, _, p in gateways.values()], spec,

@@ -44,7 +44,6 @@ gateway.parse.BodyError: 400 truncated at 0: batch truncated: column 'y' needs 6
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -52,16 +51,27 @@ from typing import Any
 
 import numpy as np
 
-from ldpcore import Reports, wire
+from ldpcore import Reports
 from ldpcore.base import Mechanism
 from ldpcore.collection import CollectionSpec
-from ldpcore.errors import LDPError, ReportError
+from ldpcore.errors import ReportError
 from ldpcore.message import (
     MAX_JSON_DEPTH,
     MESSAGE_MAGIC,
+    UNIFORM_MIN,
+    FrameError,
     MessageDecoder,
-    message_prefix,
+    MessageLayout,
+    check_envelope,
+    check_json_keys,
+    encode_message,
+    frame,
+    json_envelope,
+    json_reports,
+    load_json,
     peek_message,
+    split_frames,
+    token_frame,
 )
 
 __all__ = ["BodyError", "Catalogue", "CollectionEntry", "Message", "UnknownCollection",
@@ -76,8 +86,6 @@ MEDIA_TYPES = (OCTETS, FRAMES, JSON, TOKEN_FRAMES)
 TOKEN_LEN = 354
 """Bytes of a type 2 Privacy Pass token (RFC 9578)."""
 
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-_JSON_KEYS = {"collection", "fingerprint", "reports"}
 _U32 = struct.Struct("<I")
 _U16 = struct.Struct("<H")
 
@@ -126,24 +134,11 @@ def media_type(content_type: str | bytes | None) -> str | None:
     return content_type.split(";", 1)[0].strip().lower()
 
 
-def frame(messages: Iterable[bytes]) -> bytes:
-    """An ``application/x-ldp-frames`` body: each message after its u32 LE byte length."""
-    return b"".join(_U32.pack(len(m)) + m for m in messages)
-
-
-def token_frame(items: Iterable[tuple[Sequence[bytes], bytes]]) -> bytes:
-    """An ``application/x-ldp-token-frames`` body of (tokens, message) pairs."""
-    return b"".join(_U16.pack(len(toks)) + b"".join(toks) + _U32.pack(len(m)) + m
-                    for toks, m in items)
-
-
 class CollectionEntry:
     """What the gateway keeps of one collection: spec, oracle, decoder and the canonical
-    binary layout of its messages (envelope + wire header up to the count, the column
-    table after it, bytes per report)."""
+    binary layout of its messages (:class:`~ldpcore.message.MessageLayout`)."""
 
-    __slots__ = ("spec", "oracle", "decoder", "envelope", "prefix", "table", "row_bytes", "cid",
-                 "fingerprint", "col_bytes")
+    __slots__ = ("spec", "oracle", "decoder", "layout", "cid", "fingerprint", "row_bytes")
 
     def __init__(self, spec: CollectionSpec) -> None:
         self.spec = spec
@@ -151,26 +146,8 @@ class CollectionEntry:
         self.fingerprint = spec.fingerprint
         self.oracle: Mechanism = spec.oracle()
         self.decoder = MessageDecoder(spec, self.oracle)
-        cols = self.oracle.report_columns
-        empty = wire.encode(Reports(self.oracle.mechanism, self.oracle.fingerprint, {
-            c.name: np.zeros((0, c.width) if c.bits else (0,), dtype=c.dtype) for c in cols}))
-        at = wire.count_offset(empty)
-        self.envelope = message_prefix(spec)
-        self.prefix = self.envelope + empty[:at]
-        self.table = empty[at + 4:]
-        self.col_bytes = tuple(np.dtype(c.dtype).itemsize * (c.width if c.bits else 1)
-                               for c in cols)
-        self.row_bytes = sum(self.col_bytes)
-
-    def framed_count(self, data: bytes) -> int:
-        """Reports in ``data`` if it is a message in the canonical layout, else -1."""
-        p = len(self.prefix)
-        if not data.startswith(self.prefix) or not data.startswith(self.table, p + 4):
-            return -1
-        n: int = _U32.unpack_from(data, p)[0]
-        if len(data) != p + 4 + len(self.table) + n * self.row_bytes:
-            return -1
-        return n
+        self.layout: MessageLayout = self.decoder.layout
+        self.row_bytes = self.layout.row_bytes
 
     def validate_many(self, values: Sequence[bytes]
                       ) -> tuple[Reports, list[tuple[int, ReportError]]]:
@@ -180,7 +157,7 @@ class CollectionEntry:
 
     def encode(self, reports: Reports) -> bytes:
         """One binary message of this collection holding ``reports``."""
-        return self.envelope + wire.encode(reports)
+        return encode_message(self.spec, reports)
 
 
 class Catalogue:
@@ -237,7 +214,7 @@ class Message:
         """Position and error of the first bad frame of a merged message (None if none)."""
         if self.frames is None:
             return None
-        split = _token_frame_messages if self.token_frames else _split_frames
+        split = _token_frame_messages if self.token_frames else split_frames
         for i, f in enumerate(split(self.frames)):
             try:
                 self.entry.decoder.decode(f)
@@ -247,7 +224,8 @@ class Message:
 
 
 def _report_error(exc: ReportError, index: int) -> BodyError:
-    return BodyError(400, exc.reason, str(exc), index)
+    return BodyError(400, exc.reason, str(exc), exc.index if isinstance(exc, FrameError)
+                     else index)
 
 
 def _binary(data: bytes, index: int, cat: Catalogue) -> Message:
@@ -256,7 +234,7 @@ def _binary(data: bytes, index: int, cat: Catalogue) -> Message:
     if data[:4] == MESSAGE_MAGIC and len(data) >= 6:
         entry = cat.by_bytes.get(data[6:6 + data[5]])
         if entry is not None:
-            n = entry.framed_count(data)
+            n = entry.layout.framed_count(data)
             if n >= 0:
                 return Message(entry, data, None, n)
             try:
@@ -273,14 +251,24 @@ def _binary(data: bytes, index: int, cat: Catalogue) -> Message:
     raise UnknownCollection(cid, index)
 
 
-UNIFORM_MIN = 8
-"""Frames bodies of at least this many frames try the vectorised path first."""
+def _merged(entry: CollectionEntry, rows: np.ndarray, start: int, body: bytes,
+            tokens: list[bytes] | None = None) -> Message | None:
+    """The frames of ``body`` as rows of one byte array, each a canonical message of
+    ``entry`` from column ``start`` after the same u32 length: one canonical message of
+    all their reports."""
+    split = entry.layout.uniform_columns(rows, start, 4)
+    if split is None:
+        return None
+    k, (n, blocks) = len(rows), split
+    raw = entry.layout.encode(k * n, [b.tobytes() for b in blocks])
+    return Message(entry, raw, None, k * n, k, body, tokens, tokens is not None)
 
 
 def _uniform_frames(body: bytes, cat: Catalogue) -> Message | None:
-    """A frames body of k ≥ :data:`UNIFORM_MIN` frames of one length, all canonical messages
-    of one collection with the same header and report count, as *one* canonical message of
-    all their reports (numpy slicing, no per-frame Python); None if it is not that."""
+    """A frames body of k ≥ :data:`~ldpcore.message.UNIFORM_MIN` frames of one length, all
+    canonical messages of one collection with the same header and report count, as *one*
+    canonical message of all their reports (numpy slicing, no per-frame Python); None if
+    it is not that."""
     size = len(body)
     if size < 4:
         return None
@@ -293,74 +281,21 @@ def _uniform_frames(body: bytes, cat: Catalogue) -> Message | None:
     entry = cat.by_bytes.get(first[6:6 + first[5]])
     if entry is None:
         return None
-    n0 = entry.framed_count(first)
-    if n0 < 0:
-        return None
-    k = size // step
-    arr = np.frombuffer(body, dtype=np.uint8).reshape(k, step)
-    head = 4 + len(entry.prefix) + 4 + len(entry.table)
-    if not (arr[:, :head] == arr[0, :head]).all():
-        return None
-    parts = [entry.prefix, _U32.pack(k * n0), entry.table]
-    off = head
-    for w in entry.col_bytes:
-        parts.append(arr[:, off:off + n0 * w].tobytes())
-        off += n0 * w
-    return Message(entry, b"".join(parts), None, k * n0, k, body)
-
-
-def _split_frames(body: bytes) -> list[bytes]:
-    out: list[bytes] = []
-    off, end = 0, len(body)
-    while off < end:
-        if end - off < 4:
-            raise BodyError(400, "truncated", f"frame {len(out)}: the body ends inside a "
-                            "4-byte length", len(out))
-        (ln,) = _U32.unpack_from(body, off)
-        off += 4
-        if ln > end - off:
-            raise BodyError(400, "truncated", f"frame {len(out)} announces {ln} bytes, "
-                            f"{end - off} remain", len(out))
-        out.append(body[off:off + ln])
-        off += ln
-    return out
-
-
-def _json_depth(data: bytes) -> int:
-    skeleton = data.translate(None, _NOT_BRACKETS)
-    if not skeleton:
-        return 0
-    a = np.frombuffer(skeleton, dtype=np.uint8)
-    step = np.where((a == ord("[")) | (a == ord("{")), 1, -1)
-    return int(np.cumsum(step).max())
+    return _merged(entry, np.frombuffer(body, dtype=np.uint8).reshape(size // step, step), 4,
+                   body)
 
 
 def _json_message(obj: Any, index: int, cat: Catalogue) -> Message:
-    if not isinstance(obj, dict):
-        raise BodyError(400, "schema", f"message {index} must be a JSON object, got "
-                        f"{type(obj).__name__}", index)
-    cid, fp = obj.get("collection"), obj.get("fingerprint")
-    if not isinstance(cid, str) or not isinstance(fp, str):
-        raise BodyError(400, "schema", "a JSON message needs string 'collection' and "
-                        "'fingerprint'", index)
-    keys = set(obj)
-    if keys != _JSON_KEYS and keys != _JSON_KEYS | {"tokens"}:
-        raise BodyError(400, "schema", f"JSON message has keys {sorted(obj)}, expected "
-                        f"{sorted(_JSON_KEYS)} (and optionally 'tokens')", index)
-    entry = cat.by_id.get(cid)
-    if entry is None:
-        raise UnknownCollection(cid, index)
-    if fp != entry.fingerprint:
-        raise BodyError(400, "fingerprint", f"message fingerprint {fp!r} does not match "
-                        f"collection {cid!r} ({entry.fingerprint!r})", index)
     try:
-        reports = wire.from_records(entry.oracle, obj["reports"])
+        cid, fp = json_envelope(obj)
+        check_json_keys(obj, ("tokens",))
+        entry = cat.by_id.get(cid)
+        if entry is None:
+            raise UnknownCollection(cid, index)
+        check_envelope(entry.spec, cid, fp)
+        reports = json_reports(entry.oracle, obj["reports"])
     except ReportError as exc:
         raise _report_error(exc, index) from None
-    except (LDPError, ValueError, TypeError, KeyError, IndexError, OverflowError,
-            RecursionError, MemoryError) as exc:
-        raise BodyError(400, "invalid", f"undecodable message: {type(exc).__name__}: {exc}",
-                        index) from None
     msg = Message(entry, None, reports, len(reports))
     if "tokens" in obj:
         toks = obj["tokens"]
@@ -385,10 +320,11 @@ def _token_b64(text: str | bytes, index: int) -> bytes:
 
 
 def _uniform_token_frames(body: bytes, cat: Catalogue) -> Message | None:
-    """A token frames body of k ≥ :data:`UNIFORM_MIN` frames of one layout — each ``c``
-    tokens of type 2 and a canonical message of ``c`` reports of one collection, all with
-    the same header — as *one* canonical message of all their reports and the list of
-    all their tokens (numpy slicing, no per-frame Python); None if it is not that.
+    """A token frames body of k ≥ :data:`~ldpcore.message.UNIFORM_MIN` frames of one
+    layout — each ``c`` tokens of type 2 and a canonical message of ``c`` reports of one
+    collection, all with the same header — as *one* canonical message of all their
+    reports and the list of all their tokens (numpy slicing, no per-frame Python); None if
+    it is not that.
 
     A relay forwarding one report per device sends exactly this; anything else (a token
     count that does not match the reports, frames of several collections…) takes the
@@ -407,25 +343,18 @@ def _uniform_token_frames(body: bytes, cat: Catalogue) -> Message | None:
     if first[:4] != MESSAGE_MAGIC or len(first) < 6:
         return None
     entry = cat.by_bytes.get(first[6:6 + first[5]])
-    if entry is None or entry.framed_count(first) != count:
+    if entry is None or entry.layout.framed_count(first) != count:
         return None
     k = size // step
     arr = np.frombuffer(body, dtype=np.uint8).reshape(k, step)
-    head = at + 4 + len(entry.prefix) + 4 + len(entry.table)
-    # every frame: the same token count, message length and message header; every token
-    # of type 0x0002 (the others are refused one by one by the gate: take the slow path)
+    # every frame: the same token count (the message length: _merged); every token of type
+    # 0x0002 (the others are refused one by one by the gate: take the slow path)
     toks = arr[:, 2:at].reshape(k * count, TOKEN_LEN)
-    if (not (arr[:, :2] == arr[0, :2]).all() or not (arr[:, at:head] == arr[0, at:head]).all()
-            or toks[:, 0].any() or not (toks[:, 1] == 2).all()):
+    if not (arr[:, :2] == arr[0, :2]).all() or toks[:, 0].any() or not (toks[:, 1] == 2).all():
         return None
     blob = toks.tobytes()
-    tokens = [blob[i:i + TOKEN_LEN] for i in range(0, len(blob), TOKEN_LEN)]
-    parts = [entry.prefix, _U32.pack(k * count), entry.table]
-    off = head
-    for w in entry.col_bytes:
-        parts.append(arr[:, off:off + count * w].tobytes())
-        off += count * w
-    return Message(entry, b"".join(parts), None, k * count, k, body, tokens, True)
+    return _merged(entry, arr, at + 4, body,
+                   [blob[i:i + TOKEN_LEN] for i in range(0, len(blob), TOKEN_LEN)])
 
 
 def _token_frame_messages(body: bytes) -> list[bytes]:
@@ -474,14 +403,11 @@ def _token_frames(body: bytes, cat: Catalogue) -> list[Message]:
 
 
 def _json_body(body: bytes, cat: Catalogue) -> list[Message]:
-    depth = _json_depth(body)
-    if depth > MAX_JSON_DEPTH + 1:
-        raise BodyError(400, "too_large", f"JSON nested {depth} deep, the format allows "
-                        f"{MAX_JSON_DEPTH + 1} (an array of messages)", 0)
-    try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise BodyError(400, "garbage", f"the body is not valid JSON: {exc}", 0) from None
+    try:  # an array of messages: one level above the message format's depth
+        doc = load_json(body, max_depth=MAX_JSON_DEPTH + 1, max_bytes=None,
+                        what=" (an array of messages)")
+    except ReportError as exc:
+        raise _report_error(exc, 0) from None
     if isinstance(doc, dict):
         return [_json_message(doc, 0, cat)]
     if isinstance(doc, list):
@@ -490,6 +416,36 @@ def _json_body(body: bytes, cat: Catalogue) -> list[Message]:
         return [_json_message(obj, i, cat) for i, obj in enumerate(doc)]
     raise BodyError(400, "schema", "the body must be a JSON message object or an array of "
                     f"them, got {type(doc).__name__}", 0)
+
+
+def _octets(body: bytes, cat: Catalogue, authorization: bytes | None) -> list[Message]:
+    msg = _binary(body, 0, cat)
+    if authorization is not None and authorization.lstrip()[:12].lower() == b"privatetoken":
+        from ldpstream.privacypass.tokens import TokenError, parse_private_token_auth
+
+        try:
+            token = parse_private_token_auth(authorization)
+        except TokenError as exc:
+            raise BodyError(400, "token_malformed", str(exc), 0) from None
+        if token is not None:
+            if len(token) != TOKEN_LEN:
+                raise BodyError(400, "token_malformed", f"a type 2 token is {TOKEN_LEN} "
+                                f"bytes, got {len(token)}", 0)
+            msg.tokens = [token]
+    return [msg]
+
+
+def _frames(body: bytes, cat: Catalogue) -> list[Message]:
+    merged = _uniform_frames(body, cat)
+    if merged is not None:
+        return [merged]
+    try:
+        frames = split_frames(body)
+    except FrameError as exc:
+        raise _report_error(exc, exc.index) from None
+    if not frames:
+        raise BodyError(400, "truncated", "the body holds no frame", 0)
+    return [_binary(f, i, cat) for i, f in enumerate(frames)]
 
 
 def parse_body(mtype: str | None, body: bytes, cat: Catalogue,
@@ -502,30 +458,11 @@ def parse_body(mtype: str | None, body: bytes, cat: Catalogue,
     :class:`UnknownCollection`; never anything else.
     """
     if mtype == OCTETS:
-        msg = _binary(body, 0, cat)
-        if authorization is not None and authorization.lstrip()[:12].lower() == b"privatetoken":
-            from ldpstream.privacypass.tokens import TokenError, parse_private_token_auth
-
-            try:
-                token = parse_private_token_auth(authorization)
-            except TokenError as exc:
-                raise BodyError(400, "token_malformed", str(exc), 0) from None
-            if token is not None:
-                if len(token) != TOKEN_LEN:
-                    raise BodyError(400, "token_malformed", f"a type 2 token is {TOKEN_LEN} "
-                                    f"bytes, got {len(token)}", 0)
-                msg.tokens = [token]
-        return [msg]
+        return _octets(body, cat, authorization)
     if mtype == TOKEN_FRAMES:
         return _token_frames(body, cat)
     if mtype == FRAMES:
-        merged = _uniform_frames(body, cat)
-        if merged is not None:
-            return [merged]
-        frames = _split_frames(body)
-        if not frames:
-            raise BodyError(400, "truncated", "the body holds no frame", 0)
-        return [_binary(f, i, cat) for i, f in enumerate(frames)]
+        return _frames(body, cat)
     if mtype == JSON:
         return _json_body(body, cat)
     raise BodyError(415, "media_type", f"Content-Type must be one of {', '.join(MEDIA_TYPES)}"

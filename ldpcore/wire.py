@@ -114,6 +114,7 @@ def decode(oracle: Mechanism, data: bytes) -> Reports:
         raise ReportError(f"expected bytes, got {type(data).__name__}", reason="garbage")
     data = bytes(data)
     head, off = _read_header(data)
+    # the batch header carries its oracle's fingerprint (the envelope the collection's)
     oracle.check_origin(head.mechanism, head.fingerprint, what="batch")
     layout = oracle.report_columns
     try:

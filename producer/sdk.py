@@ -77,7 +77,8 @@ import numpy as np
 
 from ldpcore import Reports
 from ldpcore.budget import DailyLedger, report_charge
-from ldpcore.collection import CollectionSpec, encode_message, window_start
+from ldpcore.collection import CollectionSpec, window_start
+from ldpcore.message import encode_message, frame, token_frame
 from ldpcore.reference import (
     OsWords,
     PermanentWords,
@@ -614,9 +615,7 @@ class GatewayClient:
                 msg = encode_message(spec, reports)
                 if len(tokens) == 1:
                     return self.post(msg, "application/octet-stream", token=tokens[0])
-                body = (len(tokens).to_bytes(2, "little") + b"".join(tokens)
-                        + len(msg).to_bytes(4, "little") + msg)
-                return self.post(body, "application/x-ldp-token-frames")
+                return self.post(token_frame([(tokens, msg)]), "application/x-ldp-token-frames")
             except GatewayError as exc:
                 # the gateway's clock puts the report in the neighbouring window
                 if attempt or exc.reason not in ("token_window", "token_key_expired"):
@@ -626,8 +625,7 @@ class GatewayClient:
 
     def send_many(self, messages: list[bytes]) -> dict[str, Any]:
         """Post several binary messages in one request (``application/x-ldp-frames``)."""
-        body = b"".join(len(m).to_bytes(4, "little") + m for m in messages)
-        return self.post(body, "application/x-ldp-frames")
+        return self.post(frame(messages), "application/x-ldp-frames")
 
     def attach_token(self, store: DeviceStore, key: str, *, now: float | None = None,
                      quiet: bool = False) -> bool:

@@ -8,7 +8,7 @@ rebalance listener flushes on revoke and restarts assigned partitions from their
 Redis watermarks (aiokafka rebalances eagerly: revoke always precedes assign).
 A position outside the log resets to the log start (``auto_offset_reset=earliest``);
 the offsets a batch jumps over are checked against the broker's log start first
-(:meth:`Accumulator.check_jumps`), so records deleted before they were counted are
+(:meth:`Accumulator.process`), so records deleted before they were counted are
 recorded as lost, never skipped in silence.
 ``/metrics`` and ``/healthz`` come from :class:`aggregator.health.HealthServer`.
 """
@@ -22,20 +22,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..accumulator import DLQ_REQUEST_BYTES, MAX_MESSAGE_BYTES, Accumulator
+from ..config import WorkerSettings
+from ..metrics import AggregatorMetrics
 from ..topics import ensure_topics, first_offset_at
+from . import ProducerDeadLetters
 
 __all__ = ["AiokafkaDriver"]
 
 log = logging.getLogger("ldpstream.aggregator")
 
 
-class _ConsumerPositions:
-    """:class:`~aggregator.accumulator.Positions` of an ``AIOKafkaConsumer``."""
+class _ConsumerBroker(ProducerDeadLetters):
+    """The :class:`~aggregator.accumulator.Broker` of an ``AIOKafkaConsumer`` and the
+    dead-letter producer (both made and started by :meth:`AiokafkaDriver.run`)."""
 
-    def __init__(self, consumer: Any, topic: str, bootstrap: str = "",
-                 security: dict[str, Any] | None = None) -> None:
-        self.consumer, self.topic = consumer, topic
-        self.bootstrap, self.security = bootstrap, security or {}
+    def __init__(self, settings: WorkerSettings) -> None:
+        self.topic, self.dlq_topic = settings.reports_topic, settings.dlq_topic
+        self.bootstrap = settings.kafka_bootstrap
+        self.security = settings.kafka_security.aiokafka()
+        self.consumer: Any = None
 
     async def committed(self, partition: int) -> int | None:
         from aiokafka import TopicPartition
@@ -73,43 +78,47 @@ class _ConsumerPositions:
 
 
 class AiokafkaDriver:
-    """Run one accumulator with a plain aiokafka consumer group member."""
+    """Run one accumulator with a plain aiokafka consumer group member.
 
-    def __init__(self, acc: Accumulator) -> None:
-        self.acc = acc
-        self._consumer: Any = None
+    ``settings``, ``redis`` (sync) and ``metrics`` are the accumulator's (``self.acc``),
+    built here on this driver's consumer and producer.
+    """
+
+    def __init__(self, settings: WorkerSettings, redis: Any, metrics: AggregatorMetrics) -> None:
+        self.settings = settings
+        self._broker = _ConsumerBroker(settings)
+        self.acc = Accumulator(settings=settings, redis=redis, metrics=metrics,
+                               broker=self._broker)
 
     async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
         """Consume until ``stop`` is set, then flush and close the Kafka clients."""
-        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
         from aiokafka.abc import ConsumerRebalanceListener
 
-        acc, s = self.acc, self.acc.s
+        acc, s = self.acc, self.settings
         topic = s.reports_topic
 
         class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
             async def on_partitions_revoked(self, revoked: Any) -> None:
-                await acc.on_partitions_revoked([tp.partition for tp in revoked])
+                await acc.revoke([tp.partition for tp in revoked])
 
             async def on_partitions_assigned(self, assigned: Any) -> None:
-                await acc.on_partitions_assigned([tp.partition for tp in assigned
-                                                  if tp.topic == topic])
+                await acc.assign([tp.partition for tp in assigned if tp.topic == topic])
 
         security = s.kafka_security.aiokafka()
         await ensure_topics(s.kafka_bootstrap, [topic, s.dlq_topic], s.topic_partitions,
                             replication=s.topic_replication,
                             min_isr=s.topic_min_isr, **security)
-        producer = AIOKafkaProducer(bootstrap_servers=s.kafka_bootstrap, acks="all",
-                                    linger_ms=5, max_request_size=DLQ_REQUEST_BYTES, **security)
-        consumer = self._consumer = AIOKafkaConsumer(
+        producer = self._broker.producer = AIOKafkaProducer(
+            bootstrap_servers=s.kafka_bootstrap, acks="all", linger_ms=5,
+            max_request_size=DLQ_REQUEST_BYTES, **security)
+        consumer = self._broker.consumer = AIOKafkaConsumer(
             bootstrap_servers=s.kafka_bootstrap, group_id=s.consumer_group, **security,
             enable_auto_commit=False, auto_offset_reset="earliest",
             session_timeout_ms=s.session_timeout_ms,
             heartbeat_interval_ms=s.heartbeat_ms, max_poll_interval_ms=s.max_poll_interval_ms,
             rebalance_timeout_ms=min(60_000, s.max_poll_interval_ms),
             fetch_max_bytes=64 << 20, max_partition_fetch_bytes=MAX_MESSAGE_BYTES)
-        acc.producer = producer
-        acc.positions = _ConsumerPositions(consumer, topic, s.kafka_bootstrap, security)
         await producer.start()
         try:
             await consumer.start()
@@ -122,23 +131,14 @@ class AiokafkaDriver:
                 acc.stats.last_tick = time.monotonic()
                 batch = await consumer.getmany(timeout_ms=min(100, s.flush_interval_ms),
                                                max_records=s.poll_records)
-                async with acc._lock:
-                    for tp, msgs in batch.items():
-                        try:
-                            await acc.check_jumps(tp.partition, msgs)
-                            acc.process(tp.partition, msgs)
-                        except Exception:  # Redis unreachable for a collection lookup
-                            log.exception("partition %d: processing failed; reading it again",
-                                          tp.partition)
-                            pos = acc.assigned().get(tp.partition)
-                            if pos is not None:
-                                consumer.seek(tp, pos)
-                idle = not any(batch.values()) and acc.has_delta
+                for tp, msgs in batch.items():
+                    await acc.process(tp.partition, msgs)
+                idle = not any(batch.values()) and acc.pending_reports > 0
                 if (idle or acc.pending_reports >= s.flush_max_reports
                         or time.monotonic() - last_flush >= interval):
                     await acc.try_flush()
                     last_flush = time.monotonic()
-                    self._observe_lag()
+                    acc.observe_lag(lambda p: consumer.highwater(TopicPartition(topic, p)))
             try:
                 await acc.flush()
             except Exception:
@@ -146,9 +146,3 @@ class AiokafkaDriver:
         finally:
             await consumer.stop()
             await producer.stop()
-
-    def _observe_lag(self) -> None:
-        from aiokafka import TopicPartition
-
-        topic = self.acc.s.reports_topic
-        self.acc.observe_lag(lambda p: self._consumer.highwater(TopicPartition(topic, p)))

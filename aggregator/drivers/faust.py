@@ -60,11 +60,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-
-from ..accumulator import DLQ_REQUEST_BYTES, MAX_MESSAGE_BYTES, Accumulator
+from ..accumulator import DLQ_REQUEST_BYTES, MAX_MESSAGE_BYTES, Accumulator, Broker
+from ..config import WorkerSettings
 from ..health import health_status, metrics_page
+from ..metrics import AggregatorMetrics
 from ..topics import ensure_topics, first_offset_at
+from . import ProducerDeadLetters
 
 __all__ = ["FaustDriver", "build_app", "faust_timestamp_ms", "TAKE_MAX", "TAKE_WITHIN_S",
            "HOLE_SEEKS", "HOLE_WAIT_S"]
@@ -139,7 +140,7 @@ def _monitor() -> Any:
     return PerMessageQuietMonitor()
 
 
-def build_app(acc: Accumulator, datadir: str) -> Any:
+def build_app(s: WorkerSettings, datadir: str) -> Any:
     """The faust App of one worker: consumer group ``LDP_CONSUMER_GROUP``, no tables.
 
     Settings that matter for throughput (all public): big poll batches, a deep
@@ -147,7 +148,6 @@ def build_app(acc: Accumulator, datadir: str) -> Any:
     """
     import faust
 
-    s = acc.s
     return faust.App(
         s.consumer_group,
         monitor=_monitor(),
@@ -203,15 +203,18 @@ def _log_seek_failure(task: asyncio.Future[Any]) -> None:
                   task.exception())
 
 
-class _FaustPositions:
-    """Seeks through Faust's consumer; the lost-log canary in ``<group>.canary``.
+class _FaustBroker(ProducerDeadLetters):
+    """Seeks through Faust's consumer; the lost-log canary in ``<group>.canary``; dead
+    letters through an aiokafka producer (the clients are made by :meth:`FaustDriver.run`).
 
     A seek does not drop the events Faust buffered from the old position: the
     driver's gap check (:meth:`FaustDriver.contiguous`) keeps them out.
     """
 
-    def __init__(self, driver: FaustDriver, canary: Any, topic: str) -> None:
-        self.driver, self.canary, self.topic = driver, canary, topic
+    def __init__(self, driver: FaustDriver, settings: WorkerSettings) -> None:
+        self.driver, self.settings, self.topic = driver, settings, settings.reports_topic
+        self.dlq_topic = settings.dlq_topic
+        self.canary: Any = None
 
     async def committed(self, partition: int) -> int | None:
         from aiokafka import TopicPartition
@@ -226,7 +229,7 @@ class _FaustPositions:
         from faust.types import TP
 
         wanted = {TP(self.topic, p): off for p, off in offsets.items()}
-        if self.driver._in_rebalance:
+        if self.driver.in_rebalance:
             # The assignment callback can run on the consumer thread's own method queue,
             # where awaiting seek_wait (queued on that same thread) never returns: seek once
             # the callback is over.  Meanwhile the gap check keeps out any event that does
@@ -258,7 +261,7 @@ class _FaustPositions:
         return int((await self.canary.end_offsets([tp]))[tp])
 
     async def next_offset(self, partition: int, offset: int) -> int | None:
-        s = self.driver.acc.s
+        s = self.settings
         return await first_offset_at(s.kafka_bootstrap, self.topic, partition, offset,
                                      timeout=PROBE_TIMEOUT_S, **s.kafka_security.aiokafka())
 
@@ -266,25 +269,32 @@ class _FaustPositions:
 class FaustDriver:
     """Run one accumulator as a faust-streaming app until told to stop.
 
+    ``settings``, ``redis`` (sync) and ``metrics`` are the accumulator's (``self.acc``);
+    the metrics' registry is served at ``/metrics``.
+
     Parameters
     ----------
-    acc : Accumulator
-        Built with ``timestamp_ms=faust_timestamp_ms``.
-    registry : CollectorRegistry
-        Served at ``/metrics``.
     stall_after : float
         ``/healthz`` answers 503 once the worker's timer has not turned for this long.
+    broker : Broker, optional
+        Faust's consumer, the canary and the dead-letter producer unless given (tests
+        give a stand-in).
     """
 
-    def __init__(self, acc: Accumulator, registry: CollectorRegistry | None = None,
-                 stall_after: float = 30.0) -> None:
-        self.acc = acc
-        self.registry = registry if registry is not None else acc.metrics.registry
+    def __init__(self, settings: WorkerSettings, redis: Any, metrics: AggregatorMetrics, *,
+                 stall_after: float = 30.0, broker: Broker | None = None) -> None:
+        self.settings = settings
+        self.registry = metrics.registry
         self.stall_after = stall_after
+        self._kafka = _FaustBroker(self, settings)
+        self._broker: Broker = broker if broker is not None else self._kafka
+        self.acc = Accumulator(settings=settings, redis=redis, metrics=metrics,
+                               broker=self._broker, timestamp_ms=faust_timestamp_ms)
         self.app: Any = None
         self._closing = False
         self._gap: dict[int, tuple[int, int, float]] = {}  # p -> (offset, seeks, last seek)
-        self._in_rebalance = False  # inside the assignment callback (see _FaustPositions.seek)
+        self.in_rebalance = False
+        """Inside the assignment callback (see :meth:`_FaustBroker.seek`)."""
         self.reseeks = 0
         """Seeks back to a partition's position after an event beyond it (a gap)."""
 
@@ -308,15 +318,11 @@ class FaustDriver:
                 lst = by_part[m.partition] = []
             lst.append(m)
         acc.stats.stale_events += stale
-        async with acc._lock:  # a flush conflict re-seeks under this lock: not in between
-            for p, msgs in by_part.items():
-                ok = await self.contiguous(p, msgs)
-                try:
-                    acc.process(p, ok)
-                except Exception:  # Redis unreachable for a collection lookup
-                    log.exception("partition %d: processing failed; reading it again", p)
-                    await self._seek_back(p, self.acc.assigned().get(p))
-        if acc.pending_reports >= acc.s.flush_max_reports:
+        for p, msgs in by_part.items():
+            # the gap check runs under the accumulator's lock: a flush conflict re-seeks
+            # under it too, never in between
+            await acc.process(p, msgs, admit=self.contiguous)
+        if acc.pending_reports >= self.settings.flush_max_reports:
             await acc.try_flush()
 
     async def contiguous(self, p: int, msgs: list[Any]) -> list[Any]:
@@ -333,7 +339,7 @@ class FaustDriver:
         the log start; otherwise it is sought back to the expected offset, and a gap
         that persists over :data:`HOLE_SEEKS` seeks is probed (:meth:`_probe`).
         """
-        pos = self.acc.assigned().get(p)
+        pos = self.acc.positions().get(p)
         if pos is None:
             return msgs  # not ours (any more): the accumulator ignores them
         keep, exp, tail = _split(msgs, pos)
@@ -347,8 +353,10 @@ class FaustDriver:
         resume = None  # where the partition goes on, past offsets that hold no record
         start = await self.acc.log_start(p)
         if start is not None and start > exp:
-            # A hole: [exp, start) left the log before it was counted.
-            self.acc.records_lost(p, exp, start)
+            # A hole: [exp, start) left the log before it was counted.  With events before
+            # it in hand, the accumulator counts them first and then finds the hole itself.
+            if exp == pos:
+                self.acc.records_lost(p, exp, start)
             resume = start
         elif gap is not None and gap[0] == exp and gap[1] >= HOLE_SEEKS \
                 and gap[1] % HOLE_SEEKS == 0:
@@ -371,53 +379,51 @@ class FaustDriver:
                         "committed offset of the group, or events buffered before a seek): "
                         "seeking back", p, msgs[tail].offset, exp)
             self._gap[p] = (exp, 0, 0.0)
-        await self._seek_gaps()
+        due = self._due_gaps()
+        if due:  # (under the accumulator's lock already: the broker directly)
+            try:
+                await self._broker.seek(due)
+            except Exception:
+                log.exception("seeking partitions %s back failed", sorted(due))
         return keep
 
     async def _probe(self, p: int, offset: int) -> int | None:
         """The first offset at or after ``offset`` that holds a record (None: unknown)."""
         try:
-            assert self.acc.positions is not None
-            return await self.acc.positions.next_offset(p, offset)
+            return await self._broker.next_offset(p, offset)
         except Exception as exc:
             log.warning("partition %d: probing the log at offset %d failed: %r", p, offset,
                         exc)
             return None
 
-    async def _seek_gaps(self) -> None:
-        """Seek every partition with a gap back to its expected offset, once a second.
+    def _due_gaps(self) -> dict[int, int]:
+        """The partitions with a gap to seek back over now (once a second), and where to.
 
-        The timer calls this too: a seek back may itself be undone by Faust's own
+        The timer seeks them too: a seek back may itself be undone by Faust's own
         ``perform_seek`` after an assignment, and then no event would ever come.
         """
         now = time.monotonic()
+        due: dict[int, int] = {}
         for p, (exp, seeks, last) in list(self._gap.items()):
             if now - last >= HOLE_WAIT_S:
                 self._gap[p] = (exp, seeks + 1, now)
                 self.reseeks += 1
-                await self._seek_back(p, exp)
-
-    async def _seek_back(self, p: int, offset: int | None) -> None:
-        """Read partition ``p`` again from ``offset``."""
-        if offset is not None:
-            try:
-                await self.acc.positions.seek({p: offset})  # type: ignore[union-attr]
-            except Exception:
-                log.exception("seeking partition %d back failed", p)
+                due[p] = exp
+        return due
 
     async def on_revoked(self, partitions: list[int]) -> None:
         for p in partitions:
             self._gap.pop(p, None)
-        await self.acc.on_partitions_revoked(partitions)
+        await self.acc.revoke(partitions)
 
     async def on_assigned(self, partitions: list[int]) -> None:
         for p in partitions:
             self._gap.pop(p, None)
-        self._in_rebalance = True
+        self.in_rebalance = True
         try:
-            await self.acc.on_partitions_assigned(partitions)
+            await self.acc.assign(partitions)
         finally:
-            self._in_rebalance = False
+            self.in_rebalance = False
 
     async def tick(self) -> None:
         """The timer: liveness, the periodic (and idle) flush, lag."""
@@ -426,13 +432,12 @@ class FaustDriver:
         if self._closing:
             return
         if self._gap:
-            async with acc._lock:
-                await self._seek_gaps()
+            await acc.seek(self._due_gaps())
         await acc.try_flush()
         from faust.types import TP
 
         consumer = self.app.consumer
-        topic = acc.s.reports_topic
+        topic = self.settings.reports_topic
 
         def high(p: int) -> int | None:
             try:
@@ -443,7 +448,7 @@ class FaustDriver:
 
     # ---- the app -----------------------------------------------------------------------
     def _wire(self, app: Any) -> None:
-        acc, s = self.acc, self.acc.s
+        acc, s = self.acc, self.settings
         topic = app.topic(s.reports_topic, key_type=bytes, value_type=bytes,
                           key_serializer="raw", value_serializer="raw", acks=False)
         driver = self
@@ -483,21 +488,20 @@ class FaustDriver:
         """Start the app, run until ``stop`` is set, flush, then stop the app."""
         from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-        acc, s = self.acc, self.acc.s
+        acc, s = self.acc, self.settings
         security = s.kafka_security.aiokafka()
         await ensure_topics(s.kafka_bootstrap, [s.reports_topic, s.dlq_topic],
                             s.topic_partitions, replication=s.topic_replication,
                             min_isr=s.topic_min_isr, **security)
-        producer = AIOKafkaProducer(bootstrap_servers=s.kafka_bootstrap, acks="all",
-                                    linger_ms=5, max_request_size=DLQ_REQUEST_BYTES, **security)
-        canary = AIOKafkaConsumer(bootstrap_servers=s.kafka_bootstrap,
-                                  group_id=f"{s.consumer_group}.canary",
-                                  enable_auto_commit=False, **security)
+        producer = self._kafka.producer = AIOKafkaProducer(
+            bootstrap_servers=s.kafka_bootstrap, acks="all", linger_ms=5,
+            max_request_size=DLQ_REQUEST_BYTES, **security)
+        canary = self._kafka.canary = AIOKafkaConsumer(
+            bootstrap_servers=s.kafka_bootstrap, group_id=f"{s.consumer_group}.canary",
+            enable_auto_commit=False, **security)
         with tempfile.TemporaryDirectory(prefix="ldp-faust-") as datadir:
-            self.app = app = build_app(acc, datadir)
+            self.app = app = build_app(s, datadir)
             self._wire(app)
-            acc.producer = producer
-            acc.positions = _FaustPositions(self, canary, s.reports_topic)
             await producer.start()
             await canary.start()
             try:

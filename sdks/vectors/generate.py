@@ -4,7 +4,7 @@ Every case holds a collection (its served JSON form, with the fingerprint), the 
 text whose SHA-256 prefix is that fingerprint, the oracle's canonical spec and
 fingerprint, the raw inputs and their domain indices, a fixed stream of u32 words, the
 reports :func:`ldpcore.reference.perturb_reference` draws from it (JSON records), and the
-message bytes (binary, as hex) and JSON text of :func:`ldpcore.collection.encode_message`.
+message bytes (binary, as hex) and JSON text of :func:`ldpcore.message.encode_message`.
 Two-level cases also hold the permanent answers and the re-randomized reports (same
 stream, continued).  Format: ``docs/wire-format.md``.
 
@@ -27,8 +27,9 @@ from typing import Any
 
 from ldpcore import wire
 from ldpcore.base import canonical_json
-from ldpcore.collection import CollectionSpec, encode_message
+from ldpcore.collection import CollectionSpec
 from ldpcore.longitudinal import TwoLevel
+from ldpcore.message import encode_message
 from ldpcore.reference import (
     NumpyWords,
     PermanentWords,

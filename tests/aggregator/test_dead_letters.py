@@ -1,7 +1,8 @@
-"""The worker in-process against the real broker and Redis: poison isolation, DLQ guarantees.
+"""The worker in-process against the real broker and Redis: DLQ guarantees.
 
-Faults are injected into *our* code (a mechanism that blows up, a send that is
-refused once); Kafka and Redis are the real servers of the fixtures.
+Faults are injected into *our* code (a send that is refused once); Kafka and Redis are
+the real servers of the fixtures.  (A mechanism that blows up on one message:
+tests/aggregator/test_accumulator.py.)
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
+from aggregator.accumulator import Accumulator, DeadLetterError
 from aggregator.config import WorkerSettings
 from aggregator.metrics import AggregatorMetrics
-from aggregator.worker import Aggregator, DeadLetterError, ensure_topics
+from aggregator.topics import ensure_topics
 from ldpcore import Reports
 from ldpcore.collection import CollectionSpec, encode_message
 from ldpstream.storage import CollectionCatalog, load_state, read_watermarks
@@ -41,15 +43,36 @@ class Msg:
     timestamp: int = field(default_factory=lambda: int(time.time() * 1000))
 
 
-def _worker(kafka: Any, redis_server: Any, redis_client: Any,
-            names: dict[str, str]) -> Aggregator:
+class DeadLetters:
+    """A broker that sends dead letters through a real producer (no log behind it)."""
+
+    def __init__(self, producer: Any, topic: str) -> None:
+        self.producer, self.topic = producer, topic
+
+    async def send_dead_letter(self, value: bytes, key: bytes | None,
+                               headers: list[tuple[str, bytes]]) -> Any:
+        return await self.producer.send(self.topic, value=value, key=key, headers=headers)
+
+    async def log_start(self, partition: int) -> int:
+        return 0
+
+    async def seek(self, offsets: Any) -> None:
+        pass
+
+    async def commit(self, offsets: Any) -> None:
+        pass
+
+
+async def _worker(kafka: Any, redis_server: Any, redis_client: Any,
+                  names: dict[str, str], producer: Any) -> Accumulator:
     s = WorkerSettings(kafka_bootstrap=kafka.bootstrap, redis_url=redis_server.url,
                        redis_prefix=names["prefix"], reports_topic=names["topic"],
                        dlq_topic=names["dlq"], consumer_group=names["group"])
     CollectionCatalog(redis_client, names["prefix"]).register(SPEC)
-    agg = Aggregator(s, redis_client, AggregatorMetrics(CollectorRegistry()))
-    agg._pos[0] = 0
-    agg._flushed[0] = -1
+    agg = Accumulator(settings=s, redis=redis_client,
+                      metrics=AggregatorMetrics(CollectorRegistry()),
+                      broker=DeadLetters(producer, names["dlq"]))  # type: ignore[arg-type]
+    await agg.assign([0])
     return agg
 
 
@@ -63,41 +86,10 @@ def _good(seed: int, n: int = 20) -> bytes:
     return encode_message(SPEC, _reports(np.random.default_rng(seed).integers(0, 15, n)))
 
 
-def test_an_unexpected_exception_dead_letters_only_its_message(
-        kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    agg = _worker(kafka, redis_server, redis_client, ldp_names)
-    dec = agg.codec("iso")
-    assert dec is not None
-    real = dec.oracle._aggregate
-
-    def poisoned(columns: dict[str, Any]) -> Any:
-        if np.any(columns["y"] == 15):
-            raise ZeroDivisionError("a bug that only report 15 triggers")
-        return real(columns)
-
-    monkeypatch.setattr(dec.oracle, "_aggregate", poisoned)
-    o = SPEC.oracle()
-    poison = encode_message(SPEC, _reports([3, 15]))
-    msgs = [Msg(ldp_names["topic"], 0, i, b"iso", v)
-            for i, v in enumerate([_good(1), poison, _good(2)])]
-    agg.process(0, msgs)
-    assert [(d.headers[0][1], d.value) for d in agg._dead] == [(b"internal", poison)]
-    assert b"ZeroDivisionError" in dict(agg._dead[0].headers)["ldp-error"]
-    rng1, rng2 = np.random.default_rng(1), np.random.default_rng(2)
-    expect = o.aggregate(_reports(rng1.integers(0, 15, 20)))
-    expect += o.aggregate(_reports(rng2.integers(0, 15, 20)))
-    (n, counts), = agg._delta.values()
-    assert n == expect.n and np.array_equal(counts, expect.counts)
-    assert agg._pos[0] == 3
-
-
 def test_a_refused_dead_letter_blocks_the_watermark_until_it_is_acknowledged(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str]) -> None:
     from aiokafka import AIOKafkaProducer
     from aiokafka.errors import KafkaConnectionError
-
-    agg = _worker(kafka, redis_server, redis_client, ldp_names)
 
     async def run() -> None:
         await ensure_topics(kafka.bootstrap, [ldp_names["dlq"]], 1)
@@ -115,10 +107,10 @@ def test_a_refused_dead_letter_blocks_the_watermark_until_it_is_acknowledged(
             return await real_send(*args, **kw)
 
         producer.send = send
-        agg._producer = producer
+        agg = await _worker(kafka, redis_server, redis_client, ldp_names, producer)
         try:
-            agg.process(0, [Msg(ldp_names["topic"], 0, 0, b"iso", _good(1)),
-                            Msg(ldp_names["topic"], 0, 1, b"iso", b"garbage")])
+            await agg.process(0, [Msg(ldp_names["topic"], 0, 0, b"iso", _good(1)),
+                                  Msg(ldp_names["topic"], 0, 1, b"iso", b"garbage")])
             with pytest.raises(DeadLetterError):
                 await agg.flush()
             assert read_watermarks(redis_client, ldp_names["topic"], ldp_names["prefix"]) == {}
@@ -139,7 +131,6 @@ def test_a_dead_letter_too_large_for_the_producer_goes_out_bounded_as_oversize(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str]) -> None:
     from aiokafka import AIOKafkaProducer
 
-    agg = _worker(kafka, redis_server, redis_client, ldp_names)
     huge = b"\x00junk" + bytes(300_000)
 
     async def run() -> None:
@@ -147,10 +138,10 @@ def test_a_dead_letter_too_large_for_the_producer_goes_out_bounded_as_oversize(
         producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all",
                                     max_request_size=200_000)
         await producer.start()
-        agg._producer = producer
+        agg = await _worker(kafka, redis_server, redis_client, ldp_names, producer)
         try:
-            agg.process(0, [Msg(ldp_names["topic"], 0, 0, b"iso", huge),
-                            Msg(ldp_names["topic"], 0, 1, b"iso", _good(3))])
+            await agg.process(0, [Msg(ldp_names["topic"], 0, 0, b"iso", huge),
+                                  Msg(ldp_names["topic"], 0, 1, b"iso", _good(3))])
             assert await agg.flush()
         finally:
             await producer.stop()

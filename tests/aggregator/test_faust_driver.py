@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pytest
 from prometheus_client import CollectorRegistry
 
 from aggregator.config import WorkerSettings
 from aggregator.drivers.faust import FaustDriver, faust_timestamp_ms
 from aggregator.metrics import AggregatorMetrics
-from aggregator.worker import make_accumulator
 from ldpcore import Reports
 from ldpcore.collection import CollectionSpec, encode_message
-from ldpstream.storage import CollectionCatalog
+from ldpstream.storage import CollectionCatalog, read_lost
 
 SPEC = CollectionSpec.from_dict({"id": "fd", "oracle": {"mechanism": "grr", "epsilon": 1.0},
                                  "domain": {"kind": "integers", "low": 0, "high": 7}})
@@ -93,10 +93,9 @@ class Seeks:
 def _driver(redis_client: Any, names: dict[str, str]) -> tuple[FaustDriver, Seeks]:
     s = WorkerSettings(redis_prefix=names["prefix"], reports_topic="t", engine="faust")
     CollectionCatalog(redis_client, names["prefix"]).register(SPEC)
-    acc = make_accumulator(s, redis_client, AggregatorMetrics(CollectorRegistry()))
-    d = FaustDriver(acc)
+    seeks = Seeks()
+    d = FaustDriver(s, redis_client, AggregatorMetrics(CollectorRegistry()), broker=seeks)
     d.app = App()
-    acc.positions = seeks = Seeks()
     asyncio.run(d.on_assigned([0, 1]))
     return d, seeks
 
@@ -114,7 +113,7 @@ def test_events_of_an_earlier_generation_are_dropped(
     asyncio.run(d.handle([Event(Msg(0, 0, _value(1), generation_id=1)),
                           Event(Msg(1, 0, _value(2), generation_id=2))]))
     assert d.acc.stats.stale_events == 1
-    assert d.acc.assigned() == {0: 0, 1: 1}
+    assert d.acc.positions() == {0: 0, 1: 1}
     assert d.acc.pending_reports == 5
 
 
@@ -126,11 +125,11 @@ def test_an_event_beyond_the_next_offset_is_sought_back_and_the_jump_dropped(
     asyncio.run(d.handle([Event(Msg(0, 80, _value(80))), Event(Msg(0, 81, _value(81))),
                           Event(Msg(1, 0, _value(100)))]))
     assert seeks.seeks[-1] == {0: 0} and d.reseeks == 1
-    assert d.acc.assigned() == {0: 0, 1: 1}
+    assert d.acc.positions() == {0: 0, 1: 1}
     asyncio.run(d.handle([Event(Msg(0, 82, _value(82))), Event(Msg(0, 0, _value(0))),
                           Event(Msg(0, 1, _value(1)))]))
     assert d.reseeks == 1  # the jump's 82 is dropped, the re-fetched 0 and 1 taken
-    assert d.acc.assigned() == {0: 2, 1: 1}
+    assert d.acc.positions() == {0: 2, 1: 1}
     assert d.acc.pending_reports == 15
 
 
@@ -139,26 +138,43 @@ def test_a_gap_inside_a_batch_cuts_it_there(
     d, seeks = _driver(redis_client, ldp_names)
     # re-fetched 0..2, then an event still buffered from before a seek (119)
     asyncio.run(d.handle([Event(Msg(1, o, _value(o))) for o in (0, 1, 2, 119, 120)]))
-    assert d.acc.assigned()[1] == 3 and seeks.seeks[-1] == {1: 3}
+    assert d.acc.positions()[1] == 3 and seeks.seeks[-1] == {1: 3}
     # still buffered from before (121), then the re-fetched ones: a replay (2), then on
     asyncio.run(d.handle([Event(Msg(1, o, _value(o))) for o in (121, 2, 3, 4)]))
-    assert d.acc.assigned()[1] == 5 and d.acc.pending_reports == 25 and d.reseeks == 1
+    assert d.acc.positions()[1] == 5 and d.acc.pending_reports == 25 and d.reseeks == 1
 
 
 def test_a_gap_below_the_log_start_is_a_hole_whose_records_are_lost_and_said_so(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
-    from ldpstream.storage import read_lost
-
     d, seeks = _driver(redis_client, ldp_names)
     seeks.start = 10  # offsets 0..9 were deleted before they were counted
     asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in (10, 11)]))
-    assert d.acc.assigned()[0] == 12 and d.acc.pending_reports == 10
+    assert d.acc.positions()[0] == 12 and d.acc.pending_reports == 10
     assert d.reseeks == 0
     assert asyncio.run(d.acc.flush())
     lost = read_lost(redis_client, ldp_names["prefix"])
     assert lost["records"] == 10 and lost["partitions"] == {"t:0": (10, "0-9")}
     sample = d.acc.metrics.registry.get_sample_value
     assert sample("ldp_records_lost_total", {"topic": "t", "partition": "0"}) == 10
+
+
+@pytest.mark.parametrize("batches", [
+    [(0, 1, 2, 10, 11)],      # Faust's fetch reset to the log start within the batch
+    [(0, 1, 2, 40), (10, 11)],  # it ran on beyond the log start: sought back there first
+])
+def test_events_before_a_hole_are_counted_then_the_hole_is_lost(
+        redis_client: Any, ldp_names: dict[str, str], monkeypatch: Any,
+        batches: list[tuple[int, ...]]) -> None:
+    from aggregator.drivers import faust as fd
+
+    monkeypatch.setattr(fd, "HOLE_WAIT_S", 0.0)
+    d, seeks = _driver(redis_client, ldp_names)
+    seeks.start = 10  # 0..2 came, then retention deleted everything below 10
+    for batch in batches:
+        asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in batch]))
+    assert d.acc.positions()[0] == 12 and d.acc.pending_reports == 5 * 5
+    assert asyncio.run(d.acc.flush())
+    assert read_lost(redis_client, ldp_names["prefix"])["partitions"] == {"t:0": (7, "3-9")}
 
 
 def test_records_beyond_the_log_start_after_a_hole_are_sought_not_skipped(
@@ -168,10 +184,11 @@ def test_records_beyond_the_log_start_after_a_hole_are_sought_not_skipped(
     # the log now starts at 10, but the first events Faust hands over are 40, 41 (its
     # fetch had moved on): 10..39 are still in the log and must be read
     asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in (40, 41)]))
-    assert d.acc.assigned()[0] == 10 and seeks.seeks[-1] == {0: 10}
+    assert d.acc.positions()[0] == 10 and seeks.seeks[-1] == {0: 10}
     asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in range(10, 42)]))
-    assert d.acc.assigned()[0] == 42 and d.acc.pending_reports == 32 * 5
-    assert d.acc._lost[0] == (10, 0, 9)
+    assert d.acc.positions()[0] == 42 and d.acc.pending_reports == 32 * 5
+    assert asyncio.run(d.acc.flush())
+    assert read_lost(redis_client, ldp_names["prefix"])["partitions"] == {"t:0": (10, "0-9")}
 
 
 def test_a_gap_above_the_log_start_is_never_taken_while_the_log_holds_its_records(
@@ -182,9 +199,11 @@ def test_a_gap_above_the_log_start_is_never_taken_while_the_log_holds_its_record
     d, seeks = _driver(redis_client, ldp_names)
     for _ in range(4 * fd.HOLE_SEEKS):  # offset 0 exists, yet 10 comes every time
         asyncio.run(d.handle([Event(Msg(0, 10, _value(10)))]))
-        assert d.acc.assigned()[0] == 0
+        assert d.acc.positions()[0] == 0
     assert seeks.probes and all(p == (0, 0) for p in seeks.probes)
-    assert seeks.seeks[-1] == {0: 0} and not d.acc._lost
+    assert seeks.seeks[-1] == {0: 0}
+    asyncio.run(d.acc.flush())
+    assert read_lost(redis_client, ldp_names["prefix"])["records"] == 0
 
 
 def test_offsets_without_records_above_the_log_start_are_passed_over_without_loss(
@@ -196,17 +215,19 @@ def test_offsets_without_records_above_the_log_start_are_passed_over_without_los
     seeks.records = [3, 4]  # 0..2 hold transaction markers, no records
     for _ in range(fd.HOLE_SEEKS):
         asyncio.run(d.handle([Event(Msg(0, 3, _value(3)))]))
-        assert d.acc.assigned()[0] == 0
+        assert d.acc.positions()[0] == 0
     asyncio.run(d.handle([Event(Msg(0, 3, _value(3))), Event(Msg(0, 4, _value(4)))]))
     assert seeks.probes == [(0, 0)]
-    assert d.acc.assigned()[0] == 5 and d.acc.pending_reports == 10 and not d.acc._lost
+    assert d.acc.positions()[0] == 5 and d.acc.pending_reports == 10
+    assert asyncio.run(d.acc.flush())
+    assert read_lost(redis_client, ldp_names["prefix"])["records"] == 0
 
 
 def test_an_event_at_or_below_the_position_is_taken(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
     d, seeks = _driver(redis_client, ldp_names)
     asyncio.run(d.handle([Event(Msg(1, 0, _value(3))), Event(Msg(1, 1, _value(4)))]))
-    assert d.acc.assigned()[1] == 2 and d.reseeks == 0 and len(seeks.seeks) == 1
+    assert d.acc.positions()[1] == 2 and d.reseeks == 0 and len(seeks.seeks) == 1
 
 
 def test_faust_seconds_become_milliseconds_without_float_error() -> None:
@@ -219,5 +240,5 @@ def test_events_read_again_after_a_seek_in_the_same_batch_are_counted_once(
     d, _ = _driver(redis_client, ldp_names)
     # 0..2 fetched, a seek back to 0, then 0..3 fetched again: one key, one window
     asyncio.run(d.handle([Event(Msg(0, o, _value(o))) for o in (0, 1, 2, 0, 1, 2, 3)]))
-    assert d.acc.assigned()[0] == 4
+    assert d.acc.positions()[0] == 4
     assert d.acc.pending_reports == 4 * 5 and d.acc.stats.skipped_replays == 3

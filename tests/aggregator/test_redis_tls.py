@@ -74,8 +74,8 @@ def test_aggregator_registers_collections_over_tls_with_a_password(
         "LDP_COLLECTIONS_FILE": str(root / "deploy" / "collections.yaml")})
 
     async def start() -> list[str]:
-        async with lifespan(settings) as agg:
-            return sorted(k.decode() for k in agg.redis.keys("tls:*"))
+        async with lifespan(settings) as worker:
+            return sorted(k.decode() for k in worker.acc.redis.keys("tls:*"))
 
     keys = asyncio.run(start())
     assert keys, "no collection was registered through the TLS connection"

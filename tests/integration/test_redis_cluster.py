@@ -287,14 +287,15 @@ def test_a_sharded_flush_fences_each_partition_by_its_own_watermark(
     now = int(time.time() * 1000)  # windows expire after their retention
 
     async def run() -> None:
-        await acc.on_partitions_assigned([0, 1])
+        await acc.assign([0, 1])
         for p in (0, 1):
-            acc.process(p, [Rec(p, i, _value(10 * p + i), timestamp=now) for i in range(5)])
+            await acc.process(p, [Rec(p, i, _value(10 * p + i), timestamp=now)
+                                  for i in range(5)])
         assert await acc.flush()
         assert read_watermarks(cluster_client, "t", names["prefix"]) == {0: 4, 1: 4}
         for p in (0, 1):
-            acc.process(p, [Rec(p, i, _value(100 + 10 * p + i), timestamp=now)
-                            for i in range(5, 8)])
+            await acc.process(p, [Rec(p, i, _value(100 + 10 * p + i), timestamp=now)
+                                  for i in range(5, 8)])
         cluster_client.hset(keys.shard_watermarks("t", 1), "1", 9)  # the other worker
         assert not await acc.flush()
     asyncio.run(run())
@@ -305,7 +306,7 @@ def test_a_sharded_flush_fences_each_partition_by_its_own_watermark(
     ingested = acc.metrics.registry.get_sample_value("ldp_reports_ingested_total",
                                                      {"collection": SPEC.id})
     assert ingested == state.n
-    assert acc.assigned() == {0: 8, 1: 10} and log.seeks[-1] == {0: 8, 1: 10}
+    assert acc.positions() == {0: 8, 1: 10} and log.seeks[-1] == {0: 8, 1: 10}
 
 
 def test_the_catalogue_readers_follow_a_registration_on_the_cluster(

@@ -15,10 +15,17 @@ from ldpcore.collection import CollectionSpec, encode_message, message_prefix
 from ldpcore.errors import REPORT_REASONS
 from ldpcore.message import (
     MAX_JSON_BYTES,
+    FrameError,
     MessageDecoder,
+    MessageLayout,
     decode_message,
+    frame,
+    json_depth,
+    load_json,
     message_report_count,
     peek_message,
+    split_frames,
+    token_frame,
 )
 from tests.message_cases import mutate, specs, valid_message
 
@@ -257,3 +264,55 @@ def test_batch_decoder_of_equal_length_messages_matches_one_by_one(spec: Collect
         expect = sum((dec.aggregate(v) for i, v in enumerate(batch) if i not in (0, 17)),
                      dec.aggregate(batch[0]))
         assert state == (expect if alone is None else expect + alone)
+
+
+def test_a_batch_of_another_oracle_names_the_oracles_fingerprint_not_the_collections() -> None:
+    data = _binary_with(fingerprint="0123456789abcdef")
+    with pytest.raises(ReportError, match="oracle's") as info:
+        DECODERS[GRR.id].decode(data)
+    assert DECODERS[GRR.id].oracle.fingerprint in str(info.value)
+    assert GRR.fingerprint not in str(info.value)  # the envelope's, which did match
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
+def test_the_layout_knows_canonical_messages_by_their_bytes(spec: CollectionSpec) -> None:
+    rng = np.random.default_rng(13)
+    lay = MessageLayout(spec, DECODERS[spec.id].oracle)
+    msgs = [valid_message(spec, rng, "binary", n=n) for n in (1, 3, 1, 2)]
+    assert [lay.framed_count(m) for m in msgs] == [1, 3, 1, 2]
+    for bad in (msgs[1][:-1], msgs[1] + b"\0", b"", message_prefix(spec),
+                valid_message(spec, rng, "json")):
+        assert lay.framed_count(bad) == -1
+    # rows of one report count (from a column on): their columns, to rebuild one message
+    rows = np.frombuffer(b"".join(b"hd" + m for m in msgs[::2]), np.uint8).reshape(2, -1)
+    n, blocks = lay.uniform_columns(rows, 2) or (-1, [])
+    merged = lay.encode(2 * n, [b.tobytes() for b in blocks])
+    assert lay.framed_count(merged) == 2
+    assert DECODERS[spec.id].decode(merged) == Reports.concat(
+        [DECODERS[spec.id].decode(m) for m in msgs[::2]])
+    assert lay.uniform_columns(rows, 1) is None and lay.uniform_columns(rows[:, :-1], 2) is None
+
+
+def test_frames_split_back_and_a_cut_frame_is_named() -> None:
+    msgs = [GOOD, b"", b"x" * 300]
+    body = frame(msgs)
+    assert split_frames(body) == msgs and split_frames(b"") == []
+    for cut, index in ((len(body) - 1, 2), (4 + len(GOOD) + 2, 1), (4 + len(GOOD) + 6, 2)):
+        with pytest.raises(FrameError) as info:
+            split_frames(body[:cut])
+        assert (info.value.reason, info.value.index) == ("truncated", index)
+    tok = token_frame([([b"t" * 3, b"u" * 3], GOOD)])
+    assert tok == b"\x02\x00" + b"ttt" + b"uuu" + len(GOOD).to_bytes(4, "little") + GOOD
+
+
+def test_json_is_bounded_before_it_is_parsed() -> None:
+    assert json_depth(b'{"a": "[[[["}') == 5  # brackets in strings count: none in a message
+    assert load_json(b"[[[[1]]]]", max_depth=4) == [[[[1]]]]
+    for data, reason in ((b"[" * 5 + b"]" * 5, "too_large"), (b"[1,", "garbage"),
+                         (b"\xff", "garbage")):
+        with pytest.raises(ReportError) as info:
+            load_json(data, max_depth=4)
+        assert info.value.reason == reason
+    with pytest.raises(ReportError, match="exceeds 3"):
+        load_json(b"[1, 2]", max_bytes=3)
+    assert load_json(b" " * (MAX_JSON_BYTES + 1) + b"1", max_bytes=None) == 1

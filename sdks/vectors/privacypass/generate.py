@@ -21,7 +21,8 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from ldpcore.collection import CollectionSpec, encode_message
+from ldpcore.collection import CollectionSpec
+from ldpcore.message import encode_message, token_frame
 from ldpstream.privacypass import scheme
 from ldpstream.privacypass.client import device_credential
 from ldpstream.privacypass.tokens import (
@@ -87,8 +88,7 @@ def cases() -> list[dict[str, Any]]:
             "device_secret": secret.hex(), "device_credential": device_credential(secret),
             "message": msg.hex(),
             "authorization": authorization_header(token),
-            "token_frames": (len([token]).to_bytes(2, "little") + token
-                             + len(msg).to_bytes(4, "little") + msg).hex(),
+            "token_frames": token_frame([([token], msg)]).hex(),
             "json_message": json.dumps(jmsg, separators=(",", ":")),
         })
     return out

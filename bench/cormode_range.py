@@ -36,6 +36,7 @@ D = 2^8.  HaarHRR always uses the real ``perturb``/``aggregate``.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
@@ -70,58 +71,19 @@ TREE_METHODS = HH_CI + HH_PLAIN + ("Haar",)
 
 # ---- the paper's numbers (typed from the text; MSE x 1000) -------------------------------------
 # Figure 5 (arbitrary ranges) and Figure 6 (prefixes), columns HH2c, HH4c, HH16c, HaarHRR;
-# for D = 2^22 the paper has no HH16c column.  Rows: EPSILONS.
+# for D = 2^22 the paper has no HH16c column.  Rows: EPSILONS.  Kept as data beside this file.
 PAPER_COLS = ("HH2c", "HH4c", "HH16c", "Haar")
-PAPER_FIG5: dict[int, dict[str, tuple[float, ...]]] = {
-    2**8: {
-        "HH2c": (4.269, 2.024, 1.388, 1.002, 0.844, 0.722, 0.684, 0.571),
-        "HH4c": (4.037, 2.193, 1.341, 0.950, 0.744, 0.667, 0.658, 0.542),
-        "HH16c": (4.176, 2.590, 1.535, 1.130, 0.844, 0.820, 0.642, 0.592),
-        "Haar": (3.684, 1.831, 1.278, 0.987, 0.811, 0.748, 0.732, 0.601),
-    },
-    2**16: {
-        "HH2c": (6.745, 3.616, 2.333, 1.644, 1.356, 1.303, 1.090, 0.922),
-        "HH4c": (7.129, 3.424, 2.360, 1.728, 1.377, 1.270, 1.140, 0.995),
-        "HH16c": (8.692, 4.648, 2.793, 2.075, 1.642, 1.597, 1.433, 1.158),
-        "Haar": (6.666, 3.526, 2.342, 1.711, 1.484, 1.345, 1.201, 1.130),
-    },
-    2**20: {
-        "HH2c": (10.043, 5.378, 3.605, 3.047, 2.522, 2.556, 2.619, 2.339),
-        "HH4c": (10.493, 4.751, 3.603, 3.042, 2.690, 2.540, 2.488, 2.304),
-        "HH16c": (11.511, 5.617, 4.483, 3.352, 3.131, 2.729, 2.757, 2.652),
-        "Haar": (9.285, 5.261, 3.693, 3.316, 2.915, 2.722, 2.640, 2.505),
-    },
-    2**22: {
-        "HH2c": (8.629, 4.546, 3.181, 2.657, 2.247, 1.979, 2.120, 1.650),
-        "HH4c": (8.889, 4.951, 3.420, 2.692, 2.358, 2.252, 2.066, 1.885),
-        "Haar": (8.422, 4.470, 3.085, 2.462, 2.254, 2.139, 1.946, 1.990),
-    },
-}
-PAPER_FIG6: dict[int, dict[str, tuple[float, ...]]] = {
-    2**8: {
-        "HH2c": (4.306, 1.859, 1.366, 0.937, 0.802, 0.684, 0.658, 0.573),
-        "HH4c": (2.968, 1.439, 0.957, 0.778, 0.561, 0.533, 0.437, 0.420),
-        "HH16c": (4.282, 1.828, 1.758, 0.896, 0.637, 0.666, 0.670, 0.478),
-        "Haar": (2.857, 1.377, 1.031, 0.758, 0.613, 0.626, 0.568, 0.494),
-    },
-    2**16: {
-        "HH2c": (7.701, 3.266, 2.402, 1.663, 1.338, 1.202, 1.080, 0.973),
-        "HH4c": (6.172, 3.101, 2.176, 1.503, 1.220, 1.051, 0.978, 0.848),
-        "HH16c": (7.014, 3.744, 2.426, 1.834, 1.426, 1.259, 1.147, 0.981),
-        "Haar": (5.870, 2.880, 2.018, 1.511, 1.244, 1.120, 1.054, 0.973),
-    },
-    2**20: {
-        "HH2c": (8.874, 4.734, 3.788, 3.287, 3.022, 3.053, 3.145, 2.975),
-        "HH4c": (8.255, 4.395, 3.485, 3.094, 2.848, 2.756, 2.627, 2.659),
-        "HH16c": (10.462, 5.754, 4.055, 3.268, 2.826, 2.727, 2.914, 2.543),
-        "Haar": (7.237, 4.271, 3.377, 3.108, 2.920, 2.727, 2.754, 2.696),
-    },
-    2**22: {
-        "HH2c": (8.620, 4.181, 2.932, 2.215, 1.958, 1.777, 1.929, 1.613),
-        "HH4c": (8.638, 4.330, 3.077, 2.590, 2.246, 2.319, 2.174, 1.868),
-        "Haar": (8.099, 4.233, 3.063, 2.528, 2.326, 2.181, 2.205, 2.156),
-    },
-}
+PaperFigure = dict[int, dict[str, tuple[float, ...]]]
+
+
+def _paper_figures(path: Path) -> tuple[PaperFigure, PaperFigure]:
+    """Figures 5 and 6 from ``path``: {D: {column: MSE x 1000 per ε of EPSILONS}}."""
+    raw = json.loads(path.read_text())
+    return tuple({1 << int(bits): {m: tuple(v) for m, v in cols.items()}  # type: ignore[return-value]
+                  for bits, cols in raw[fig].items()} for fig in ("figure5", "figure6"))
+
+
+PAPER_FIG5, PAPER_FIG6 = _paper_figures(Path(__file__).with_name("cormode_range_paper.json"))
 
 
 # ---- configuration -----------------------------------------------------------------------------
@@ -314,11 +276,15 @@ def alpha_levels(r: np.ndarray, b: int, h: int) -> np.ndarray:
     return out
 
 
-def bound_vec(method: str, d: int, eps: float, n: int, r: np.ndarray) -> np.ndarray:
+def bound_vec(method: str, d: int, eps: float, n: int, r: np.ndarray, *,
+              literal: bool = False) -> np.ndarray:
     """ldpcore's range_variance as written in its docstrings, vectorised over lengths r.
 
     HH_B: per_level·h·alpha·V_F + alpha·h/(4N), per_level = 2B-1 (Eq. (1)) or (B+1)/2 after
     consistency (Eq. (2)); HaarHRR: h^2 V_F(HRR)/2 (Eq. (3)); flat: r·V_F (Fact 1).
+
+    ``literal``: the paper's formulas verbatim instead (p_l = 1/h, no level-sampling term,
+    alpha not capped; Eq. (3) with the paper's HRR variance V_F = 4e^eps/(N(e^eps-1)^2)).
     """
     r = np.asarray(r, dtype=np.int64)
     if method == "Flat":
@@ -326,34 +292,18 @@ def bound_vec(method: str, d: int, eps: float, n: int, r: np.ndarray) -> np.ndar
         return out
     if method == "Haar":
         h = (d - 1).bit_length()
-        return np.full(r.shape, 0.5 * h * h * vf_hrr(eps, n))
+        return np.full(r.shape, 0.5 * h * h * (vf_oue if literal else vf_hrr)(eps, n))
     b = int(method[2:].rstrip("c"))
     h = hh_height(d, b)
     per_level = (b + 1) / 2 if method.endswith("c") else 2 * b - 1
-    a = alpha_levels(r, b, h)
-    out = per_level * h * a * vf_oue(eps, n) + a * h / (4 * n)
-    return out
+    a = alpha_levels(r, b, 10**6 if literal else h)
+    out = per_level * h * a * vf_oue(eps, n)
+    return out if literal else out + a * h / (4 * n)
 
 
 def paper_literal_bound(method: str, d: int, eps: float, n: int, r: np.ndarray) -> np.ndarray:
-    """The paper's formulas verbatim (p_l = 1/h, no level-sampling term, alpha not capped).
-
-    Eq. (1) / the Section 4.5 CI bound; Eq. (3) with the paper's HRR variance
-    V_F = 4e^eps/(N(e^eps-1)^2); Fact 1 for flat.
-    """
-    r = np.asarray(r, dtype=np.int64)
-    if method == "Flat":
-        out: np.ndarray = r * vf_oue(eps, n)
-        return out
-    if method == "Haar":
-        h = (d - 1).bit_length()
-        return np.full(r.shape, 0.5 * h * h * vf_oue(eps, n))
-    b = int(method[2:].rstrip("c"))
-    h = hh_height(d, b)
-    per_level = (b + 1) / 2 if method.endswith("c") else 2 * b - 1
-    a = alpha_levels(r, b, 10**6)
-    out = per_level * vf_oue(eps, n) * h * a
-    return out
+    """The paper's formulas verbatim (Eq. (1) / the Section 4.5 CI bound, Eq. (3), Fact 1)."""
+    return bound_vec(method, d, eps, n, r, literal=True)
 
 
 def ldpcore_oracle(method: str, d: int, eps: float) -> Any:
@@ -1046,23 +996,15 @@ def make_plots(cfg: Config, qres: dict[float, Any], bound: Any,
                     ax.plot(eps, [bound(m, d, e, key) for e in cfg.epsilons], color=c, ls="--",
                             lw=0.9, alpha=0.8)
                 ax.set_yscale("log")
-                ax.grid(True, which="both", alpha=0.3)
                 kind = "consistent HH_B^c" if col == 0 else "plain HH_B"
                 what = "all ranges" if key == "all" else "prefix queries"
-                ax.set_title(f"{what}: {kind}, HaarHRR, flat OUE", fontsize=10)
-                if row == 1:
-                    ax.set_xlabel("ε")
+                _finish_panel(ax, f"{what}: {kind}, HaarHRR, flat OUE", "ε" if row == 1 else None)
                 if col == 0:
                     ax.set_ylabel("MSE (solid, ± s.e.) / analytic bound (dashed)")
-                ax.legend(fontsize=8, ncol=2)
         fig.suptitle(f"Cormode et al. 2019 §5 with ldpcore: D = 2^{d.bit_length() - 1}, "
                      f"N = 2^{cfg.n.bit_length() - 1}, Cauchy(0.4D, D/10), "
                      f"{cfg.reps_for(d)} reps", fontsize=11)
-        fig.tight_layout()
-        p = out_dir / f"cormode_mse_vs_eps_D{d}{suffix}.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(plt, fig, out_dir / f"cormode_mse_vs_eps_D{d}{suffix}.png"))
     fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True)
     q = np.array(DECILES)
     qstyle = {m: style[m] for m in QUANT_METHODS}
@@ -1074,20 +1016,29 @@ def make_plots(cfg: Config, qres: dict[float, Any], bound: Any,
                 c, mk = qstyle[m]
                 ax.plot(q, qr[key][m].mean(axis=0), color=c, marker=mk, ms=4, label=m)
             ax.set_yscale("symlog", linthresh=1.0 if key == "verr" else 1e-4)
-            ax.grid(True, which="both", alpha=0.3)
-            ax.set_title(f"P = {c_}: {label}", fontsize=10)
-            if row == 1:
-                ax.set_xlabel("q")
-            ax.legend(fontsize=8, ncol=2)
+            _finish_panel(ax, f"P = {c_}: {label}", "q" if row == 1 else None)
     fig.suptitle(f"Deciles (Figure 9 analogue): D = 2^{cfg.quant_d.bit_length() - 1}, "
                  f"ε = {DEFAULT_EPS}, N = 2^{cfg.n.bit_length() - 1}, mean over "
                  f"{cfg.quant_reps} reps", fontsize=11)
-    fig.tight_layout()
-    p = out_dir / f"cormode_quantiles{suffix}.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(_save(plt, fig, out_dir / f"cormode_quantiles{suffix}.png"))
     return paths
+
+
+def _finish_panel(ax: Any, title: str, xlabel: str | None) -> None:
+    """Grid, title, x label (the bottom row's) and legend of one panel."""
+    ax.grid(True, which="both", alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    ax.legend(fontsize=8, ncol=2)
+
+
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    """Lay out, write and close a figure; its path."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 if __name__ == "__main__":

@@ -14,13 +14,12 @@ stdout and bench/results/heavy_hitters.md.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from typing import Any
 
 import numpy as np
-from _results import write_results
+from _results import bench_parser, parse_bench_args, write_results
 
 import ldpcore
 from ldpcore.heavy import PEM
@@ -64,13 +63,11 @@ def run(oracle: PEM, n: int, k: int, seed: int) -> dict[str, float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--n", type=int, default=1_000_000)
+    ap = bench_parser(__doc__, n=1_000_000, runs=10)
     ap.add_argument("--epsilon", type=float, default=4.0)
     ap.add_argument("--bits", type=int, default=32)
     ap.add_argument("--k", type=int, default=20)
-    args = ap.parse_args()
+    args = parse_bench_args(ap)
     params = {"epsilon": args.epsilon, "bits": args.bits}
     pem = ldpcore.make_oracle("pem", **params)
     assert isinstance(pem, PEM)

@@ -24,11 +24,10 @@ bench/results/multiattr.md.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
-from _results import write_results
+from _results import bench_parser, parse_bench_args, write_results
 
 import ldpcore
 from ldpcore.multi import MultiAttribute, NumericVector, sample_variances
@@ -88,13 +87,7 @@ def mean_mse(base: str, eps: float, n: int, m: int, k: int, runs: int, seed: int
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    if args.quick:
-        args.n, args.runs = 20_000, 2
+    args = parse_bench_args(bench_parser(__doc__, n=100_000, runs=5, quick=(20_000, 2)))
     n, runs = args.n, args.runs
     t0 = time.perf_counter()
     lines = [f"# Partition users vs split ε: n = {n:,} users, {runs} runs", "",

@@ -15,11 +15,10 @@ mean (SW unbiased, SW EMS, PM, Duchi).  Results: stdout and bench/results/numeri
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
-from _results import write_results
+from _results import bench_parser, parse_bench_args, write_results
 
 import ldpcore
 from ldpcore.base import Reports
@@ -73,13 +72,7 @@ def run(name: str, eps: float, n: int, seed: int) -> dict[str, float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    if args.quick:
-        args.n, args.runs = 20_000, 2
+    args = parse_bench_args(bench_parser(__doc__, n=100_000, runs=5, quick=(20_000, 2)))
     t0 = time.perf_counter()
     eps_list = (0.5, 1.0, 2.0, 4.0)
     lines = [f"# Numeric distributions: n = {args.n:,}, {BINS} bins, {args.runs} runs "

@@ -128,7 +128,7 @@ def through_gateway(n: int, beta: float = 0.05, r: int = 10, eps: float = 1.0,
     import redis
 
     from ldpcore.collection import CollectionSpec
-    from ldpstream.dev.servers import start_broker, start_redis
+    from ldpstream.dev.servers import start_broker, start_redis, stop_processes
     from ldpstream.storage import CollectionCatalog, load_state
     from producer.sdk import GatewayClient
 
@@ -195,12 +195,7 @@ def through_gateway(n: int, beta: float = 0.05, r: int = 10, eps: float = 1.0,
                     estimate(o, ldpcore.Reports.concat([honest, fake])), before, targets),
                 "counted": state.n}
     finally:
-        for proc in procs:
-            proc.terminate()
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(procs, 20)
         for srv in reversed(servers):
             srv.stop()
 

@@ -27,12 +27,11 @@ items.  Results: stdout and bench/results/svim.md.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import time
 
 import numpy as np
-from _results import write_results
+from _results import bench_parser, parse_bench_args, write_results
 
 from ldpcore.setvalued.base import SetBatch
 from ldpcore.setvalued.protocols import SVIM, SVSM, LDPMiner, ncr
@@ -62,16 +61,14 @@ def item_metrics(found: list[int], est: np.ndarray, freq: np.ndarray, k: int) ->
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--n", type=int, default=500_000)
+    ap = bench_parser(__doc__, n=500_000, runs=3)
     ap.add_argument("--d", type=int, default=1024)
     ap.add_argument("--k", type=int, default=32)
     ap.add_argument("--zipf", type=float, default=1.1)
     ap.add_argument("--mean-length", type=float, default=4.0)
     ap.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0])
     ap.add_argument("--no-svsm", action="store_true")
-    args = ap.parse_args()
+    args = parse_bench_args(ap)
     k = args.k
     lines = [f"# SVIM vs LDPMiner: top-{k} items, n = {args.n:,}, d = {args.d}, "
              f"{args.runs} run(s) per ε", "",

@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ldpcore.collection import CollectionSpec
 from ldpstream.catalogue import Catalogue as CatalogueClient
@@ -29,6 +29,9 @@ from .idempotency import IdempotencyStore, IdempotentPosts
 from .metrics import GatewayMetrics
 from .parse import Catalogue
 from .server import GatewayServer
+
+if TYPE_CHECKING:
+    from .tokens import TokenGate
 
 __all__ = ["GatewayCatalogue", "ensure_topic", "main", "serve"]
 
@@ -137,6 +140,34 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
     """Run the gateway until SIGTERM/SIGINT (or ``stop`` set on the returned server)."""
     loop = asyncio.get_running_loop()
     rds = settings.redis_options.connect_async(settings.redis_url, socket_timeout=5)
+    cache = await _load_catalogue(settings, rds)
+    metrics = GatewayMetrics(__import__("prometheus_client").CollectorRegistry())
+    gate = _token_gate(settings, rds, cache)
+    batcher = Batcher(sink.send_all, linger=settings.linger_ms / 1000.0,
+                      batch_bytes=settings.batch_bytes, queue_bytes=settings.queue_bytes,
+                      ack_timeout=settings.ack_timeout_ms / 1000.0,
+                      retry_after=settings.retry_after, on_flush=metrics.on_flush,
+                      on_failure=sink.reset, tokens=gate)
+    server = _build_server(settings, rds, cache, batcher, metrics)
+    listener = await loop.create_server(server.protocol, settings.host, settings.port,
+                                        backlog=4096, reuse_address=True)
+    port = int(listener.sockets[0].getsockname()[1])
+    cache.start()
+    server.start_sweeper()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    _announce(settings, port, len(cache.get()), gate)
+    if started is not None:
+        started.set_result(port)
+    try:
+        await stop.wait()
+    finally:
+        await _shut_down(listener, server, batcher, cache, rds)
+
+
+async def _load_catalogue(settings: GatewaySettings, rds: Any) -> GatewayCatalogue:
+    """The catalogue cache, read once from Redis (retried for 30 s while Redis starts)."""
     cache = GatewayCatalogue(rds, settings.redis_prefix, settings.catalog_refresh)
     for attempt in range(60):
         try:
@@ -147,26 +178,29 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
                 raise RuntimeError(f"cannot read the catalogue from Redis at "
                                    f"{settings.redis_url}: {exc!r}") from None
             await asyncio.sleep(0.5)
-    metrics = GatewayMetrics(__import__("prometheus_client").CollectorRegistry())
-    gate = None
-    if settings.tokens != "off":
-        from .tokens import TokenGate
+    return cache
 
-        def window_seconds(cid: str) -> int | None:
-            entry = cache.get().by_id.get(cid)
-            return None if entry is None else entry.spec.window_seconds
 
-        gate = TokenGate(rds, settings.redis_prefix, mode=settings.tokens,
-                         issuer_name=settings.token_issuer_name, skew=settings.token_skew,
-                         window_seconds=window_seconds,
-                         collection_ids=lambda: list(cache.get().by_id),
-                         verifier=settings.token_verifier)
-    batcher = Batcher(sink.send_all, linger=settings.linger_ms / 1000.0,
-                      batch_bytes=settings.batch_bytes, queue_bytes=settings.queue_bytes,
-                      ack_timeout=settings.ack_timeout_ms / 1000.0,
-                      retry_after=settings.retry_after, on_flush=metrics.on_flush,
-                      on_failure=sink.reset, tokens=gate)
+def _token_gate(settings: GatewaySettings, rds: Any, cache: GatewayCatalogue) -> TokenGate | None:
+    """The Privacy Pass gate of the batcher, or None with ``LDP_GATEWAY_TOKENS=off``."""
+    if settings.tokens == "off":
+        return None
+    from .tokens import TokenGate
 
+    def window_seconds(cid: str) -> int | None:
+        entry = cache.get().by_id.get(cid)
+        return None if entry is None else entry.spec.window_seconds
+
+    return TokenGate(rds, settings.redis_prefix, mode=settings.tokens,
+                     issuer_name=settings.token_issuer_name, skew=settings.token_skew,
+                     window_seconds=window_seconds,
+                     collection_ids=lambda: list(cache.get().by_id),
+                     verifier=settings.token_verifier)
+
+
+def _build_server(settings: GatewaySettings, rds: Any, cache: GatewayCatalogue,
+                  batcher: Batcher, metrics: GatewayMetrics) -> GatewayServer:
+    """The HTTP server over the batcher, its readiness probe, and the metrics wired to it."""
     async def ready() -> tuple[bool, dict[str, Any]]:
         try:
             redis_ok = bool(await asyncio.wait_for(rds.ping(), 2.0))
@@ -194,37 +228,35 @@ async def serve(settings: GatewaySettings, sink: KafkaSink,
     metrics.stats, metrics.batcher, metrics.server = server.stats, batcher, server
     metrics.catalogue = cache.client
     metrics.connections = lambda: len(server.connections)
-    listener = await loop.create_server(server.protocol, settings.host, settings.port,
-                                        backlog=4096, reuse_address=True)
-    port = int(listener.sockets[0].getsockname()[1])
-    cache.start()
-    server.start_sweeper()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    return server
+
+
+def _announce(settings: GatewaySettings, port: int, collections: int,
+              gate: TokenGate | None) -> None:
+    """The start-up lines (the first tells scripts and tests where the gateway listens)."""
     fleets = len(set(settings.keys.values()))
     print(f"ldpstream gateway: listening on http://{settings.host}:{port} "
-          f"(topic {settings.reports_topic}, {len(cache.get())} collections, "
+          f"(topic {settings.reports_topic}, {collections} collections, "
           f"{f'device keys of {fleets} fleets' if fleets else 'no device keys'}, "
           f"Privacy Pass tokens {settings.tokens}"
           f"{'' if gate is None else ', RSA verification by ' + gate.verifier})", flush=True)
     print(f"ldpstream gateway: access {settings.access}: {settings.access_note()}", flush=True)
     if settings.access == "open":
         log.warning("the gateway is open: %s", settings.access_note())
-    if started is not None:
-        started.set_result(port)
-    try:
-        await stop.wait()
-    finally:
-        listener.close()
-        server.stopping = True
-        await batcher.drain()
-        server.write_pending()  # the last answers leave before their connections close
-        for conn in list(server.connections):
-            conn.close()
-        server.stop_sweeper()
-        cache.stop()
-        await rds.aclose()
+
+
+async def _shut_down(listener: asyncio.Server, server: GatewayServer, batcher: Batcher,
+                     cache: GatewayCatalogue, rds: Any) -> None:
+    """Stop accepting, answer what is queued, then close connections, tasks and Redis."""
+    listener.close()
+    server.stopping = True
+    await batcher.drain()
+    server.write_pending()  # the last answers leave before their connections close
+    for conn in list(server.connections):
+        conn.close()
+    server.stop_sweeper()
+    cache.stop()
+    await rds.aclose()
 
 
 def raise_open_files_limit(want: int) -> int:

@@ -359,144 +359,195 @@ def _cpu_seconds(pid: int) -> float:
 
 def run_from_args(args: argparse.Namespace) -> int:
     from ldpcore.collection import CollectionSpec
-    from ldpcore.message import encode_message, frame
-    from ldpstream.dev.servers import start_broker, start_redis
 
     spec = CollectionSpec.from_dict(SPEC)
     rng = np.random.default_rng(args.seed)
-    o = spec.oracle()
     work = Path(tempfile.mkdtemp(prefix="ldp-bench-gw-"))
     servers: list[Any] = []
-    gateways: list[subprocess.Popen[bytes]] = []
+    gateways = _Gateways(work, spec)
     try:
-        bootstrap, redis_url = args.bootstrap, args.redis
-        if bootstrap is None:
-            (work / "kafka").mkdir()
-            k = start_broker(args.broker, work / "kafka")
-            servers.append(k)
-            bootstrap = k.bootstrap
-        if redis_url is None:
-            (work / "redis").mkdir()
-            r = start_redis(work / "redis")
-            servers.append(r)
-            redis_url = r.url
-        import redis
-
-        from ldpstream.storage import CollectionCatalog
-
-        topic = f"bench-gw-{os.getpid()}"
+        bootstrap, redis_url = _start_backends(args, work, servers)
+        gateways.configure(bootstrap, redis_url, args.linger_ms)
         prefix = f"benchgw{os.getpid()}:"
-        prefixes: list[str] = []
-        base_env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
-        base_env.update({"LDP_KAFKA_BOOTSTRAP": bootstrap, "LDP_REDIS_URL": redis_url,
-                         "LDP_REPORTS_TOPIC": topic, "LDP_GATEWAY_PORT": "0",
-                         "LDP_GATEWAY_LINGER_MS": str(args.linger_ms),
-                         "LDP_GATEWAY_TOKENS": "optional", "PYTHONPATH": str(ROOT)})
-
-        def start_gateway(prefix: str, verifier: str) -> tuple[subprocess.Popen[bytes], int]:
-            """A gateway on ``prefix`` checking tokens with ``verifier`` (and its port)."""
-            if prefix not in prefixes:
-                CollectionCatalog(redis.Redis.from_url(redis_url), prefix).register(spec)
-                prefixes.append(prefix)
-            env = dict(base_env, LDP_REDIS_PREFIX=prefix, LDP_GATEWAY_TOKEN_VERIFIER=verifier)
-            log_path = work / f"gateway-{len(gateways)}.log"
-            log = open(log_path, "wb")  # noqa: SIM115 - the child owns it
-            proc = subprocess.Popen([sys.executable, "-m", "gateway"], cwd=ROOT, env=env,
-                                    stdout=log, stderr=subprocess.STDOUT)
-            gateways.append(proc)
-            deadline = time.monotonic() + 60
-            mark = "ldpstream gateway: listening on http://"
-            while True:
-                for line in log_path.read_text(errors="replace").splitlines():
-                    if line.startswith(mark):
-                        return proc, int(line[len(mark):].split()[0].rsplit(":", 1)[1])
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(log_path.read_text(errors="replace"))
-                time.sleep(0.05)
-
         try:
-            gw, port = start_gateway(prefix, "auto")
+            gw, port = gateways.start(prefix, "auto")
         except RuntimeError as exc:
             print(exc, file=sys.stderr)
             return 1
         host = "127.0.0.1"
-        one = encode_message(spec, o.perturb([3], rng=rng))
-        frames = frame([encode_message(spec, o.perturb(rng.integers(0, 64, args.batch), rng=rng))
-                        for _ in range(args.frames)])
-        cases = {
-            "single": (http_request(host, port, one, "application/octet-stream"), 1,
-                       args.connections, args.depth),
-            "batch": (http_request(host, port, frames, "application/x-ldp-frames"),
-                      args.batch * args.frames, args.batch_connections, args.batch_depth),
-            "many": (http_request(host, port, frame([
-                encode_message(spec, o.perturb([int(v)], rng=rng))
-                for v in rng.integers(0, 64, args.many)]), "application/x-ldp-frames"),
-                args.many, args.batch_connections, args.batch_depth),
-            "json": (http_request(host, port, encode_message(spec, o.perturb([3], rng=rng),
-                                                             "json"), "application/json"),
-                     1, args.connections, args.depth),
-            "latency": (http_request(host, port, one, "application/octet-stream"), 1, 8, 1),
-            "slow": (http_request(host, port, one, "application/octet-stream"), 1,
-                     args.connections, args.depth),
-        }
-        print(f"load average before the run: {os.getloadavg()[0]:.2f}, "
-              f"{os.getloadavg()[1]:.2f}, {os.getloadavg()[2]:.2f} on {os.cpu_count()} cores; "
-              f"broker {'embedded ' + args.broker if args.bootstrap is None else bootstrap}; "
-              f"linger {args.linger_ms} ms", flush=True)
-        print(f"{'case':<8}{'conns×depth':>12}{'requests/s':>12}{'reports/s':>13}"
-              f"{'p50 ms':>9}{'p99 ms':>9}{'gw CPU':>8}{'gen CPU':>8}{'req/CPU-s':>11}"
-              "  statuses", flush=True)
+        cases = _cases(args, host, port, spec, rng)
+        _print_header(args, bootstrap)
         ctx = mp.get_context("spawn")
         results = {}
         for name in [c.strip() for c in args.cases.split(",") if c.strip()]:
             if name == "tokens":
                 results[name] = _tokens_case(args, host, redis_url, spec, rng, {
                     v: (gw, port, prefix) if v == "auto" else
-                    (*start_gateway(f"{prefix}{v}:", v), f"{prefix}{v}:")
+                    (*gateways.start(f"{prefix}{v}:", v), f"{prefix}{v}:")
                     for v in _verifiers(args)})
                 continue
-            request, per, conns, depth = cases[name]
-            q = ctx.Queue()
-            cpu0 = _cpu_seconds(gw.pid)
-            slow = args.slow if name == "slow" else 0
-            seconds = max(args.seconds, args.slow_seconds) if slow else args.seconds
-            child = ctx.Process(target=_load_child, args=(q, host, port, request, conns, depth,
-                                                          args.warmup, seconds, slow,
-                                                          args.slow_every))
-            t0 = time.perf_counter()
-            child.start()
-            res = q.get(timeout=args.warmup + seconds + 120)
-            child.join(30)
-            gw_cpu = (_cpu_seconds(gw.pid) - cpu0) / (time.perf_counter() - t0)
-            rps = res["requests"] / res["seconds"]
-            res.update(name=name, rps=rps, reports_per_s=rps * per, gateway_cpu=gw_cpu,
-                       loadgen_cpu_share=res["loadgen_cpu"] / res["seconds"])
-            results[name] = res
-            res["requests_per_cpu_second"] = rps / gw_cpu if gw_cpu else None
-            print(f"{name:<8}{f'{conns}×{depth}':>12}{rps:>12,.0f}{rps * per:>13,.0f}"
-                  f"{res['p50_ms']:>9.2f}{res['p99_ms']:>9.2f}{gw_cpu:>8.2f}"
-                  f"{res['loadgen_cpu_share']:>8.2f}{rps / max(gw_cpu, 1e-9):>11,.0f}"
-                  f"  {res['status']}", flush=True)
-            if slow:
-                print(f"{'':<8}{slow} slow senders (a byte every {args.slow_every:g} s) beside "
-                      f"it: {res['slow_closed']} closed by the gateway ({res['slow_408']} with "
-                      f"408), lifetime p50 {res['slow_life_p50_s'] or float('nan'):.1f} s, max "
-                      f"{res['slow_life_max_s'] or float('nan'):.1f} s; {res['slow_open_at_end']}"
-                      " open at the end", flush=True)
+            results[name] = _run_case(args, ctx, gw.pid, host, port, name, cases[name])
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1))
         return 0
     finally:
-        for g in gateways:
+        gateways.stop()
+        for s in reversed(servers):
+            s.stop()
+
+
+def _start_backends(args: argparse.Namespace, work: Path, servers: list[Any]) -> tuple[str, str]:
+    """(bootstrap, Redis URL): ``--bootstrap``/``--redis``, or an embedded broker and a
+    Redis started under ``work`` (appended to ``servers``, which the caller stops)."""
+    from ldpstream.dev.servers import start_broker, start_redis
+
+    bootstrap, redis_url = args.bootstrap, args.redis
+    if bootstrap is None:
+        (work / "kafka").mkdir()
+        k = start_broker(args.broker, work / "kafka")
+        servers.append(k)
+        bootstrap = k.bootstrap
+    if redis_url is None:
+        (work / "redis").mkdir()
+        r = start_redis(work / "redis")
+        servers.append(r)
+        redis_url = r.url
+    return bootstrap, redis_url
+
+
+class _Gateways:
+    """The gateways under test (``python -m gateway``, one process each), each on a Redis
+    prefix where the bench collection is registered; :meth:`stop` ends them all."""
+
+    def __init__(self, work: Path, spec: Any) -> None:
+        self.work, self.spec = work, spec
+        self.redis_url = ""
+        self.env: dict[str, str] = {}
+        self.prefixes: list[str] = []
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def configure(self, bootstrap: str, redis_url: str, linger_ms: float) -> None:
+        """The environment of every gateway: the broker, Redis, a topic of this run."""
+        self.redis_url = redis_url
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
+        self.env.update({"LDP_KAFKA_BOOTSTRAP": bootstrap, "LDP_REDIS_URL": redis_url,
+                         "LDP_REPORTS_TOPIC": f"bench-gw-{os.getpid()}",
+                         "LDP_GATEWAY_PORT": "0", "LDP_GATEWAY_LINGER_MS": str(linger_ms),
+                         "LDP_GATEWAY_TOKENS": "optional", "PYTHONPATH": str(ROOT)})
+
+    def start(self, prefix: str, verifier: str) -> tuple[subprocess.Popen[bytes], int]:
+        """A gateway on ``prefix`` checking tokens with ``verifier`` (and its port);
+        RuntimeError with its log if it does not listen within 60 s."""
+        import redis
+
+        from ldpstream.storage import CollectionCatalog
+
+        if prefix not in self.prefixes:
+            CollectionCatalog(redis.Redis.from_url(self.redis_url), prefix).register(self.spec)
+            self.prefixes.append(prefix)
+        env = dict(self.env, LDP_REDIS_PREFIX=prefix, LDP_GATEWAY_TOKEN_VERIFIER=verifier)
+        log_path = self.work / f"gateway-{len(self.procs)}.log"
+        log = open(log_path, "wb")  # noqa: SIM115 - the child owns it
+        proc = subprocess.Popen([sys.executable, "-m", "gateway"], cwd=ROOT, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        deadline = time.monotonic() + 60
+        mark = "ldpstream gateway: listening on http://"
+        while True:
+            for line in log_path.read_text(errors="replace").splitlines():
+                if line.startswith(mark):
+                    return proc, int(line[len(mark):].split()[0].rsplit(":", 1)[1])
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(log_path.read_text(errors="replace"))
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """SIGTERM to all, then wait (20 s each) and kill those still running."""
+        for g in self.procs:
             if g.poll() is None:
                 g.terminate()
-        for g in gateways:
+        for g in self.procs:
             try:
                 g.wait(20)
             except subprocess.TimeoutExpired:
                 g.kill()
-        for s in reversed(servers):
-            s.stop()
+
+
+def _cases(args: argparse.Namespace, host: str, port: int, spec: Any,
+           rng: Any) -> dict[str, tuple[bytes, int, int, int]]:
+    """Case name → (pre-encoded request, reports per request, connections, depth)."""
+    from ldpcore.message import encode_message, frame
+
+    o = spec.oracle()
+    one = encode_message(spec, o.perturb([3], rng=rng))
+    frames = frame([encode_message(spec, o.perturb(rng.integers(0, 64, args.batch), rng=rng))
+                    for _ in range(args.frames)])
+    return {
+        "single": (http_request(host, port, one, "application/octet-stream"), 1,
+                   args.connections, args.depth),
+        "batch": (http_request(host, port, frames, "application/x-ldp-frames"),
+                  args.batch * args.frames, args.batch_connections, args.batch_depth),
+        "many": (http_request(host, port, frame([
+            encode_message(spec, o.perturb([int(v)], rng=rng))
+            for v in rng.integers(0, 64, args.many)]), "application/x-ldp-frames"),
+            args.many, args.batch_connections, args.batch_depth),
+        "json": (http_request(host, port, encode_message(spec, o.perturb([3], rng=rng),
+                                                         "json"), "application/json"),
+                 1, args.connections, args.depth),
+        "latency": (http_request(host, port, one, "application/octet-stream"), 1, 8, 1),
+        "slow": (http_request(host, port, one, "application/octet-stream"), 1,
+                 args.connections, args.depth),
+    }
+
+
+def _print_header(args: argparse.Namespace, bootstrap: str) -> None:
+    print(f"load average before the run: {os.getloadavg()[0]:.2f}, "
+          f"{os.getloadavg()[1]:.2f}, {os.getloadavg()[2]:.2f} on {os.cpu_count()} cores; "
+          f"broker {'embedded ' + args.broker if args.bootstrap is None else bootstrap}; "
+          f"linger {args.linger_ms} ms", flush=True)
+    print(f"{'case':<8}{'conns×depth':>12}{'requests/s':>12}{'reports/s':>13}"
+          f"{'p50 ms':>9}{'p99 ms':>9}{'gw CPU':>8}{'gen CPU':>8}{'req/CPU-s':>11}"
+          "  statuses", flush=True)
+
+
+def _run_case(args: argparse.Namespace, ctx: Any, gw_pid: int, host: str, port: int,
+              name: str, case: tuple[bytes, int, int, int]) -> dict[str, Any]:
+    """One case against the gateway ``gw_pid``, its load generator in a process of its
+    own; its figures, printed as a row."""
+    request, per, conns, depth = case
+    q = ctx.Queue()
+    cpu0 = _cpu_seconds(gw_pid)
+    slow = args.slow if name == "slow" else 0
+    seconds = max(args.seconds, args.slow_seconds) if slow else args.seconds
+    child = ctx.Process(target=_load_child, args=(q, host, port, request, conns, depth,
+                                                  args.warmup, seconds, slow,
+                                                  args.slow_every))
+    t0 = time.perf_counter()
+    child.start()
+    res: dict[str, Any] = q.get(timeout=args.warmup + seconds + 120)
+    child.join(30)
+    gw_cpu = (_cpu_seconds(gw_pid) - cpu0) / (time.perf_counter() - t0)
+    rps = res["requests"] / res["seconds"]
+    res.update(name=name, rps=rps, reports_per_s=rps * per, gateway_cpu=gw_cpu,
+               loadgen_cpu_share=res["loadgen_cpu"] / res["seconds"])
+    res["requests_per_cpu_second"] = rps / gw_cpu if gw_cpu else None
+    _print_case(args, res, per, conns, depth, slow)
+    return res
+
+
+def _print_case(args: argparse.Namespace, res: dict[str, Any], per: int, conns: int,
+                depth: int, slow: int) -> None:
+    rps, gw_cpu = res["rps"], res["gateway_cpu"]
+    print(f"{res['name']:<8}{f'{conns}×{depth}':>12}{rps:>12,.0f}{rps * per:>13,.0f}"
+          f"{res['p50_ms']:>9.2f}{res['p99_ms']:>9.2f}{gw_cpu:>8.2f}"
+          f"{res['loadgen_cpu_share']:>8.2f}{rps / max(gw_cpu, 1e-9):>11,.0f}"
+          f"  {res['status']}", flush=True)
+    if slow:
+        print(f"{'':<8}{slow} slow senders (a byte every {args.slow_every:g} s) beside "
+              f"it: {res['slow_closed']} closed by the gateway ({res['slow_408']} with "
+              f"408), lifetime p50 {res['slow_life_p50_s'] or float('nan'):.1f} s, max "
+              f"{res['slow_life_max_s'] or float('nan'):.1f} s; {res['slow_open_at_end']}"
+              " open at the end", flush=True)
 
 
 def _verifiers(args: argparse.Namespace) -> list[str]:

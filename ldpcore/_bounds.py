@@ -19,7 +19,7 @@ __all__ = [
     "GRID_STEPS", "PROB_FLOOR_64", "PROB_FLOOR_32", "SW_B_MIN", "MAX_STATE_CELLS",
     "MAX_HASH_CELLS", "EPSILON_MIN", "EPSILON_MAX_64", "EXACT_EPSILON_MAX_64",
     "EXACT_EPSILON_MAX_32", "DEFAULT_EPSILON_RANGE", "DEFAULT_DOMAIN_RANGE", "real_in",
-    "integer_in",
+    "integer_in", "ranges",
 ]
 
 GRID_STEPS = 1000
@@ -57,3 +57,17 @@ def real_in(bounds: tuple[float, float]) -> str:
 def integer_in(bounds: tuple[int, int]) -> str:
     """The human-readable text of a closed integer interval."""
     return f"integer in [{bounds[0]}, {bounds[1]}]"
+
+
+def ranges(epsilon: tuple[float, float], domain_size: tuple[int, int], domain_note: str = "",
+           **more: str) -> dict[str, str]:
+    """A mechanism's ``parameter_ranges``: ε and ``domain_size`` from their bounds (the
+    latter's text followed by ``domain_note``), then the mechanism's own parameters.
+
+    >>> ranges((0.001, 29.8), (2, 16), " (items)", length="integer in [1, 4096]")
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'epsilon': 'real in [0.001, 29.8]', 'domain_size': 'integer in [2, 16] (items)',
+     'length': 'integer in [1, 4096]'}
+    """
+    return {"epsilon": real_in(epsilon), "domain_size": integer_in(domain_size) + domain_note,
+            **more}

@@ -25,7 +25,12 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from ._bounds import DEFAULT_DOMAIN_RANGE, DEFAULT_EPSILON_RANGE, EXACT_EPSILON_MAX_64
+from ._bounds import (
+    DEFAULT_DOMAIN_RANGE,
+    DEFAULT_EPSILON_RANGE,
+    EXACT_EPSILON_MAX_64,
+    ranges,
+)
 from ._validate import as_rng, check_epsilon, check_float, check_int, check_values
 from .capabilities import FrequencyEstimates
 from .errors import ParameterError, ReportError, StateError
@@ -75,6 +80,15 @@ class Column:
     def width(self) -> int:
         """Bytes per report of a ``bits`` column, 0 for a scalar column."""
         return (self.bits + 7) // 8 if self.bits else 0
+
+    @classmethod
+    def index(cls, name: str, size: int) -> Column:
+        """A column of indices in ``[0, size)``: ``uint16`` when they fit, else ``uint32``.
+
+        >>> Column.index("y", 1 << 16).dtype, Column.index("y", (1 << 16) + 1).dtype
+        ('uint16', 'uint32')
+        """
+        return cls(name, "uint16" if size <= 2**16 else "uint32", 0, size - 1)
 
 
 class Reports:
@@ -149,7 +163,9 @@ class Mechanism(ABC):
     Each class also declares the parameters it accepts (checked at construction, why
     these bounds: :mod:`ldpcore.limits`): ``epsilon_bounds`` and ``domain_size_bounds``
     (closed intervals) and ``parameter_ranges``, the human-readable range of every
-    parameter that ``GET /v1/mechanisms`` lists.
+    parameter that ``GET /v1/mechanisms`` lists.  A class that sets ``mechanism`` and
+    takes only ε and ``domain_size`` may leave ``parameter_ranges`` out: it is then
+    written from its two bounds.
 
     >>> from ldpcore.frequency.unary import OUE
     >>> OUE.epsilon_bounds, OUE.parameter_ranges["epsilon"]
@@ -163,6 +179,11 @@ class Mechanism(ABC):
     """Allowed ``domain_size`` (``bins`` of the numeric oracles, ``2^bits`` of pem)."""
     parameter_ranges: ClassVar[Mapping[str, str]] = {}
     """Human-readable allowed range of every parameter (JSON-able; docs and the API)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "mechanism" in vars(cls) and "parameter_ranges" not in vars(cls):
+            cls.parameter_ranges = ranges(cls.epsilon_bounds, cls.domain_size_bounds)
 
     @classmethod
     def exact_epsilon_max(cls) -> float:
@@ -248,6 +269,18 @@ class Mechanism(ABC):
         """The empty state (n = 0, all counts zero)."""
         return State(self.fingerprint, 0, np.zeros(self.state_shape, dtype=np.int64))
 
+    def check_origin(self, mechanism: str, fingerprint: str, *, what: str) -> None:
+        """Raise :class:`ReportError` unless reports name this oracle's mechanism and fingerprint.
+
+        ``what`` names the reports in the message (``"batch"``, ``"record 3"``).
+        """
+        if mechanism != self.mechanism:
+            raise ReportError(f"{what}: mechanism {mechanism!r}, expected this oracle's "
+                              f"{self.mechanism!r}", reason="mechanism")
+        if fingerprint != self.fingerprint:
+            raise ReportError(f"{what}: fingerprint {fingerprint!r}, expected this oracle's "
+                              f"{self.fingerprint!r}", reason="fingerprint")
+
     def validate(self, reports: Reports) -> Reports:
         """Check a batch fits this oracle (mechanism, fingerprint, columns, dtypes, ranges).
 
@@ -257,12 +290,7 @@ class Mechanism(ABC):
         if not isinstance(reports, Reports):
             raise ReportError(f"expected a Reports batch, got {type(reports).__name__}",
                               reason="schema")
-        if reports.mechanism != self.mechanism:
-            raise ReportError(f"reports are for mechanism {reports.mechanism!r}, "
-                              f"this oracle is {self.mechanism!r}", reason="mechanism")
-        if reports.fingerprint != self.fingerprint:
-            raise ReportError(f"reports carry fingerprint {reports.fingerprint!r}, "
-                              f"this oracle's is {self.fingerprint!r}", reason="fingerprint")
+        self.check_origin(reports.mechanism, reports.fingerprint, what="reports")
         expected = [c.name for c in self.report_columns]
         if sorted(reports.columns) != sorted(expected):
             raise ReportError(f"report columns {sorted(reports.columns)} != expected {expected}",

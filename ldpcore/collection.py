@@ -205,6 +205,21 @@ class Domain:
         raise ParameterError(f"unknown attribute {name!r}; attributes: "
                              f"{[n for n, _ in self.attributes]}")
 
+    def value_labels(self) -> list[str]:
+        """The label of every index: the category, the integer, or the bin ``[lo, hi)``.
+
+        >>> Domain("interval", low=0.0, high=1.0, bins=2).value_labels()
+        ['[0, 0.5)', '[0.5, 1)']
+        """
+        if self.kind == "attributes":
+            raise ParameterError("an attributes domain has labels per attribute")
+        if self.kind == "categories":
+            return list(self.labels)
+        if self.kind == "integers":
+            return [str(int(self.low) + i) for i in range(self.size)]
+        w = (self.high - self.low) / self.bins
+        return [f"[{self.low + i * w:g}, {self.low + (i + 1) * w:g})" for i in range(self.bins)]
+
     def to_dict(self) -> dict[str, Any]:
         if self.kind == "attributes":
             return {"kind": self.kind,
@@ -538,15 +553,6 @@ class CollectionSpec:
             frequency=frequency, reports_per_window=self.reports_per_window)
 
 
-def _value_labels(dom: Domain) -> list[str]:
-    if dom.kind == "categories":
-        return list(dom.labels)
-    if dom.kind == "integers":
-        return [str(int(dom.low) + i) for i in range(dom.size)]
-    w = (dom.high - dom.low) / dom.bins
-    return [f"[{dom.low + i * w:g}, {dom.low + (i + 1) * w:g})" for i in range(dom.bins)]
-
-
 def _pair_domain(domain: Domain, name: str) -> Domain:
     """The domain of the 2-way marginal ``"a*b"``: categories ``"x & y"`` (index
     i_a·d_b + i_b), or plain integers beyond 65,536 pairs."""
@@ -554,8 +560,8 @@ def _pair_domain(domain: Domain, name: str) -> Domain:
     da, db = domain.attribute(a), domain.attribute(b)
     if da.size * db.size > 1 << 16:
         return Domain("integers", low=0, high=da.size * db.size - 1)
-    return Domain("categories", labels=tuple(f"{x} & {y}" for x in _value_labels(da)
-                                             for y in _value_labels(db)))
+    return Domain("categories", labels=tuple(f"{x} & {y}" for x in da.value_labels()
+                                             for y in db.value_labels()))
 
 
 def _quota(raw: Any) -> int | None:

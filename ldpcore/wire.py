@@ -114,13 +114,8 @@ def decode(oracle: Mechanism, data: bytes) -> Reports:
         raise ReportError(f"expected bytes, got {type(data).__name__}", reason="garbage")
     data = bytes(data)
     head, off = _read_header(data)
-    if head.mechanism != oracle.mechanism:
-        raise ReportError(f"batch is for mechanism {head.mechanism!r}, "
-                          f"expected {oracle.mechanism!r}", reason="mechanism")
-    if head.fingerprint != oracle.fingerprint:
-        # the batch header carries its oracle's fingerprint (the envelope the collection's)
-        raise ReportError(f"batch fingerprint {head.fingerprint!r} does not match the "
-                          f"oracle's {oracle.fingerprint!r}", reason="fingerprint")
+    # the batch header carries its oracle's fingerprint (the envelope the collection's)
+    oracle.check_origin(head.mechanism, head.fingerprint, what="batch")
     layout = oracle.report_columns
     try:
         (ncols,) = struct.unpack_from("<B", data, off)
@@ -199,12 +194,7 @@ def from_records(oracle: Mechanism, records: list[dict[str, Any]]) -> Reports:
         if not isinstance(rec["mechanism"], str) or not isinstance(rec["fingerprint"], str):
             raise ReportError(f"record {i} needs string 'mechanism' and 'fingerprint'",
                               reason="schema")
-        if rec["mechanism"] != oracle.mechanism:
-            raise ReportError(f"record {i} is for mechanism {rec['mechanism']!r}, "
-                              f"expected {oracle.mechanism!r}", reason="mechanism")
-        if rec["fingerprint"] != oracle.fingerprint:
-            raise ReportError(f"record {i} fingerprint {rec['fingerprint']!r} does not match "
-                              f"{oracle.fingerprint!r}", reason="fingerprint")
+        oracle.check_origin(rec["mechanism"], rec["fingerprint"], what=f"record {i}")
         for c in layout:
             v = rec[c.name]
             if c.bits:

@@ -394,18 +394,20 @@ def run_soak(args: argparse.Namespace) -> int:
     return 0 if samples and stack.proc.returncode == 0 else 1
 
 
+_NUMBERS = (("--minutes", 20.0, "how long to run (default {})"),
+            ("--interval", 20.0, "seconds between samples (default {})"),
+            ("--rate", 400.0, "reports/s per demo collection (default {}, the demo rate of up)"),
+            ("--warmup", 2.0, "minutes left out of the first slope (default {})"))
+"""The numeric options of ``bench soak``: flag, default, help."""
+
+
 def add_bench_soak_parser(bsub: Any) -> None:
     p = bsub.add_parser("soak", help="run `ldpstream up` for N minutes, sampling every "
                                      "process's memory")
-    p.add_argument("--minutes", type=float, default=20.0, help="how long to run (default 20)")
-    p.add_argument("--interval", type=float, default=20.0,
-                   help="seconds between samples (default 20)")
-    p.add_argument("--rate", type=float, default=400.0,
-                   help="reports/s per demo collection (default 400, the demo rate of up)")
+    for flag, default, text in _NUMBERS:
+        p.add_argument(flag, type=float, default=default, help=text.format(f"{default:g}"))
     p.add_argument("--broker", default=None,
                    help="the broker of up (default: up's own default)")
-    p.add_argument("--warmup", type=float, default=2.0,
-                   help="minutes left out of the first slope (default 2)")
     p.add_argument("--out", default=None, help="Markdown results file "
                                                "(default bench/results/soak.md)")
     p.add_argument("--note", default="", help="a line written under the title")

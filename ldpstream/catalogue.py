@@ -114,6 +114,17 @@ class CatalogueState:
         """True if the last check failed less than ``miss_ttl`` ago."""
         return self.failed_at > self.checked_at and self.clock() - self.failed_at < self.miss_ttl
 
+    def _answers(self, cid: str) -> bool:
+        """True if the snapshot answers for ``cid`` without asking Redis (a known id, or one
+        absent less than ``miss_ttl`` ago); :class:`CatalogueUnavailable` if Redis must be
+        asked but failed less than ``miss_ttl`` ago."""
+        if cid in self.specs or self.known_absent(cid):
+            return True
+        if self.recently_failed():
+            raise CatalogueUnavailable("the collection catalogue cannot be read (Redis failed "
+                                       "less than a moment ago)")
+        return False
+
     def checked(self, started: float) -> None:
         self.checks += 1
         self.checked_at = max(self.checked_at, started)
@@ -156,7 +167,30 @@ class CatalogueState:
         return changed
 
 
-class Catalogue(CatalogueState):
+class _RedisReader(CatalogueState):
+    """The state of a catalogue read from Redis: the client, the keys, the freshness."""
+
+    def __init__(self, redis: Any, prefix: str, *, freshness: float, miss_ttl: float,
+                 clock: Callable[[], float],
+                 on_change: Callable[[Mapping[str, CollectionSpec]], None] | None) -> None:
+        super().__init__(clock=clock, on_change=on_change, miss_ttl=miss_ttl)
+        self.redis, self.keys = redis, Keys.for_client(redis, prefix)
+        self.freshness = freshness
+
+    def _read_pipeline(self) -> Any:
+        """A pipeline reading the version, then the whole hash (execute, then :meth:`apply`).
+
+        One transaction; on a cluster a pipeline (its async transactions leave a connection
+        behind): the version is read first, so a newer hash only means one more read at the
+        next check.
+        """
+        pipe = self.redis.pipeline(transaction=not self.keys.sharded)
+        pipe.get(self.keys.catalogue_version)
+        pipe.hgetall(self.keys.collections)
+        return pipe
+
+
+class Catalogue(_RedisReader):
     """The catalogue over a ``redis.asyncio`` client (see the module docstring).
 
     Parameters
@@ -175,20 +209,13 @@ class Catalogue(CatalogueState):
                  miss_ttl: float = MISS_TTL, clock: Callable[[], float] = time.monotonic,
                  on_change: Callable[[Mapping[str, CollectionSpec]], None] | None = None
                  ) -> None:
-        super().__init__(clock=clock, on_change=on_change, miss_ttl=miss_ttl)
-        self.redis, self.keys = redis, Keys.for_client(redis, prefix)
-        self.freshness, self.reread = freshness, reread
+        super().__init__(redis, prefix, freshness=freshness, miss_ttl=miss_ttl, clock=clock,
+                         on_change=on_change)
+        self.reread = reread
         self._flight: asyncio.Task[None] | None = None
 
     async def _read_all(self) -> None:
-        # one transaction; on a cluster a pipeline (its async transactions leave a
-        # connection behind): the version is read first, so a newer hash only means one
-        # more read at the next check
-        pipe = self.redis.pipeline(transaction=not self.keys.sharded)
-        pipe.get(self.keys.catalogue_version)
-        pipe.hgetall(self.keys.collections)
-        version, raw = await pipe.execute()
-        self.apply(version, raw)
+        self.apply(*await self._read_pipeline().execute())
 
     async def load(self) -> None:
         """Read the version and the whole hash now (one transaction); raises what the
@@ -233,13 +260,8 @@ class Catalogue(CatalogueState):
         None: no such collection.  Raises :class:`CatalogueUnavailable` if it cannot be
         told (Redis unreachable now or less than ``miss_ttl`` ago).
         """
-        spec = self.specs.get(cid)
-        if spec is not None or self.known_absent(cid):
-            return spec
-        if self.recently_failed():
-            raise CatalogueUnavailable("the collection catalogue cannot be read (Redis failed "
-                                       "less than a moment ago)")
-        await self.check()
+        if not self._answers(cid):
+            await self.check()
         return self.specs.get(cid)
 
     async def run(self) -> None:
@@ -257,7 +279,7 @@ class Catalogue(CatalogueState):
                     log.warning("%s (the last catalogue read stays in use)", exc)
 
 
-class SyncCatalogue(CatalogueState):
+class SyncCatalogue(_RedisReader):
     """The catalogue over a blocking ``redis.Redis`` client, with the same rules.
 
     There is no background task: :meth:`get` checks the version itself when the last
@@ -269,19 +291,11 @@ class SyncCatalogue(CatalogueState):
                  clock: Callable[[], float] = time.monotonic,
                  on_change: Callable[[Mapping[str, CollectionSpec]], None] | None = None
                  ) -> None:
-        super().__init__(clock=clock, on_change=on_change, miss_ttl=miss_ttl)
-        self.redis, self.keys = redis, Keys.for_client(redis, prefix)
-        self.freshness = freshness
+        super().__init__(redis, prefix, freshness=freshness, miss_ttl=miss_ttl, clock=clock,
+                         on_change=on_change)
 
     def _read_all(self) -> None:
-        # one transaction; on a cluster a pipeline (its async transactions leave a
-        # connection behind): the version is read first, so a newer hash only means one
-        # more read at the next check
-        pipe = self.redis.pipeline(transaction=not self.keys.sharded)
-        pipe.get(self.keys.catalogue_version)
-        pipe.hgetall(self.keys.collections)
-        version, raw = pipe.execute()
-        self.apply(version, raw)
+        self.apply(*self._read_pipeline().execute())
 
     def load(self) -> None:
         """Read the version and the whole hash now; raises what the Redis client raises."""
@@ -312,13 +326,8 @@ class SyncCatalogue(CatalogueState):
             except CatalogueUnavailable:
                 if cid not in self.specs:
                     raise
-        spec = self.specs.get(cid)
-        if spec is not None or self.known_absent(cid):
-            return spec
-        if self.recently_failed():
-            raise CatalogueUnavailable("the collection catalogue cannot be read (Redis failed "
-                                       "less than a moment ago)")
-        self.check()
+        if not self._answers(cid):
+            self.check()
         return self.specs.get(cid)
 
     def all(self) -> dict[str, CollectionSpec]:

@@ -1,9 +1,10 @@
 """``ldpstream bench api``: cold and warm latency per answer kind, and the API under load.
 
-Starts a Redis and the API (``ldpstream serve``, one uvicorn process) on free loopback
-ports and writes collection states through the aggregator's own flush script, every one
-at d = 1,024 and n = 10^6 reports: OLH (frequencies, subsets, heavy hitters, series over
-4 windows of 250,000), HH (range, quantiles, CDF, histogram), Square Wave with 1,024 bins
+Starts a Redis and the API (``query_api.server.main``, the function behind ``ldpstream
+serve``, in a spawned process: one uvicorn process) on free loopback ports and writes
+collection states through the aggregator's own flush script, every one at d = 1,024 and
+n = 10^6 reports: OLH (frequencies, subsets, heavy hitters, series over 4 windows of
+250,000), HH (range, quantiles, CDF, histogram), Square Wave with 1,024 bins
 (mean, EMS frequencies and histogram), a set-valued ``ps`` collection (l = 8: top items,
 item subsets) and a two-attribute ``multi`` collection (an attribute's frequencies).
 Every request asks the route's default (``auto``, ``consistent``, EMS) with its interval.
@@ -12,8 +13,9 @@ Every request asks the route's default (``auto``, ``consistent``, EMS) with its 
    collection (the ``auto`` choice is made, EMS starts from the uniform); *cold* the
    median of 5 answers each right after a flush changed the state (a new state version:
    the state is read from Redis again and the answer computed, with a level of confidence
-   never asked before, so no previous answer can be served stale); *warm* the median of
-   20 repeats of an answered request (a cache hit).
+   never asked before; the API runs with ``LDP_MAX_STALE_MS=0`` here, so no previous
+   version's answer or state can stand in for it); *warm* the median of 20 repeats of an
+   answered request (a cache hit).
 2. **Every request a miss, open loop**: ``--miss-rate`` requests/s (default 200) at fixed
    times over 20 collections (4 of each kind above), each request a query never asked
    before (a fresh confidence level), so every one is computed; latency is charged from
@@ -21,13 +23,18 @@ Every request asks the route's default (``auto``, ``consistent``, EMS) with its 
    reports into each collection ``--flush-rate`` times a second (default 1: 20 flushes/s
    through the aggregator's flush script), so each collection's state version changes
    as under a live stream and its level-free parts (estimate, ``auto`` method, simulated
-   errors) are computed again for every new version.  Target: p99 <= 250 ms.
+   errors) are computed again for every new version.  Target: p99 <= 250 ms.  The API
+   runs with its default ``LDP_MAX_STALE_MS`` (``--max-stale-ms``): a request on a version
+   whose parts are being computed may be answered from the previous state (``X-Cache:
+   stale``, that state's n and version).  Printed: the server's CPU per request (from
+   ``/proc``) and the ``X-Cache`` of the answers (``none``: ``/series``, which has none).
 3. **Cached, closed loop**: ``--clients`` keep-alive clients as fast as they can on one
    cached answer (the maximum throughput of one process).
 
 The load generator shares the machine with the server.  ``--baseline CHECKOUT`` runs a
-second API from another checkout (its code, this environment) against the same Redis and
-prints both side by side.
+second API from another checkout (its code, this environment: a ``python -m ldpstream
+serve`` process there, the one way to run another checkout's code) against the same Redis
+and prints both side by side.
 """
 
 from __future__ import annotations
@@ -54,15 +61,24 @@ D = 1024
 N = 10**6
 
 
+CACHE: dict[str, int] = {}
+"""``X-Cache`` of every answer received (hit, miss, stale, …), counted."""
+
+
 async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str,
                     path: str) -> int:
     """One keep-alive GET: send it, read the whole response, return its status."""
     writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
     head = await reader.readuntil(b"\r\n\r\n")
     length = 0
+    cache = "none"
     for line in head.split(b"\r\n"):
-        if line.lower().startswith(b"content-length:"):
+        low = line.lower()
+        if low.startswith(b"content-length:"):
             length = int(line.split(b":")[1])
+        elif low.startswith(b"x-cache:"):
+            cache = line.split(b":")[1].strip().decode()
+    CACHE[cache] = CACHE.get(cache, 0) + 1
     await reader.readexactly(length)
     return int(head.split(b" ", 2)[1])
 
@@ -359,7 +375,7 @@ FLUSH_REPORTS = 1000
 choice stays valid, as between nearby flushes of a live collection)."""
 
 
-def _every_miss(ports: dict[str, int], writer: Writer, rng: np.random.Generator,
+def _every_miss(servers: dict[str, ApiServer], writer: Writer, rng: np.random.Generator,
                 rate: float, seconds: float, clients: int, flush_rate: float) -> None:
     kinds = list(KIND_PATHS)
     specs = []
@@ -373,14 +389,18 @@ def _every_miss(ports: dict[str, int], writer: Writer, rng: np.random.Generator,
           f"{len(specs)} collections ({clients} connections, {seconds:.0f} s; each request "
           f"a query never asked before{flushing})\n")
     print(f"{'server':<12}{'offered req/s':>14}{'served':>10}{'p50 ms':>10}{'p90 ms':>10}"
-          f"{'p99 ms':>10}{'max ms':>10}{'errors':>8}{'flushes':>9}")
-    for name, port in ports.items():
+          f"{'p99 ms':>10}{'max ms':>10}{'errors':>8}{'flushes':>9}{'CPU ms/req':>11}"
+          "  X-Cache")
+    for name, server in servers.items():
+        port = server.port
         for spec, kind in specs:  # each collection answered once: its auto choice is made
             for _, route in KIND_PATHS[kind]:
                 asyncio.run(_once(port, f"/v1/collections/{spec.id}/{route}"))
+        CACHE.clear()
         flusher = Flusher(writer, specs, flush_rate, rng) if flush_rate > 0 else None
         if flusher is not None:
             flusher.start(time.perf_counter() + 0.2, seconds)
+        cpu0 = server.cpu_seconds()
         try:
             lat, errors, secs = asyncio.run(_paced(port, paths, clients, rate, seconds))
         finally:
@@ -389,7 +409,9 @@ def _every_miss(ports: dict[str, int], writer: Writer, rng: np.random.Generator,
         print(f"{name:<12}{rate:>14,.0f}{lat.size / secs:>10,.0f}"
               + "".join(f"{1e3 * np.percentile(lat, q):>10.1f}" for q in (50, 90, 99))
               + f"{1e3 * lat.max():>10.1f}{errors:>8}"
-              + f"{flusher.done if flusher is not None else 0:>9}", flush=True)
+              + f"{flusher.done if flusher is not None else 0:>9}"
+              + f"{1e3 * (server.cpu_seconds() - cpu0) / max(1, lat.size):>11.2f}"
+              + "  " + ", ".join(f"{k} {v}" for k, v in sorted(CACHE.items())), flush=True)
 
 
 def _cached(ports: dict[str, int], clients: int, seconds: float) -> None:
@@ -407,56 +429,122 @@ def _cached(ports: dict[str, int], clients: int, seconds: float) -> None:
                   f"{1e3 * np.percentile(lat, 99):>10.2f}{errors:>8}", flush=True)
 
 
-def _serve(root: Path, redis_url: str) -> tuple[subprocess.Popen[bytes], int]:
-    from ldpstream.dev.servers import _die_with_parent, free_port
+def _serve_in_child(env: dict[str, str]) -> None:
+    """A spawned child: the API of this checkout, as ``ldpstream serve`` runs it."""
+    from ldpstream.dev.servers import _die_with_parent
 
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
-    env.update({"LDP_REDIS_URL": redis_url, "LDP_API_PORT": str(port),
-                "PYTHONPATH": str(root)})
-    proc = subprocess.Popen([sys.executable, "-m", "ldpstream", "serve"], cwd=root, env=env,
-                            preexec_fn=_die_with_parent)
-    return proc, port
+    _die_with_parent()
+    os.environ.clear()
+    os.environ.update(env)
+    from .server import main
+
+    main()
+
+
+class ApiServer:
+    """One API process on a free port: this checkout's ``query_api.server.main`` in a
+    spawned :class:`multiprocessing.Process`, or another checkout's ``ldpstream serve``
+    (its code: a process of its own interpreter path)."""
+
+    def __init__(self, root: Path, redis_url: str, settings: dict[str, str]) -> None:
+        from ldpstream.dev.servers import _die_with_parent, free_port
+
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
+        env.update({"LDP_REDIS_URL": redis_url, "LDP_API_PORT": str(self.port), **settings})
+        self._child: Any = None
+        self._popen: subprocess.Popen[bytes] | None = None
+        if root == ROOT:
+            import multiprocessing
+
+            self._child = multiprocessing.get_context("spawn").Process(
+                target=_serve_in_child, args=(env,), name="ldp-bench-api", daemon=True)
+            self._child.start()
+        else:
+            env["PYTHONPATH"] = str(root)
+            self._popen = subprocess.Popen([sys.executable, "-m", "ldpstream", "serve"],
+                                           cwd=root, env=env, preexec_fn=_die_with_parent)
+
+    @property
+    def pid(self) -> int:
+        return int(self._child.pid if self._child is not None else self._popen.pid)  # type: ignore[union-attr]
+
+    def wait(self) -> None:
+        from ldpstream.dev.servers import ServerError, wait_port
+
+        if self._popen is not None:
+            wait_port(self.port, 30, self._popen)
+            return
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                wait_port(self.port, 0.5)
+                return
+            except ServerError:
+                if not self._child.is_alive() or time.monotonic() > deadline:
+                    raise ServerError(f"the API did not listen on port {self.port} "
+                                      f"(exit code {self._child.exitcode})") from None
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU the process has used (``/proc``; 0 where there is none)."""
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        if self._popen is not None:
+            self._popen.terminate()
+            try:
+                self._popen.wait(10)
+            except subprocess.TimeoutExpired:  # a computation that does not end
+                self._popen.kill()
+                self._popen.wait(10)
+            return
+        self._child.terminate()
+        self._child.join(10)
+        if self._child.is_alive():
+            self._child.kill()
+            self._child.join(10)
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    from ldpstream.dev.servers import start_redis, wait_port
+    from ldpstream.dev.servers import start_redis
 
     work = Path(tempfile.mkdtemp(prefix="ldp-bench-api-"))
     redis_server = start_redis(work)
     roots = {"this": ROOT}
     if args.baseline is not None:  # another checkout's API, same Redis, side by side
         roots["baseline"] = Path(args.baseline).resolve()
-    servers: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+    servers: dict[str, ApiServer] = {}
 
-    def start() -> dict[str, int]:
+    def start(settings: dict[str, str]) -> dict[str, ApiServer]:
         for name, root in roots.items():
-            servers[name] = _serve(root, redis_server.url)
-        for proc, port in servers.values():
-            wait_port(port, 30, proc)
-        return {name: port for name, (_, port) in servers.items()}
+            servers[name] = ApiServer(root, redis_server.url, settings)
+        for server in servers.values():
+            server.wait()
+        return dict(servers)
 
     def stop() -> None:
-        for proc, _ in servers.values():
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:  # a computation that does not end
-                proc.kill()
-                proc.wait(10)
+        for server in servers.values():
+            server.stop()
+        servers.clear()
 
     writer = Writer(redis_server.url)
     rng = np.random.default_rng(1)
     try:
-        ports = start()
         if not args.skip_kinds:
-            _cold_and_warm(ports, writer, rng)
+            # Cold means computed: no previous version's answer may stand in for it.
+            running = start({"LDP_MAX_STALE_MS": "0"})
+            _cold_and_warm({n: s.port for n, s in running.items()}, writer, rng)
             stop()  # fresh processes: a timed-out answer may still hold a server's thread
-            ports = start()
-        _every_miss(ports, writer, rng, args.miss_rate, args.seconds, args.clients,
+        stale = {} if args.max_stale_ms is None else {"LDP_MAX_STALE_MS": str(args.max_stale_ms)}
+        running = start(stale)
+        _every_miss(running, writer, rng, args.miss_rate, args.seconds, args.clients,
                     args.flush_rate)
         if not args.skip_kinds:
-            _cached(ports, args.clients, args.seconds / 2)
+            _cached({n: s.port for n, s in running.items()}, args.clients, args.seconds / 2)
     finally:
         writer.client.close()
         stop()
@@ -475,6 +563,9 @@ def add_bench_api_parser(bsub: Any) -> None:
     p.add_argument("--flush-rate", type=float, default=1.0,
                    help="flushes per collection per second during the every-request-a-miss "
                         "case, each a new state version (default 1; 0: states unchanged)")
+    p.add_argument("--max-stale-ms", type=int, default=None, metavar="MS",
+                   help="LDP_MAX_STALE_MS of the API in the every-request-a-miss case "
+                        "(default: the API's default; the cold/warm table always runs with 0)")
     p.add_argument("--skip-kinds", action="store_true",
                    help="only the every-request-a-miss case")
     p.add_argument("--baseline", metavar="CHECKOUT",

@@ -100,12 +100,7 @@ def _labels(spec: CollectionSpec) -> list[str] | None:
     dom = spec.domain
     if dom.size > 1 << 20 or dom.kind == "attributes":  # attributes: per attribute
         return None
-    if dom.kind == "categories":
-        return list(dom.labels)
-    if dom.kind == "integers":
-        return [str(int(dom.low) + i) for i in range(dom.size)]
-    width = (dom.high - dom.low) / dom.bins
-    return [f"[{dom.low + i * width:g}, {dom.low + (i + 1) * width:g})" for i in range(dom.bins)]
+    return dom.value_labels()
 
 
 def to_index(spec: CollectionSpec, raw: str, name: str) -> int:

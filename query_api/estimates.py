@@ -95,6 +95,25 @@ def shared(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]
     return memo.get_or_make(key, make)
 
 
+def peek(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]) -> Any:
+    """The part :func:`shared` keeps under these arguments, or None (nothing is made)."""
+    memo = SHARED.get()
+    if memo is None:
+        return None
+    return memo.get(("part", part, oracle.fingerprint, state_digest(state), params))
+
+
+def _curve(kind: str, oracle: Any, state: ldpcore.State, method: str) -> np.ndarray:
+    """A range oracle's CDF or leaves by ``method`` (the consistent one fits the whole
+    tree), shared by the CDF, quantile and histogram answers of a state (read-only)."""
+    def make() -> np.ndarray:
+        out = np.array(getattr(oracle, kind)(state, method=method), dtype=np.float64)
+        out.flags.writeable = False
+        return out
+    curve: np.ndarray = shared(kind, oracle, state, (method,), make)
+    return curve
+
+
 def _distribution(oracle: Any, state: ldpcore.State) -> np.ndarray:
     """The EMS (or EM) reconstruction of a numeric state, shared (read-only)."""
     def make() -> np.ndarray:
@@ -187,14 +206,18 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
         method = "base" if method == AUTO else method
     idx = None if indices is None else list(indices)
 
+    shape = (None if idx is None else tuple(idx), n_effective)
+
     def run(m: str) -> ldp_intervals.Answer:
         try:
-            # Everything but the level is shared by the answers of this state.
-            prepared = shared("prepared", oracle, state,
-                              (m, None if idx is None else tuple(idx), n_effective),
-                              lambda: ldp_intervals.prepare(oracle, state, method=m,
-                                                            indices=idx,
-                                                            n_effective=n_effective))
+            # Everything but the level is shared by the answers of this state; the method
+            # auto chose for this state is prepared already: the kept choice uses that (the
+            # same intervals as the first answer's, and no second bootstrap).
+            chosen = None if m == AUTO else peek("prepared", oracle, state, (AUTO, *shape))
+            prepared = chosen if chosen is not None and chosen.method == m else shared(
+                "prepared", oracle, state, (m, *shape),
+                lambda: ldp_intervals.prepare(oracle, state, method=m, indices=idx,
+                                              n_effective=n_effective))
             return prepared.at(confidence)  # type: ignore[no-any-return]
         except ldpcore.ParameterError as exc:
             raise QueryError(str(exc), parameter="labels" if indices is not None
@@ -376,9 +399,8 @@ def _range_bands(oracle: Any, state: ldpcore.State, method: str, z: float,
     """(cdf, its low and high bands, the points they are at): every point for d ≤ 4096,
     else 512 evenly spaced ones."""
     d = oracle.domain_size
-    cdf_u = np.asarray(oracle.cdf(state, method="unbiased"), dtype=np.float64)
-    cdf_m = cdf_u if method == "unbiased" else np.asarray(oracle.cdf(state, method=method),
-                                                          dtype=np.float64)
+    cdf_u = _curve("cdf", oracle, state, "unbiased")
+    cdf_m = cdf_u if method == "unbiased" else _curve("cdf", oracle, state, method)
     pts = np.arange(d) if d <= 4096 else np.unique(np.linspace(0, d - 1, 512).astype(int))
     se = _prefix_se(oracle, n, pts)
     lo, hi = _hull(cdf_m[pts], cdf_u[pts], se, z)
@@ -507,9 +529,8 @@ def histogram(oracle: Any, state: ldpcore.State, *, method: str | None = None,
     method = check_range_method(method)
     z = z_value(confidence)
     n = _n(state, n_effective)
-    unbiased = np.asarray(oracle.leaves(state, method="unbiased"), dtype=np.float64)
-    point = unbiased if method == "unbiased" else np.asarray(
-        oracle.leaves(state, method=method), dtype=np.float64)
+    unbiased = _curve("leaves", oracle, state, "unbiased")
+    point = unbiased if method == "unbiased" else _curve("leaves", oracle, state, method)
     d = oracle.domain_size
     # Beyond 4096 values the bins are groups of ``bin_width`` consecutive values (at most
     # 1024 bins): each group is a range, with its own range variance.

@@ -124,6 +124,17 @@ def _widen(state: ldpcore.State, n_effective: float | None) -> float:
     return float(np.sqrt(state.n / max(1.0, n_effective)))
 
 
+def _ranked_rows(ans: Mapping[str, Any], values: str, names: Sequence[Any],
+                 state: ldpcore.State, n_effective: float | None,
+                 z: float) -> tuple[float, list[dict[str, Any]]]:
+    """The correction u and the rows of a ranked phases answer (``ans[values]`` and its
+    standard errors, uncorrected by u, errors widened to the effective sample size)."""
+    u = float(ans["correction"])
+    raw = np.asarray(ans[values]) / u
+    raw_se = np.asarray(ans["std_errors"]) / u * _widen(state, n_effective)
+    return u, _rows(names, raw, raw_se, u, z)
+
+
 def top_items(oracle: Any, state: ldpcore.State, k: int, *, labels: Sequence[str] | None,
               confidence: float, sizes: tuple[Any, ldpcore.State] | None = None,
               protocol: Mapping[str, Any] | None = None,
@@ -133,12 +144,9 @@ def top_items(oracle: Any, state: ldpcore.State, k: int, *, labels: Sequence[str
     _check_k(k)
     z = z_value(confidence)
     ans = phases.top_items(oracle, state, k, sizes)
-    u = float(ans["correction"])
     items = ans["items"]
-    raw = np.asarray(ans["frequencies"]) / u
-    raw_se = np.asarray(ans["std_errors"]) / u * _widen(state, n_effective)
     names = [labels[i] if labels is not None else str(i) for i in items]
-    rows = _rows(names, raw, raw_se, u, z)
+    u, rows = _ranked_rows(ans, "frequencies", names, state, n_effective, z)
     for row, i in zip(rows, items, strict=True):
         row["index"] = int(i)
     return {**_head(oracle, u, sizes), **epsilon_note(oracle, protocol), "k": k,
@@ -155,12 +163,9 @@ def top_itemsets(oracle: Any, state: ldpcore.State, k: int, *, labels: Sequence[
     _check_k(k)
     z = z_value(confidence)
     ans = phases.top_itemsets(oracle, state, k, sizes)
-    u = float(ans["correction"])
-    raw = np.asarray(ans["supports"]) / u
-    raw_se = np.asarray(ans["std_errors"]) / u * _widen(state, n_effective)
     names = [[labels[i] if labels is not None else str(i) for i in its]
              for its in ans["itemsets"]]
-    rows = _rows(names, raw, raw_se, u, z)
+    u, rows = _ranked_rows(ans, "supports", names, state, n_effective, z)
     for row, its in zip(rows, ans["itemsets"], strict=True):
         row["items"] = row.pop("label")
         row["indices"] = list(its)

@@ -32,7 +32,12 @@ sys.path.insert(0, str(ROOT))
 
 from ldpcore.collection import CollectionSpec, encode_message  # noqa: E402
 from ldpctl.stack import _spawn, _wait_http  # noqa: E402
-from ldpstream.dev.servers import free_port, start_kafka, start_redis  # noqa: E402
+from ldpstream.dev.servers import (  # noqa: E402
+    free_port,
+    start_kafka,
+    start_redis,
+    stop_processes,
+)
 from ldpstream.storage import load_state  # noqa: E402
 from producer.demo import demo_collections  # noqa: E402
 from producer.sdk import Client  # noqa: E402
@@ -151,12 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        for proc in reversed(children):
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(reversed(children), 10)
         for server in reversed(servers):
             server.stop()
         shutil.rmtree(work, ignore_errors=True)

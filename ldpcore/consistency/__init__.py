@@ -19,7 +19,7 @@ set-value queries under any of them; ``guideline`` gives the paper's advice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,12 @@ def guideline(task: str) -> str:
     return _GUIDE[task]
 
 
+_OF_ESTIMATES_ONLY: dict[str, Callable[[FloatArray], FloatArray]] = {
+    "base-pos": base_pos, "post-pos": post_pos, "norm": norm, "norm-mul": norm_mul,
+    "norm-sub": norm_sub, "norm-cut": norm_cut}
+"""The methods that need nothing but the estimates."""
+
+
 def postprocess(estimates: Any, method: str, *, n: int | None = None,
                 variance: float | None = None, **params: Any) -> FloatArray:
     """Apply a consistency method to a vector of unbiased frequency estimates.
@@ -81,20 +87,10 @@ def postprocess(estimates: Any, method: str, *, n: int | None = None,
                              f"allowed: {sorted(allowed.get(method, set()))}")
     if method == "base":
         return est.copy()
-    if method == "base-pos":
-        return base_pos(est)
-    if method == "post-pos":
-        return post_pos(est)
+    if method in _OF_ESTIMATES_ONLY:
+        return _OF_ESTIMATES_ONLY[method](est)
     if method == "base-cut":
         return base_cut(est, variance=variance, alpha=float(params.get("alpha", 2.0)))
-    if method == "norm":
-        return norm(est)
-    if method == "norm-mul":
-        return norm_mul(est)
-    if method == "norm-sub":
-        return norm_sub(est)
-    if method == "norm-cut":
-        return norm_cut(est)
     if method == "mle-apx":
         need_n(method, n)
         return mle_apx(est, variance=variance,

@@ -16,6 +16,7 @@ fit uses the expanded least-squares sums).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
@@ -148,6 +149,11 @@ def power_rows(est: FloatArray, *, variance: float | None) -> FloatArray:
     return out
 
 
+_ROWS_OF_ESTIMATES_ONLY: dict[str, Callable[[FloatArray], FloatArray]] = {
+    "norm-mul": _norm_mul_rows, "norm-sub": simplex_projection_rows, "norm-cut": _norm_cut_rows}
+"""The row methods (other than the one-line ones) that need nothing but the rows."""
+
+
 def postprocess_rows(est: FloatArray, method: str, *, variance: float | None = None,
                      variance_slope: float = 0.0, alpha: float = 2.0) -> FloatArray:
     """Apply ``method`` (one of :data:`ROW_METHODS`) to every row of an (R, d) matrix.
@@ -168,12 +174,8 @@ def postprocess_rows(est: FloatArray, method: str, *, variance: float | None = N
     if method == "norm":
         out: FloatArray = arr + (1.0 - arr.sum(axis=1, keepdims=True)) / arr.shape[1]
         return out
-    if method == "norm-mul":
-        return _norm_mul_rows(arr)
-    if method == "norm-sub":
-        return simplex_projection_rows(arr)
-    if method == "norm-cut":
-        return _norm_cut_rows(arr)
+    if method in _ROWS_OF_ESTIMATES_ONLY:
+        return _ROWS_OF_ESTIMATES_ONLY[method](arr)
     if method == "mle-apx":
         a = need_sigma("mle-apx", variance) ** 2
         b = float(variance_slope)

@@ -13,8 +13,7 @@ from .._bounds import (
     EXACT_EPSILON_MAX_32,
     MAX_HASH_CELLS,
     MAX_STATE_CELLS,
-    integer_in,
-    real_in,
+    ranges,
 )
 from .._field import Field, projective_points
 from .._transforms import fwht, hadamard_sign
@@ -154,10 +153,9 @@ class CMS(ProjectiveSketch):
     mechanism = "cms"
     epsilon_bounds = (EPSILON_MIN, 19.4)  # flip 1/(e^(ε/2)+1) drawn in float32
     domain_size_bounds = (2, 1 << 13)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds),
-                        "m": "prime in [2, 65536]; k (m+1) <= 2^26 and k*d*r <= 2^22 "
-                             "(k = (m^r-1)/(m-1))"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds,
+                              m="prime in [2, 65536]; k (m+1) <= 2^26 and k*d*r <= 2^22 "
+                                "(k = (m^r-1)/(m-1))")
 
     @classmethod
     def exact_epsilon_max(cls) -> float:
@@ -180,7 +178,7 @@ class CMS(ProjectiveSketch):
 
     @property
     def report_columns(self) -> tuple[Column, ...]:
-        return (Column("j", "uint16" if self.k <= 2**16 else "uint32", 0, self.k - 1),
+        return (Column.index("j", self.k),
                 Column("bits", "uint8", bits=self.m))
 
     @property
@@ -267,9 +265,8 @@ class HCMS(ProjectiveSketch):
     mechanism = "hcms"
     epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
     domain_size_bounds = (2, 1 << 13)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds),
-                        "m": "power of two in [2, 4096]; 2 k m <= 2^26 and k*d*r <= 2^22"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds,
+                              m="power of two in [2, 4096]; 2 k m <= 2^26 and k*d*r <= 2^22")
 
     def __init__(self, *, epsilon: float, domain_size: int, m: int | None = None) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
@@ -288,8 +285,8 @@ class HCMS(ProjectiveSketch):
 
     @property
     def report_columns(self) -> tuple[Column, ...]:
-        return (Column("j", "uint16" if self.k <= 2**16 else "uint32", 0, self.k - 1),
-                Column("l", "uint16" if self.m <= 2**16 else "uint32", 0, self.m - 1),
+        return (Column.index("j", self.k),
+                Column.index("l", self.m),
                 Column("b", "uint8", 0, 1))
 
     @property

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
-from .._bounds import EPSILON_MAX_64, EPSILON_MIN, integer_in, real_in
-from ..base import Column, FloatArray, FrequencyOracle, IntArray
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN
+from ..base import FloatArray, IntArray
+from .categorical import CategoricalOracle
+from .pure import PureOracle
 
 __all__ = ["GRR"]
 
 
-class GRR(FrequencyOracle):
+class GRR(PureOracle, CategoricalOracle):
     r"""Generalized randomized response (Kairouz et al. 2014; Wang et al. 2017 "DE").
 
     A user with value :math:`v` reports :math:`y = v` with probability
@@ -48,8 +49,6 @@ class GRR(FrequencyOracle):
     mechanism = "grr"
     epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
     domain_size_bounds = (2, 1 << 24)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds)}
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
@@ -58,17 +57,8 @@ class GRR(FrequencyOracle):
         self.q = 1.0 / (e + self.domain_size - 1)
 
     @property
-    def params(self) -> dict[str, Any]:
-        return {}
-
-    @property
-    def report_columns(self) -> tuple[Column, ...]:
-        dtype = "uint16" if self.domain_size <= 2**16 else "uint32"
-        return (Column("y", dtype, 0, self.domain_size - 1),)
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return (self.domain_size,)
+    def output_size(self) -> int:
+        return self.domain_size
 
     def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         n, d = values.size, self.domain_size
@@ -78,22 +68,7 @@ class GRR(FrequencyOracle):
         y = np.where(keep, values, other)
         return {"y": y.astype(self.report_columns[0].dtype)}
 
-    def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
-        return np.bincount(columns["y"], minlength=self.domain_size).astype(np.int64)
-
-    def _estimate(self, counts: IntArray, n: int) -> FloatArray:
-        return (counts / n - self.q) / (self.p - self.q)
-
-    _estimate_batch = _estimate
-
-    def _sample_counts(self, distribution: FloatArray, n: int, size: int,
-                       rng: np.random.Generator) -> IntArray:
-        # One report is y with P(y) = q + (p - q) f(y): the state is Multinomial(n, P).
-        probs = self.q + (self.p - self.q) * distribution
-        out: IntArray = rng.multinomial(n, probs / probs.sum(), size=size).astype(np.int64)
+    def _output_probs(self, distribution: FloatArray) -> FloatArray:
+        # One report is y with P(y) = q + (p - q) f(y).
+        out: FloatArray = self.q + (self.p - self.q) * distribution
         return out
-
-    def variance(self, n: int, frequency: float = 0.0) -> float:
-        n, f = self._check_variance_args(n, frequency)
-        p, q = self.p, self.q
-        return q * (1 - q) / (n * (p - q) ** 2) + f * (1 - p - q) / (n * (p - q))

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
-from .._bounds import EPSILON_MAX_64, EPSILON_MIN, integer_in, real_in
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN
 from .._transforms import fwht, hadamard_sign, next_pow2
-from ..base import Column, FloatArray, FrequencyOracle, IntArray
+from ..base import FloatArray, IntArray
+from .categorical import CategoricalOracle
 
 __all__ = ["HR"]
 
 
-class HR(FrequencyOracle):
+class HR(CategoricalOracle):
     r"""Hadamard response: one symbol of :math:`[K]` per report, K = next power of two > d.
 
     Value v owns the set :math:`S_v = \{y : H_K[v+1, y] = +1\}` of size K/2 (row 0,
@@ -46,8 +46,6 @@ class HR(FrequencyOracle):
     mechanism = "hr"
     epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
     domain_size_bounds = (2, 1 << 24)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds)}
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
@@ -56,17 +54,8 @@ class HR(FrequencyOracle):
         self.p = e / (e + 1)
 
     @property
-    def params(self) -> dict[str, Any]:
-        return {}
-
-    @property
-    def report_columns(self) -> tuple[Column, ...]:
-        dtype = "uint16" if self.K <= 2**16 else "uint32"
-        return (Column("y", dtype, 0, self.K - 1),)
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return (self.K,)
+    def output_size(self) -> int:
+        return self.K
 
     def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         n = values.size
@@ -80,23 +69,19 @@ class HR(FrequencyOracle):
         y = np.where(inside == want, z, z ^ lowbit)
         return {"y": y.astype(self.report_columns[0].dtype)}
 
-    def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
-        return np.bincount(columns["y"], minlength=self.K).astype(np.int64)
-
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:
         spectrum = fwht(counts.astype(np.float64))
         inside = (n + spectrum[1:self.domain_size + 1]) / 2.0
         return (inside / n - 0.5) / (self.p - 0.5)
 
-    def _sample_counts(self, distribution: FloatArray, n: int, size: int,
-                       rng: np.random.Generator) -> IntArray:
+    def _output_probs(self, distribution: FloatArray) -> FloatArray:
         # P(y) = (2/K) [(1 - p) + (2p - 1) P(y in S_x)], P(y in S_x) = (1 + (H u)(y)) / 2
         # with u(v + 1) = f(v).
         u = np.zeros(self.K, dtype=np.float64)
         u[1:self.domain_size + 1] = distribution
         inside = (1.0 + fwht(u)) / 2.0
-        probs = np.clip(2.0 / self.K * ((1 - self.p) + (2 * self.p - 1) * inside), 0.0, None)
-        out: IntArray = rng.multinomial(n, probs / probs.sum(), size=size).astype(np.int64)
+        out: FloatArray = np.clip(2.0 / self.K * ((1 - self.p) + (2 * self.p - 1) * inside),
+                                  0.0, None)
         return out
 
     def _estimate_batch(self, counts: IntArray, n: int) -> FloatArray:

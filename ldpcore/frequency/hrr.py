@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
-from .._bounds import EPSILON_MAX_64, EPSILON_MIN, integer_in, real_in
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN
 from .._transforms import fwht, hadamard_sign, next_pow2
 from ..base import Column, FloatArray, FrequencyOracle, IntArray
 
@@ -43,8 +42,6 @@ class HRR(FrequencyOracle):
     mechanism = "hrr"
     epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
     domain_size_bounds = (2, 1 << 24)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds)}
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
@@ -53,13 +50,8 @@ class HRR(FrequencyOracle):
         self.p = e / (e + 1)
 
     @property
-    def params(self) -> dict[str, Any]:
-        return {}
-
-    @property
     def report_columns(self) -> tuple[Column, ...]:
-        dtype = "uint16" if self.D <= 2**16 else "uint32"
-        return (Column("j", dtype, 0, self.D - 1), Column("b", "uint8", 0, 1))
+        return (Column.index("j", self.D), Column("b", "uint8", 0, 1))
 
     @property
     def state_shape(self) -> tuple[int, ...]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .._bounds import EPSILON_MAX_64, EPSILON_MIN, integer_in, real_in
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN, ranges
 from .._transforms import fwht
 from .._validate import check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray
@@ -329,8 +329,7 @@ class BLH(LocalHashing):
     mechanism = "blh"
     epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
     domain_size_bounds = (2, 1 << 23)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (state 2^(r+1) <= 2^24)"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (state 2^(r+1) <= 2^24)")
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
@@ -362,11 +361,10 @@ class OLH(LocalHashing):
     mechanism = "olh"
     epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
     domain_size_bounds = (2, 1 << 23)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds),
-                        "g": "prime in [2, 65536] with g^(r+1) <= 2^24 cells, g^r >= d; "
-                             "default the prime nearest e^eps + 1, halved until the state "
-                             "fits"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds,
+                              g="prime in [2, 65536] with g^(r+1) <= 2^24 cells, g^r >= d; "
+                                "default the prime nearest e^eps + 1, halved until the state "
+                                "fits")
 
     def __init__(self, *, epsilon: float, domain_size: int, g: int | None = None) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)

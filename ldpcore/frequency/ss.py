@@ -7,16 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from .._bounds import EPSILON_MAX_64, EPSILON_MIN, PROB_FLOOR_64, integer_in, real_in
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN, PROB_FLOOR_64, ranges
 from .._validate import check_int
-from ..base import Column, FloatArray, FrequencyOracle, IntArray
+from ..base import FloatArray, IntArray
 from ..errors import ReportError
-from .unary import _BIT_TABLE, bit_counts
+from .unary import _BIT_TABLE, BitmaskOracle
 
 __all__ = ["SS"]
 
 
-class SS(FrequencyOracle):
+class SS(BitmaskOracle):
     r"""Subset selection: each device reports a set of k values.
 
     With probability :math:`p = k e^\varepsilon / (k e^\varepsilon + d - k)` the set
@@ -51,10 +51,9 @@ class SS(FrequencyOracle):
     mechanism = "ss"
     epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
     domain_size_bounds = (2, 1 << 20)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (d-bit reports)",
-                        "subset_size": "integer k in [1, d-1] with (d-k)/(k e^eps + d-k) >= "
-                                       "1000*2^-53"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (d-bit reports)",
+                              subset_size="integer k in [1, d-1] with (d-k)/(k e^eps + d-k) >= "
+                                          "1000*2^-53")
 
     def __init__(self, *, epsilon: float, domain_size: int,
                  subset_size: int | None = None) -> None:
@@ -76,24 +75,9 @@ class SS(FrequencyOracle):
     def params(self) -> dict[str, Any]:
         return {"subset_size": self.k}
 
-    @property
-    def report_columns(self) -> tuple[Column, ...]:
-        return (Column("bits", "uint8", bits=self.domain_size),)
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return (self.domain_size,)
-
-    def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        d = self.domain_size
-        width = (d + 7) // 8
-        out = np.empty((values.size, width), dtype=np.uint8)
+    def _mask_rows(self) -> int:
         # Chunks of ~1 MiB of mask keep the scattered writes in cache.
-        chunk = max(64, (1 << 20) // d)
-        for start in range(0, values.size, chunk):
-            bits = self._sample_masks(values[start:start + chunk], rng)
-            out[start:start + bits.shape[0]] = np.packbits(bits, axis=1, bitorder="little")
-        return {"bits": out}
+        return max(64, (1 << 20) // self.domain_size)
 
     def _sample_masks(self, values: IntArray, rng: np.random.Generator) -> np.ndarray:
         """Exactly-k masks: the true value w.p. p, the rest uniform among the others.
@@ -135,14 +119,6 @@ class SS(FrequencyOracle):
         if ones.size and (ones.min() != self.k or ones.max() != self.k):
             raise ReportError(f"column 'bits' must hold exactly subset_size={self.k} ones per "
                               "report")
-
-    def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
-        return bit_counts(columns["bits"], self.domain_size)
-
-    def _estimate(self, counts: IntArray, n: int) -> FloatArray:
-        return (counts / n - self.q) / (self.p - self.q)
-
-    _estimate_batch = _estimate
 
     def sample_cost(self, n: int) -> int:
         """O(d·k) binomial draws per simulated state, whatever n."""

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from abc import abstractmethod
 
 import numpy as np
 
-from .._bounds import EPSILON_MIN, EXACT_EPSILON_MAX_32, integer_in, real_in
-from ..base import Column, FloatArray, FrequencyOracle, IntArray
+from .._bounds import EPSILON_MIN, EXACT_EPSILON_MAX_32, ranges
+from ..base import Column, FloatArray, IntArray
+from .pure import PureOracle
 
-__all__ = ["UnaryEncoding", "SUE", "OUE", "bit_counts"]
+__all__ = ["BitmaskOracle", "UnaryEncoding", "SUE", "OUE", "bit_counts"]
 
 # Bits per byte, for a 256-entry lookup table that turns packed bytes into bit counts.
 _BIT_TABLE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1,
@@ -63,7 +64,43 @@ def bit_counts(packed: np.ndarray, nbits: int) -> IntArray:
     return counts[:nbits]
 
 
-class UnaryEncoding(FrequencyOracle):
+class BitmaskOracle(PureOracle):
+    """A pure oracle whose report is the d-bit mask of the values it supports.
+
+    The mask is packed little-endian and the state is the per-bit count of ones.
+    Subclasses draw the masks (:meth:`_sample_masks`), :meth:`_mask_rows` reports
+    at a time.
+    """
+
+    @property
+    def report_columns(self) -> tuple[Column, ...]:
+        return (Column("bits", "uint8", bits=self.domain_size),)
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (self.domain_size,)
+
+    def _mask_rows(self) -> int:
+        """Reports per chunk of masks (bounds the boolean (rows, d) scratch)."""
+        return _CHUNK
+
+    @abstractmethod
+    def _sample_masks(self, values: IntArray, rng: np.random.Generator) -> np.ndarray:
+        """Boolean masks, shape (len(values), d), one perturbed report per value."""
+
+    def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        out = np.empty((values.size, (self.domain_size + 7) // 8), dtype=np.uint8)
+        chunk = self._mask_rows()
+        for start in range(0, values.size, chunk):
+            bits = self._sample_masks(values[start:start + chunk], rng)
+            out[start:start + bits.shape[0]] = np.packbits(bits, axis=1, bitorder="little")
+        return {"bits": out}
+
+    def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
+        return bit_counts(columns["bits"], self.domain_size)
+
+
+class UnaryEncoding(BitmaskOracle):
     r"""Unary encoding with keep probability p and flip-on probability q (Wang et al. 2017).
 
     A value v is one-hot encoded into d bits; bit v is reported as 1 with
@@ -76,41 +113,12 @@ class UnaryEncoding(FrequencyOracle):
     The report is a d-bit mask packed little-endian.
     """
 
-    p: float
-    q: float
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return {}
-
-    @property
-    def report_columns(self) -> tuple[Column, ...]:
-        return (Column("bits", "uint8", bits=self.domain_size),)
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return (self.domain_size,)
-
-    def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        d = self.domain_size
-        width = (d + 7) // 8
-        out = np.empty((values.size, width), dtype=np.uint8)
-        for start in range(0, values.size, _CHUNK):
-            v = values[start:start + _CHUNK]
-            m = v.size
-            # float32 uniforms halve the cost; q and p are far from float32 resolution.
-            bits = rng.random((m, d), dtype=np.float32) < np.float32(self.q)
-            bits[np.arange(m), v] = rng.random(m) < self.p
-            out[start:start + m] = np.packbits(bits, axis=1, bitorder="little")
-        return {"bits": out}
-
-    def _aggregate(self, columns: dict[str, np.ndarray]) -> IntArray:
-        return bit_counts(columns["bits"], self.domain_size)
-
-    def _estimate(self, counts: IntArray, n: int) -> FloatArray:
-        return (counts / n - self.q) / (self.p - self.q)
-
-    _estimate_batch = _estimate
+    def _sample_masks(self, values: IntArray, rng: np.random.Generator) -> np.ndarray:
+        m = values.size
+        # float32 uniforms halve the cost; q and p are far from float32 resolution.
+        bits = rng.random((m, self.domain_size), dtype=np.float32) < np.float32(self.q)
+        bits[np.arange(m), values] = rng.random(m) < self.p
+        return bits
 
     def _sample_counts(self, distribution: FloatArray, n: int, size: int,
                        rng: np.random.Generator) -> IntArray:
@@ -120,11 +128,6 @@ class UnaryEncoding(FrequencyOracle):
         out: IntArray = (rng.binomial(holders, self.p)
                          + rng.binomial(n - holders, self.q)).astype(np.int64)
         return out
-
-    def variance(self, n: int, frequency: float = 0.0) -> float:
-        n, f = self._check_variance_args(n, frequency)
-        p, q = self.p, self.q
-        return q * (1 - q) / (n * (p - q) ** 2) + f * (1 - p - q) / (n * (p - q))
 
 
 class SUE(UnaryEncoding):
@@ -145,8 +148,7 @@ class SUE(UnaryEncoding):
     mechanism = "sue"
     epsilon_bounds = (EPSILON_MIN, 19.4)  # flip 1/(e^(ε/2)+1) drawn in float32
     domain_size_bounds = (2, 1 << 24)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (d-bit reports)"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (d-bit reports)")
 
     @classmethod
     def exact_epsilon_max(cls) -> float:
@@ -176,8 +178,7 @@ class OUE(UnaryEncoding):
     mechanism = "oue"
     epsilon_bounds = (EPSILON_MIN, 9.7)  # flip-on q = 1/(e^ε+1) drawn in float32
     domain_size_bounds = (2, 1 << 24)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (d-bit reports)"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (d-bit reports)")
 
     @classmethod
     def exact_epsilon_max(cls) -> float:

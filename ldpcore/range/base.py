@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .._validate import check_float, check_int
 from ..base import FloatArray, State
 from ..capabilities import RangeQueries
 from ..errors import ParameterError, StateError
 
-__all__ = ["RangeMixin", "RANGE_METHODS", "check_range_method"]
+__all__ = ["RangeMixin", "LevelBlocks", "RANGE_METHODS", "check_range_method"]
 
 RANGE_METHODS: tuple[str, ...] = ("unbiased", "consistent")
 
@@ -22,6 +24,29 @@ def check_range_method(method: Any) -> str:
     if not isinstance(method, str) or method not in RANGE_METHODS:
         raise ParameterError(f"method must be one of {list(RANGE_METHODS)}, got {method!r}")
     return method
+
+
+class LevelBlocks:
+    """State layout of an oracle whose devices each report at one uniform level 1..height.
+
+    The state is the levels' blocks of cells one after the other (block ``lv`` at
+    ``_offsets[lv-1]:_offsets[lv]``), then the number of reports at each level.
+    """
+
+    height: int
+    _offsets: npt.NDArray[np.int64]
+
+    def _lay_out_levels(self, sizes: Sequence[int]) -> None:
+        """Place blocks of these sizes (level 1 first)."""
+        self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (int(self._offsets[-1]) + self.height,)
+
+    def _draw_levels(self, n: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+        """The level of each of n reports, uniform on 1..height."""
+        return rng.integers(1, self.height + 1, size=n)
 
 
 class RangeMixin(RangeQueries):

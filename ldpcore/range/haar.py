@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
-from .._bounds import EPSILON_MAX_64, EPSILON_MIN, integer_in, real_in
+from .._bounds import EPSILON_MAX_64, EPSILON_MIN
 from .._state_sampling import check_distribution, hrr_cell_probs, multinomial_cells
 from .._transforms import fwht, hadamard_sign, next_pow2
 from .._validate import as_rng, check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, State
 from ..consistency.hierarchy import tree_nonneg_wls
 from ..errors import ReportError
-from .base import RangeMixin
+from .base import LevelBlocks, RangeMixin
 
 __all__ = ["HaarHRR"]
 
 
-class HaarHRR(RangeMixin, FrequencyOracle):
+class HaarHRR(LevelBlocks, RangeMixin, FrequencyOracle):
     r"""HaarHRR (Cormode, Kulkarni & Srivastava 2019, Section 4.6).
 
     Over :math:`D = 2^h` (padded), the node at height :math:`l \in \{1..h\}`
@@ -52,8 +51,6 @@ class HaarHRR(RangeMixin, FrequencyOracle):
     mechanism = "haar"
     epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
     domain_size_bounds = (2, 1 << 23)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds)}
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
@@ -61,27 +58,16 @@ class HaarHRR(RangeMixin, FrequencyOracle):
         self.height = self.padded.bit_length() - 1
         e = math.exp(self.epsilon)
         self.p = e / (e + 1)
-        sizes = [2 * (self.padded >> lv) for lv in range(1, self.height + 1)]
-        self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return {}
+        self._lay_out_levels([2 * (self.padded >> lv) for lv in range(1, self.height + 1)])
 
     @property
     def report_columns(self) -> tuple[Column, ...]:
-        top = max(1, self.padded // 2)
-        dtype = "uint16" if top <= 2**16 else "uint32"
-        return (Column("level", "uint8", 1, self.height), Column("j", dtype, 0, top - 1),
-                Column("b", "uint8", 0, 1))
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return (int(self._offsets[-1]) + self.height,)
+        return (Column("level", "uint8", 1, self.height),
+                Column.index("j", max(1, self.padded // 2)), Column("b", "uint8", 0, 1))
 
     def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        n, h = values.size, self.height
-        level = rng.integers(1, h + 1, size=n)
+        n = values.size
+        level = self._draw_levels(n, rng)
         width = np.right_shift(self.padded, level)
         j = rng.integers(0, width)
         node = np.right_shift(values, level)

@@ -14,7 +14,7 @@ from ..base import Column, FloatArray, FrequencyOracle, IntArray, Reports, State
 from ..consistency.hierarchy import tree_nonneg_wls
 from ..consistency.normalize import simplex_projection
 from ..errors import ParameterError
-from .base import RangeMixin, check_range_method
+from .base import LevelBlocks, RangeMixin, check_range_method
 
 __all__ = ["HierarchicalHistogram", "BASES"]
 
@@ -36,7 +36,7 @@ def _check_levels(epsilon: float, base: str, fanout: int, height: int) -> None:
             f"domain_size, or another base")
 
 
-class HierarchicalHistogram(RangeMixin, FrequencyOracle):
+class HierarchicalHistogram(LevelBlocks, RangeMixin, FrequencyOracle):
     r"""HH_B: a B-ary tree over [0, D), one sampled level per user, any base oracle.
 
     The domain is padded to :math:`B^h`.  Each user samples a level
@@ -134,7 +134,7 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
                                              domain_size=self.fanout**lv)
                        for lv in range(1, h + 1)]
         sizes = [math.prod(o.state_shape) for o in self.levels]
-        self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        self._lay_out_levels(sizes)
         if sum(sizes) + h > MAX_STATE_CELLS:
             raise ParameterError(f"fanout={self.fanout} with base {base!r} needs a state of "
                                  f"{sum(sizes) + h} cells (allowed: at most {MAX_STATE_CELLS}); "
@@ -149,14 +149,10 @@ class HierarchicalHistogram(RangeMixin, FrequencyOracle):
     def report_columns(self) -> tuple[Column, ...]:
         return (Column("level", "uint8", 1, self.height),) + self.levels[-1].report_columns
 
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return (int(self._offsets[-1]) + self.height,)
-
     # ---- device side ------------------------------------------------------------------
     def _perturb(self, values: IntArray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         n, h = values.size, self.height
-        level = rng.integers(1, h + 1, size=n)
+        level = self._draw_levels(n, rng)
         cols: dict[str, np.ndarray] = {"level": level.astype(np.uint8)}
         for c in self.levels[-1].report_columns:
             shape = (n, c.width) if c.bits else (n,)

@@ -40,7 +40,7 @@ with OLH at :math:`\varepsilon`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,8 +50,8 @@ from .._validate import as_rng, check_int
 from ..base import FrequencyOracle, Reports
 from ..errors import ParameterError
 
-__all__ = ["SetBatch", "SetValued", "amplified_epsilon", "padded_sample", "choose_inner",
-           "support_probabilities", "ps_variance", "INNER_ORACLES"]
+__all__ = ["SetBatch", "SetValued", "flatten_sets", "amplified_epsilon", "padded_sample",
+           "choose_inner", "support_probabilities", "ps_variance", "INNER_ORACLES"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -66,6 +66,31 @@ def amplified_epsilon(epsilon: float, length: int) -> float:
     (1.0, 2.0635)
     """
     return math.log(length * math.expm1(epsilon) + 1.0)
+
+
+def flatten_sets(sets: Iterable[Any], *, what: str,
+                 item: Callable[[int, Any], Any] = lambda i, x: x,
+                 ) -> tuple[npt.NDArray[np.int64], list[Any], int]:
+    """The owners and items of a batch of sets, one pair per item, and the number of sets.
+
+    ``what`` says what a set must be (the error for a string or a non-iterable);
+    ``item(i, x)`` vets item ``x`` of set ``i`` and returns what to keep of it.
+
+    >>> owners, flat, n = flatten_sets([[3, 4], [], [5]], what="a list")
+    >>> owners.tolist(), flat, n
+    ([0, 0, 2], [3, 4, 5], 3)
+    """
+    owners: list[int] = []
+    flat: list[Any] = []
+    n = 0
+    for i, s in enumerate(sets):
+        n = i + 1
+        if isinstance(s, (str, bytes)) or not isinstance(s, Iterable):
+            raise ParameterError(f"set {i} must be {what}, got {s!r}")
+        for x in s:
+            flat.append(item(i, x))
+            owners.append(i)
+    return np.asarray(owners, dtype=np.int64), flat, n
 
 
 class SetBatch:
@@ -147,22 +172,13 @@ class SetBatch:
         if isinstance(sets, (str, bytes)) or not isinstance(sets, Iterable):
             raise ParameterError("sets must be a list of iterables of item indices in "
                                  f"[0, {d}) or a 0/1 matrix of shape (n, {d})")
-        owners: list[int] = []
-        flat: list[int] = []
-        n = 0
-        for i, s in enumerate(sets):
-            n = i + 1
-            if isinstance(s, (str, bytes)) or not isinstance(s, Iterable):
-                raise ParameterError(f"set {i} must be an iterable of item indices, got {s!r}")
-            for x in s:
-                if (isinstance(x, bool) or not isinstance(x, (int, np.integer))
-                        or not 0 <= int(x) < d):
-                    raise ParameterError(f"set {i} holds {x!r}; items must be integers in "
-                                         f"[0, {d})")
-                owners.append(i)
-                flat.append(int(x))
-        return cls.from_pairs(np.asarray(owners, dtype=np.int64),
-                              np.asarray(flat, dtype=np.int64), n, d)
+        def item(i: int, x: Any) -> int:
+            if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not 0 <= int(x) < d:
+                raise ParameterError(f"set {i} holds {x!r}; items must be integers in [0, {d})")
+            return int(x)
+
+        owners, flat, n = flatten_sets(sets, what="an iterable of item indices", item=item)
+        return cls.from_pairs(owners, np.asarray(flat, dtype=np.int64), n, d)
 
     def restrict(self, candidates: Sequence[int]) -> SetBatch:
         """Intersect every set with ``candidates``; items become positions in that list."""

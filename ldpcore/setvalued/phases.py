@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ParameterError
-from .base import SetBatch
+from .base import SetBatch, flatten_sets
 from .protocols import itemset_candidates, top_candidates, truncation_correction
 
 if TYPE_CHECKING:
@@ -161,18 +161,9 @@ class ItemDomain(typing.Protocol):
 
 def index_sets(domain: ItemDomain, sets: Iterable[Iterable[Any]]) -> SetBatch:
     """Map sets of labels (or values) of ``domain`` to a :class:`SetBatch` of indices."""
-    owners: list[int] = []
-    flat: list[Any] = []
-    n = 0
-    for i, s in enumerate(sets):
-        n = i + 1
-        if isinstance(s, (str, bytes)) or not isinstance(s, Iterable):
-            raise ParameterError(f"set {i} must be a list of items, got {s!r}")
-        for x in s:
-            owners.append(i)
-            flat.append(x)
+    owners, flat, n = flatten_sets(sets, what="a list of items")
     idx = domain.index(flat) if flat else np.zeros(0, np.int64)
-    return SetBatch.from_pairs(np.asarray(owners, dtype=np.int64), idx, n, domain.size)
+    return SetBatch.from_pairs(owners, idx, n, domain.size)
 
 
 def device_phase(secret: bytes, group: str, fractions: Sequence[float]) -> int:

@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -128,6 +128,21 @@ def _check_fractions(fractions: Sequence[float], parts: int) -> tuple[float, ...
     if abs(sum(out) - 1.0) > 1e-9:
         raise ParameterError(f"fractions must sum to 1, got {sum(out)!r}")
     return out
+
+
+_Support = TypeVar("_Support", PaddingSampling, PaddingSamplingItemsets)
+
+
+def _sized_support(size_phase: SetSize, support_phase: Callable[[int], _Support],
+                   size_sets: SetBatch, support_sets: SetBatch, quantile: float,
+                   rng: np.random.Generator) -> tuple[State, _Support, State]:
+    """The last two phases of SVIM and SVSM: the set sizes fix the padding length.
+
+    Returns the size state, the support oracle at that length and its state.
+    """
+    size_state = size_phase.aggregate(size_phase.perturb_sets(size_sets, rng=rng))
+    support = support_phase(size_phase.size_percentile(size_state, quantile))
+    return size_state, support, support.aggregate(support.perturb_sets(support_sets, rng=rng))
 
 
 def _rank(est: FloatArray, se: FloatArray, entries: Sequence[Any], k: int
@@ -270,10 +285,8 @@ class SVIM(_Protocol):
         s1 = p1.aggregate(p1.perturb_sets(batch[g1], rng=gen))
         cands = self.candidates(p1, s1)
         p2 = self.phase2(cands)
-        s2 = p2.aggregate(p2.perturb_sets(batch[g2], rng=gen))
-        length = p2.size_percentile(s2, self.quantile)
-        p3 = self.phase3(cands, length)
-        s3 = p3.aggregate(p3.perturb_sets(batch[g3], rng=gen))
+        s2, p3, s3 = _sized_support(p2, lambda length: self.phase3(cands, length),
+                                    batch[g2], batch[g3], self.quantile, gen)
         out = self.result(p2, s2, p3, s3)
         out.details["n"] = [s1.n, s2.n, s3.n]
         return out
@@ -338,10 +351,8 @@ class SVSM(_Protocol):
         items = self.svim.run(batch[g_items], rng=gen)
         cands = self.candidates(items)
         p2 = self.size_phase(cands)
-        s2 = p2.aggregate(p2.perturb_sets(batch[g_size], rng=gen))
-        length = p2.size_percentile(s2, self.quantile)
-        p3 = self.support_phase(cands, length)
-        s3 = p3.aggregate(p3.perturb_sets(batch[g_sup], rng=gen))
+        s2, p3, s3 = _sized_support(p2, lambda length: self.support_phase(cands, length),
+                                    batch[g_size], batch[g_sup], self.quantile, gen)
         out = self.result(p2, s2, p3, s3)
         out.details.update({"items": items.items, "candidates": cands,
                             "n": [len(g_items), s2.n, s3.n]})

@@ -19,8 +19,7 @@ from .._bounds import (
     EPSILON_MAX_64,
     EPSILON_MIN,
     EXACT_EPSILON_MAX_64,
-    integer_in,
-    real_in,
+    ranges,
 )
 from .._validate import check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, Mechanism, Reports, State
@@ -49,7 +48,24 @@ def _exact_padded_epsilon_max() -> float:
     return math.log(math.expm1(EXACT_EPSILON_MAX_64) / MAX_LENGTH + 1)
 
 
-class _Padded(SetValued, Mechanism):
+class _InnerReports(SetValued, Mechanism):
+    """A set-valued mechanism whose reports and state are those of its ``inner`` oracle."""
+
+    inner: FrequencyOracle
+
+    @property
+    def report_columns(self) -> tuple[Column, ...]:
+        return self.inner.report_columns
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return self.inner.state_shape
+
+    def _validate_columns(self, columns: dict[str, np.ndarray]) -> None:
+        self.inner._validate_columns(columns)
+
+
+class _Padded(_InnerReports):
     """Shared core: entries ``[0, m)`` per device, padded to l, one sampled, inner oracle."""
 
     def _setup(self, *, length: int, inner: str, entries: int) -> None:
@@ -63,17 +79,6 @@ class _Padded(SetValued, Mechanism):
     def inner_epsilon(self) -> float:
         """ε of the inner oracle: the amplified ε' for GRR, ε for OLH."""
         return float(self.inner.epsilon)
-
-    @property
-    def report_columns(self) -> tuple[Column, ...]:
-        return self.inner.report_columns
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return self.inner.state_shape
-
-    def _validate_columns(self, columns: dict[str, np.ndarray]) -> None:
-        self.inner._validate_columns(columns)
 
     def _entries(self, batch: SetBatch) -> SetBatch:
         return batch
@@ -147,11 +152,11 @@ class PaddingSampling(_Padded, FrequencyOracle, SetItemFrequencies):
     # GRR's amplified ε' = ln(l(e^ε-1)+1) stays within its 29.8 for every l <= MAX_LENGTH.
     epsilon_bounds = (EPSILON_MIN, 21.5)
     domain_size_bounds = (2, 1 << 22)  # items; the inner oracle sees d + l values
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (items)",
-                        "length": "integer l in [1, 4096] (padding length)",
-                        "inner": "one of auto, grr (at eps' = ln(l(e^eps-1)+1)), olh (at eps)",
-                        "candidates": "optional non-empty list of distinct item indices in [0, d)"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (items)",
+                              length="integer l in [1, 4096] (padding length)",
+                              inner="one of auto, grr (at eps' = ln(l(e^eps-1)+1)), olh (at eps)",
+                              candidates="optional non-empty list of distinct item indices "
+                                         "in [0, d)")
 
     @classmethod
     def exact_epsilon_max(cls) -> float:
@@ -260,13 +265,12 @@ class PaddingSamplingItemsets(_Padded, ItemsetSupport):
     mechanism = "psi"
     epsilon_bounds = (EPSILON_MIN, 21.5)  # as ps
     domain_size_bounds = (2, 1 << 22)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (items)",
-                        "length": "integer l in [1, 4096] (padding length)",
-                        "inner": "one of auto, grr (at eps' = ln(l(e^eps-1)+1)), olh (at eps)",
-                        "itemsets": "non-empty list of distinct itemsets (non-empty lists of "
-                                    "distinct item indices in [0, d)); default every single "
-                                    "item"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (items)",
+                              length="integer l in [1, 4096] (padding length)",
+                              inner="one of auto, grr (at eps' = ln(l(e^eps-1)+1)), olh (at eps)",
+                              itemsets="non-empty list of distinct itemsets (non-empty lists of "
+                                       "distinct item indices in [0, d)); default every single "
+                                       "item")
 
     @classmethod
     def exact_epsilon_max(cls) -> float:
@@ -307,7 +311,7 @@ class PaddingSamplingItemsets(_Padded, ItemsetSupport):
                 {"domain_size": 37, "length": 3}]
 
 
-class SetSize(SetValued, Mechanism, SetSizeEstimates):
+class SetSize(_InnerReports, SetSizeEstimates):
     r"""Set sizes :math:`\min(|v \cap C|, L_{max})` through a frequency oracle (SVIM phase 2).
 
     Each device reports the number of ``candidates`` (or of candidate
@@ -350,13 +354,12 @@ class SetSize(SetValued, Mechanism, SetSizeEstimates):
     mechanism = "setsize"
     epsilon_bounds = (EPSILON_MIN, EPSILON_MAX_64)
     domain_size_bounds = (2, 1 << 22)
-    parameter_ranges = {"epsilon": real_in(epsilon_bounds),
-                        "domain_size": integer_in(domain_size_bounds) + " (items)",
-                        "max_size": "integer in [1, 4096]; default the number of candidates or "
-                                    "itemsets, else min(d, 64)",
-                        "candidates": "optional list of distinct item indices in [0, d)",
-                        "itemsets": "optional list of itemsets (not with candidates)",
-                        "inner": "a frequency mechanism or auto (resolved by recommend)"}
+    parameter_ranges = ranges(epsilon_bounds, domain_size_bounds, " (items)",
+                              max_size="integer in [1, 4096]; default the number of candidates or "
+                                       "itemsets, else min(d, 64)",
+                              candidates="optional list of distinct item indices in [0, d)",
+                              itemsets="optional list of itemsets (not with candidates)",
+                              inner="a frequency mechanism or auto (resolved by recommend)")
 
     def __init__(self, *, epsilon: float, domain_size: int, max_size: int | None = None,
                  candidates: list[int] | None = None, itemsets: list[list[int]] | None = None,
@@ -390,17 +393,6 @@ class SetSize(SetValued, Mechanism, SetSizeEstimates):
         if self.itemsets is not None:
             out["itemsets"] = [list(x) for x in self.itemsets]
         return out
-
-    @property
-    def report_columns(self) -> tuple[Column, ...]:
-        return self.inner.report_columns
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return self.inner.state_shape
-
-    def _validate_columns(self, columns: dict[str, np.ndarray]) -> None:
-        self.inner._validate_columns(columns)
 
     def sizes(self, sets: Any) -> IntArray:
         """The value each device reports (before perturbation): its capped count."""

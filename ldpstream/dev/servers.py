@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,7 @@ __all__ = [
     "start_broker",
     "start_kafka",
     "start_redis",
+    "stop_processes",
     "kafka_server",
     "redis_server",
     "wait_port",
@@ -218,6 +219,17 @@ class ManagedServer:
     def restart(self) -> ManagedServer:
         self.stop()
         return self.start()
+
+
+def stop_processes(procs: Iterable[subprocess.Popen[Any]], timeout: float) -> None:
+    """SIGTERM each child process in turn, wait up to ``timeout`` s for it, SIGKILL if it
+    is still running (tools' own children, e.g. services started with ``python -m``)."""
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def stop_together(servers: Sequence[ManagedServer], timeout: float | None = None) -> None:

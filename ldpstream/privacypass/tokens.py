@@ -163,6 +163,18 @@ def _opaque16(b: bytes) -> bytes:
     return _U16.pack(len(b)) + b
 
 
+def _type2(data: bytes, what: str, length: int) -> int:
+    """The token type of ``data``, a type 2 ``what`` of ``length`` bytes; TokenError if not."""
+    if len(data) < 2:
+        raise TokenError(f"truncated {what}")
+    (ttype,) = _U16.unpack_from(data, 0)
+    if ttype != TOKEN_TYPE:
+        raise TokenError(f"token type {ttype:#06x} is not supported (only 0x0002)")
+    if len(data) != length:
+        raise TokenError(f"a type 2 {what} is {length} bytes, got {len(data)}")
+    return int(ttype)
+
+
 @dataclass(frozen=True)
 class TokenChallenge:
     """RFC 9577 §2.1.  ``origin_info`` is kept as bytes (comma-separated names)."""
@@ -228,13 +240,7 @@ class Token:
 
     @classmethod
     def decode(cls, data: bytes) -> Token:
-        if len(data) < 2:
-            raise TokenError("truncated token")
-        (ttype,) = _U16.unpack_from(data, 0)
-        if ttype != TOKEN_TYPE:
-            raise TokenError(f"token type {ttype:#06x} is not supported (only 0x0002)")
-        if len(data) != TOKEN_LEN:
-            raise TokenError(f"a type 2 token is {TOKEN_LEN} bytes, got {len(data)}")
+        ttype = _type2(data, "token", TOKEN_LEN)
         return cls(data[2:34], data[34:66], data[66:98], data[98:], ttype)
 
 
@@ -251,14 +257,7 @@ class TokenRequest:
 
     @classmethod
     def decode(cls, data: bytes) -> TokenRequest:
-        if len(data) < 2:
-            raise TokenError("truncated TokenRequest")
-        (ttype,) = _U16.unpack_from(data, 0)
-        if ttype != TOKEN_TYPE:
-            raise TokenError(f"token type {ttype:#06x} is not supported (only 0x0002)")
-        if len(data) != TOKEN_REQUEST_LEN:
-            raise TokenError(f"a type 2 TokenRequest is {TOKEN_REQUEST_LEN} bytes, "
-                             f"got {len(data)}")
+        ttype = _type2(data, "TokenRequest", TOKEN_REQUEST_LEN)
         return cls(data[2], data[3:], ttype)
 
 

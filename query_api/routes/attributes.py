@@ -19,7 +19,6 @@ reports that answered it (``n_attribute``) and all reports (``n_total``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
@@ -32,16 +31,15 @@ from ldpcore.collection import CollectionSpec
 from .. import estimates as E
 from ..capabilities import require, routes_of
 from ..deps import Confidence, ServiceDep, SpecDep, WindowDep, answer_response
-from ..domain import index_offset, index_value, labels_of, to_index
+from ..domain import index_offset, labels_of, to_index
 from ..errors import NotEnoughReports, NotFound, QueryError
 from ..schemas import ERRORS
-from .estimates import NO_ESTIMATE, Method, RangeMethod, _labelled, _method
+from .estimates import NO_ESTIMATE, Compute, Method, RangeMethod, _curve, _method, _quantiles
 
 router = APIRouter(prefix="/v1", tags=["attributes"])
 
 AttrName = Annotated[str, Path(description="an attribute of the collection "
                                            "(GET /v1/collections/{cid}/attributes)")]
-Compute = Callable[[Any, ldpcore.State, float], dict[str, Any]]
 
 
 def _attribute(spec: CollectionSpec, name: str) -> CollectionSpec:
@@ -183,11 +181,9 @@ async def attribute_histogram(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                               name: AttrName, method: RangeMethod = None,
                               confidence: Confidence = 0.95) -> Response:
     """Distribution over the attribute's bins (range and distribution mechanisms)."""
-    labels = labels_of(_attribute(spec, name))
     return await _answer(svc, spec, window, name, "histogram", (method, confidence),
-                         lambda o, s, ne: _labelled(E.histogram(
-                             o, s, method=method, confidence=confidence, n_effective=ne),
-                             labels, "bin_starts"))
+                         _curve("histogram", labels_of(_attribute(spec, name)), method,
+                                confidence))
 
 
 @router.get("/collections/{cid}/attributes/{name}/cdf", response_model=None,
@@ -195,11 +191,8 @@ async def attribute_histogram(svc: ServiceDep, spec: SpecDep, window: WindowDep,
 async def attribute_cdf(svc: ServiceDep, spec: SpecDep, window: WindowDep, name: AttrName,
                         method: RangeMethod = None, confidence: Confidence = 0.95) -> Response:
     """Cumulative distribution of an ordered attribute."""
-    labels = labels_of(_attribute(spec, name))
     return await _answer(svc, spec, window, name, "cdf", (method, confidence),
-                         lambda o, s, ne: _labelled(E.cdf(
-                             o, s, method=method, confidence=confidence, n_effective=ne),
-                             labels, "points"))
+                         _curve("cdf", labels_of(_attribute(spec, name)), method, confidence))
 
 
 @router.get("/collections/{cid}/attributes/{name}/quantiles", response_model=None,
@@ -210,21 +203,8 @@ async def attribute_quantiles(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                               method: RangeMethod = None,
                               confidence: Confidence = 0.95) -> Response:
     """Quantiles of an ordered or numeric attribute."""
-    sub = _attribute(spec, name)
-
-    def compute(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
-        out = E.quantiles(o, s, q, method=method, confidence=confidence, n_effective=ne)
-        for row in out["quantiles"]:
-            if isinstance(row["value"], int):
-                row["index"] = row["value"]
-                row["value"] = index_value(sub, row["index"])
-                for key in ("ci_low", "ci_high"):
-                    if key in row:
-                        row[key] = index_value(sub, row[key])
-        return out
-
     return await _answer(svc, spec, window, name, "quantiles", (tuple(q), method, confidence),
-                         compute)
+                         _quantiles(_attribute(spec, name), q, method, confidence))
 
 
 @router.get("/collections/{cid}/attributes/{name}/range", response_model=None,

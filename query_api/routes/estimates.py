@@ -6,12 +6,14 @@ Every route computes its answer through :meth:`query_api.service.Service.answer`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 import ldpcore
+from ldpcore.collection import CollectionSpec
 
 from .. import estimates as E
 from ..deps import Confidence, ServiceDep, SpecDep, WindowDep, answer_response
@@ -31,6 +33,9 @@ from ..schemas import (
 )
 
 router = APIRouter(prefix="/v1", tags=["estimates"])
+
+Compute = Callable[[Any, ldpcore.State, float], dict[str, Any]]
+"""What an answer computes from the oracle, the window's state and its effective size."""
 
 Method = Annotated[str | None, Query(
     description="post-processing method (GET /v1/methods); default: the guideline for the "
@@ -53,6 +58,36 @@ def _labelled(body: dict[str, Any], labels: list[str] | None, at: str) -> dict[s
         return body | {"labels": [f"{labels[a]}–{labels[min(a + w, len(labels)) - 1]}"
                                   for a in body["bin_starts"]]}
     return body | {"labels": labels}
+
+
+_CURVES: dict[str, tuple[Callable[..., dict[str, Any]], str]] = {
+    "cdf": (E.cdf, "points"), "histogram": (E.histogram, "bin_starts")}
+
+
+def _curve(query: str, labels: list[str] | None, method: str | None,
+           confidence: float) -> Compute:
+    """The compute of a ``cdf`` or ``histogram`` answer, labelled."""
+    estimator, at = _CURVES[query]
+    return lambda o, s, ne: _labelled(estimator(o, s, method=method, confidence=confidence,
+                                                n_effective=ne), labels, at)
+
+
+def _quantiles(spec: CollectionSpec, q: list[float], method: str | None,
+               confidence: float) -> Compute:
+    """The compute of a quantiles answer: an index quantile is given as the domain's value."""
+
+    def compute(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
+        out = E.quantiles(o, s, q, method=method, confidence=confidence, n_effective=ne)
+        for row in out["quantiles"]:
+            if isinstance(row["value"], int):
+                row["index"] = row["value"]
+                row["value"] = index_value(spec, row["index"])
+                for key in ("ci_low", "ci_high"):
+                    if key in row:
+                        row[key] = index_value(spec, row[key])
+        return out
+
+    return compute
 
 
 NO_ESTIMATE: dict[str, Any] = {"estimate": None, "std_error": None, "ci_low": None,
@@ -144,20 +179,9 @@ async def quantiles(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                     q: Annotated[list[float], Query(description="levels in [0, 1]")] = [0.5],  # noqa: B006
                     method: RangeMethod = None, confidence: Confidence = 0.95) -> Response:
     """Quantiles of an ordered domain or of a numeric distribution."""
-
-    def compute(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
-        out = E.quantiles(o, s, q, method=method, confidence=confidence, n_effective=ne)
-        for row in out["quantiles"]:
-            if isinstance(row["value"], int):
-                row["index"] = row["value"]
-                row["value"] = index_value(spec, row["index"])
-                for key in ("ci_low", "ci_high"):
-                    if key in row:
-                        row[key] = index_value(spec, row[key])
-        return out
-
     return answer_response(*await svc.answer(
-        spec, "quantiles", (tuple(q), method, confidence), window.since, window.until, compute,
+        spec, "quantiles", (tuple(q), method, confidence), window.since, window.until,
+        _quantiles(spec, q, method, confidence),
         empty={"quantiles": [{"q": x, "value": None} for x in q], "confidence": confidence}))
 
 
@@ -166,11 +190,9 @@ async def quantiles(svc: ServiceDep, spec: SpecDep, window: WindowDep,
 async def cdf(svc: ServiceDep, spec: SpecDep, window: WindowDep, method: RangeMethod = None,
               confidence: Confidence = 0.95) -> Response:
     """Cumulative distribution over the ordered domain, with pointwise intervals."""
-    labels = labels_of(spec)
     return answer_response(*await svc.answer(
         spec, "cdf", (method, confidence), window.since, window.until,
-        lambda o, s, ne: _labelled(E.cdf(o, s, method=method, confidence=confidence,
-                                         n_effective=ne), labels, "points"),
+        _curve("cdf", labels_of(spec), method, confidence),
         empty={"cdf": [], "labels": None, "confidence": confidence}))
 
 
@@ -190,11 +212,9 @@ async def mean(svc: ServiceDep, spec: SpecDep, window: WindowDep,
 async def histogram(svc: ServiceDep, spec: SpecDep, window: WindowDep,
                     method: RangeMethod = None, confidence: Confidence = 0.95) -> Response:
     """Distribution over the domain's bins (range and numeric mechanisms)."""
-    labels = labels_of(spec)
     return answer_response(*await svc.answer(
         spec, "histogram", (method, confidence), window.since, window.until,
-        lambda o, s, ne: _labelled(E.histogram(o, s, method=method, confidence=confidence,
-                                               n_effective=ne), labels, "bin_starts"),
+        _curve("histogram", labels_of(spec), method, confidence),
         empty={"bins": [], "labels": None, "confidence": confidence}))
 
 

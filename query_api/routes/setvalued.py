@@ -68,20 +68,31 @@ async def _sizes(svc: ServiceDep, spec: CollectionSpec, window: Window
     return None, ""
 
 
+_RANKED = {"top-items": (SV.top_items, "items"), "top-itemsets": (SV.top_itemsets, "itemsets")}
+"""The ranked queries: the function answering each and the key of its rows."""
+
+
+async def _ranked(svc: ServiceDep, spec: CollectionSpec, window: Window, query: str, k: int,
+                  confidence: float) -> Response:
+    """A top-items or top-itemsets answer, truncation-corrected when a sizes phase exists."""
+    fn, key = _RANKED[query]
+    labels = labels_of(spec)
+    sizes, tag = await _sizes(svc, spec, window)
+    return answer_response(*await svc.answer(
+        spec, query, (k, confidence, tag), window.since, window.until,
+        lambda o, s, ne: fn(o, s, k, labels=labels, confidence=confidence, sizes=sizes,
+                            protocol=spec.protocol, n_effective=ne),
+        empty={"k": k, "confidence": confidence, key: [],
+               **SV.epsilon_note(svc.oracle(spec), spec.protocol)}))
+
+
 @router.get("/collections/{cid}/top-items", response_model=None,
             responses={200: {"model": TopItemsAnswer}, **ERRORS})
 async def top_items(svc: ServiceDep, spec: SpecDep, window: WindowDep, k: K = 10,
                     confidence: Confidence = 0.95) -> Response:
     """Set-valued (``ps``) collections: the k items held by the most devices, with intervals
     (truncation-corrected in an SVIM/SVSM frequencies phase)."""
-    labels = labels_of(spec)
-    sizes, tag = await _sizes(svc, spec, window)
-    return answer_response(*await svc.answer(
-        spec, "top-items", (k, confidence, tag), window.since, window.until,
-        lambda o, s, ne: SV.top_items(o, s, k, labels=labels, confidence=confidence,
-                                      sizes=sizes, protocol=spec.protocol, n_effective=ne),
-        empty={"k": k, "confidence": confidence, "items": [],
-               **SV.epsilon_note(svc.oracle(spec), spec.protocol)}))
+    return await _ranked(svc, spec, window, "top-items", k, confidence)
 
 
 @router.get("/collections/{cid}/top-itemsets", response_model=None,
@@ -89,14 +100,7 @@ async def top_items(svc: ServiceDep, spec: SpecDep, window: WindowDep, k: K = 10
 async def top_itemsets(svc: ServiceDep, spec: SpecDep, window: WindowDep, k: K = 10,
                        confidence: Confidence = 0.95) -> Response:
     """Itemset (``psi``) collections: the k candidate itemsets with the largest support."""
-    labels = labels_of(spec)
-    sizes, tag = await _sizes(svc, spec, window)
-    return answer_response(*await svc.answer(
-        spec, "top-itemsets", (k, confidence, tag), window.since, window.until,
-        lambda o, s, ne: SV.top_itemsets(o, s, k, labels=labels, confidence=confidence,
-                                         sizes=sizes, protocol=spec.protocol, n_effective=ne),
-        empty={"k": k, "confidence": confidence, "itemsets": [],
-               **SV.epsilon_note(svc.oracle(spec), spec.protocol)}))
+    return await _ranked(svc, spec, window, "top-itemsets", k, confidence)
 
 
 @router.get("/collections/{cid}/set-sizes", response_model=None,

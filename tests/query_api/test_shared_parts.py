@@ -164,3 +164,23 @@ def test_a_flush_rereads_only_its_window_and_the_sum_is_the_whole_state(
 
     asyncio.run(run())
     sync.close()
+
+
+def test_range_answers_of_one_state_share_its_curves(memo: ByteLRU) -> None:
+    # CDF, quantiles and histogram at any level: the consistent fit is made once per state.
+    o = ldpcore.make_oracle("hh", epsilon=1.0, domain_size=64)
+    s = o.sample_state(_zipf(64), 50_000, rng=3)
+
+    def answers() -> list[dict[str, object]]:
+        return [f(o, s, confidence=c) for c in (0.8, 0.95)
+                for f in (E.cdf, E.histogram,
+                          lambda o, s, confidence: E.quantiles(o, s, [0.5, 0.9],
+                                                               confidence=confidence))]
+
+    token = E.SHARED.set(None)
+    alone = answers()
+    E.SHARED.reset(token)
+    assert answers() == alone and alone[0] != alone[3]  # the level matters
+    kinds = sorted((k[1], k[4]) for k in memo._data)  # (curve, (method,)) per state
+    assert kinds == [("cdf", ("consistent",)), ("cdf", ("unbiased",)),
+                     ("leaves", ("consistent",)), ("leaves", ("unbiased",))]

@@ -1,25 +1,12 @@
 /** Gateway client: retries (429/503/network) with backoff and Retry-After, never other 4xx. */
 import assert from "node:assert/strict";
-import { createServer, IncomingMessage, ServerResponse } from "node:http";
-import { AddressInfo } from "node:net";
+import { ServerResponse } from "node:http";
 import { test } from "node:test";
+
+import { serve } from "./server.js";
 
 import { retryAfterMs } from "../src/client.js";
 import { CollectionSpec, Device, GatewayClient, GatewayError, MemoryStore } from "../src/index.js";
-
-type Handler = (req: IncomingMessage, body: Buffer, res: ServerResponse) => void;
-
-async function serve(handler: Handler): Promise<{ url: string; close: () => Promise<void> }> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => handler(req, Buffer.concat(chunks), res));
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as AddressInfo).port;
-  return { url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 const accepted = (res: ServerResponse, n: number): void => {
   res.writeHead(202, { "content-type": "application/json" });

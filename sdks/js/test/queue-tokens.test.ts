@@ -5,31 +5,17 @@
  * tests/sdks/test_sdk_tokens.py). */
 import assert from "node:assert/strict";
 import { createPrivateKey } from "node:crypto";
-import { createServer, IncomingMessage, ServerResponse } from "node:http";
-import { AddressInfo } from "node:net";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+
+import { serve } from "./server.js";
 
 import { VECTORS } from "./cases.js";
 import { CollectionSpec, Device, GatewayClient, MemoryStore } from "../src/index.js";
 import {
   NK, TOKEN_REQUEST_LEN, b64urlDecode, i2osp, keyFromSpki, modPow, os2ip, pssVerify,
 } from "../src/privacypass.js";
-
-type Handler = (req: IncomingMessage, body: Buffer, res: ServerResponse) => void;
-
-async function serve(handler: Handler): Promise<{ url: string; close: () => Promise<void> }> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => handler(req, Buffer.concat(chunks), res));
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as AddressInfo).port;
-  return { url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 const V = JSON.parse(readFileSync(join(VECTORS, "privacypass", "tokens.json"), "utf8")).cases[0];
 const WS = 600;

@@ -7,7 +7,9 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 
@@ -99,44 +101,64 @@ final class Canonical {
   }
 
   private static void write(StringBuilder b, Object v) {
+    write(b, v, true);
+  }
+
+  /** Canonical key order: the keys are strings, in String order. */
+  private static final Comparator<Object> KEY_ORDER = new Comparator<Object>() {
+    @Override
+    public int compare(Object x, Object y) {
+      return ((String) x).compareTo((String) y);
+    }
+  };
+
+  /**
+   * JSON text of maps, lists, strings, numbers, booleans and null. Canonical: keys sorted, a
+   * Double must hold an integer (floats are {@link PyFloat}); otherwise keys in map order and
+   * a Double or Float written as Python writes a float.
+   */
+  static void write(StringBuilder b, Object v, boolean canonical) {
     if (v == null) {
       b.append("null");
     } else if (v instanceof PyFloat) {
       b.append(pyFloat(((PyFloat) v).value));
-    } else if (v instanceof Double) {
+    } else if (canonical && v instanceof Double) {
       double d = (Double) v;
       if (d != Math.rint(d) || Math.abs(d) > 9007199254740992.0) {
         throw new IllegalArgumentException("integer expected, got " + d);
       }
       b.append((long) d);
+    } else if (v instanceof Double || (!canonical && v instanceof Float)) {
+      b.append(pyFloat(((Number) v).doubleValue()));
     } else if (v instanceof String) {
       b.append(pyString((String) v));
     } else if (v instanceof Map) {
       Map<?, ?> m = (Map<?, ?>) v;
-      List<String> keys = new ArrayList<>();
-      for (Object k : m.keySet()) {
-        keys.add((String) k);
+      List<Object> keys = new ArrayList<>(m.keySet());
+      if (canonical) {
+        Collections.sort(keys, KEY_ORDER);
       }
-      Collections.sort(keys);
       b.append('{');
       for (int i = 0; i < keys.size(); i++) {
         if (i > 0) {
           b.append(',');
         }
-        b.append(pyString(keys.get(i))).append(':');
-        write(b, m.get(keys.get(i)));
+        b.append(pyString(String.valueOf(keys.get(i)))).append(':');
+        write(b, m.get(keys.get(i)), canonical);
       }
       b.append('}');
     } else if (v instanceof List) {
-      b.append('[');
       List<?> l = (List<?>) v;
+      b.append('[');
       for (int i = 0; i < l.size(); i++) {
         if (i > 0) {
           b.append(',');
         }
-        write(b, l.get(i));
+        write(b, l.get(i), canonical);
       }
       b.append(']');
+    } else if (v instanceof int[]) {
+      b.append(Arrays.toString((int[]) v).replace(" ", ""));
     } else {
       b.append(v); // Long, BigInteger, Boolean
     }

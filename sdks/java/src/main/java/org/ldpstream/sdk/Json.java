@@ -180,52 +180,7 @@ final class Json {
   /** Compact JSON text of maps, lists, strings, numbers, booleans and null. */
   public static String write(Object v) {
     StringBuilder b = new StringBuilder();
-    write(b, v);
+    Canonical.write(b, v, false);
     return b.toString();
-  }
-
-  private static void write(StringBuilder b, Object v) {
-    if (v == null) {
-      b.append("null");
-    } else if (v instanceof String) {
-      b.append(Canonical.pyString((String) v));
-    } else if (v instanceof Map) {
-      b.append('{');
-      boolean first = true;
-      for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
-        if (!first) {
-          b.append(',');
-        }
-        first = false;
-        b.append(Canonical.pyString(String.valueOf(e.getKey()))).append(':');
-        write(b, e.getValue());
-      }
-      b.append('}');
-    } else if (v instanceof List) {
-      b.append('[');
-      boolean first = true;
-      for (Object x : (List<?>) v) {
-        if (!first) {
-          b.append(',');
-        }
-        first = false;
-        write(b, x);
-      }
-      b.append(']');
-    } else if (v instanceof int[]) {
-      b.append('[');
-      int[] a = (int[]) v;
-      for (int i = 0; i < a.length; i++) {
-        if (i > 0) {
-          b.append(',');
-        }
-        b.append(a[i]);
-      }
-      b.append(']');
-    } else if (v instanceof Double || v instanceof Float) {
-      b.append(Canonical.pyFloat(((Number) v).doubleValue()));
-    } else {
-      b.append(v);
-    }
   }
 }

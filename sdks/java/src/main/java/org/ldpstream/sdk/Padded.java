@@ -3,9 +3,7 @@ package org.ldpstream.sdk;
 import static org.ldpstream.sdk.Draws.below;
 import static org.ldpstream.sdk.Mechanisms.intList;
 import static org.ldpstream.sdk.Mechanisms.integer;
-import static org.ldpstream.sdk.Mechanisms.itemsOf;
 import static org.ldpstream.sdk.Mechanisms.itemsets;
-import static org.ldpstream.sdk.Mechanisms.setEntries;
 
 import java.util.Map;
 
@@ -13,12 +11,9 @@ import java.util.Map;
  * ps / psi: pad the entries to {@code length}, sample one, report it with GRR at the
  * amplified epsilon' = log(l * expm1(eps) + 1) or OLH at eps, over m entries + l dummies.
  */
-final class Padded extends AbstractOracle {
-  final Oracle inner;
+final class Padded extends SetOracle {
   final long length;
   final long entries;
-  final long[] candidates;
-  final long[][] itemsets;
 
   Padded(String mech, double eps, long d, Map<String, Object> spec) {
     super(mech);
@@ -41,27 +36,20 @@ final class Padded extends AbstractOracle {
     long size = entries + length;
     Object in = spec.get("inner");
     if (in == null || "grr".equals(in)) {
-      inner = new Grr(Math.log(length * Math.expm1(eps) + 1), size);
+      reportThrough(new Grr(Math.log(length * Math.expm1(eps) + 1), size));
     } else if ("olh".equals(in)) {
-      inner = new LocalHashing("olh", eps, size, LocalHashing.defaultG(eps, size));
+      reportThrough(new LocalHashing("olh", eps, size, LocalHashing.defaultG(eps, size)));
     } else {
       throw new IllegalArgumentException("oracle.inner must be grr or olh (resolved), got "
           + in);
     }
-    columns.addAll(inner.columns());
   }
 
+  /** One of the entries padded to {@code length} with dummies, uniformly. */
   @Override
-  public Map<String, Object> perturb(long v, DrawSource src) {
-    return perturbItems(new long[] {v}, src);
-  }
-
-  @Override
-  public Map<String, Object> perturbItems(long[] values, DrawSource src) {
-    long[] e = setEntries(itemsOf(values), candidates, itemsets);
+  long choose(long[] e, DrawSource src) {
     long s = e.length;
     long t = below(src, Math.max(s, length));
-    long x = t < s ? e[(int) t] : entries + below(src, length);
-    return inner.perturb(x, src);
+    return t < s ? e[(int) t] : entries + below(src, length);
   }
 }

@@ -2,20 +2,15 @@ package org.ldpstream.sdk;
 
 import static org.ldpstream.sdk.Mechanisms.intList;
 import static org.ldpstream.sdk.Mechanisms.integer;
-import static org.ldpstream.sdk.Mechanisms.itemsOf;
 import static org.ldpstream.sdk.Mechanisms.itemsets;
 import static org.ldpstream.sdk.Mechanisms.make;
-import static org.ldpstream.sdk.Mechanisms.setEntries;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /** setsize: min(number of entries, max_size) through the inner frequency oracle. */
-final class SetSize extends AbstractOracle {
-  final Oracle inner;
+final class SetSize extends SetOracle {
   final long maxSize;
-  final long[] candidates;
-  final long[][] itemsets;
 
   SetSize(double eps, long d, Map<String, Object> spec) {
     super("setsize");
@@ -31,18 +26,12 @@ final class SetSize extends AbstractOracle {
     sub.put("mechanism", in);
     sub.put("epsilon", eps);
     sub.put("domain_size", maxSize + 1);
-    inner = make(sub);
-    columns.addAll(inner.columns());
+    reportThrough(make(sub));
   }
 
+  /** The number of entries, capped at {@code max_size}. */
   @Override
-  public Map<String, Object> perturb(long v, DrawSource src) {
-    return perturbItems(new long[] {v}, src);
-  }
-
-  @Override
-  public Map<String, Object> perturbItems(long[] values, DrawSource src) {
-    long n = setEntries(itemsOf(values), candidates, itemsets).length;
-    return inner.perturb(Math.min(n, maxSize), src);
+  long choose(long[] entries, DrawSource src) {
+    return Math.min(entries.length, maxSize);
   }
 }

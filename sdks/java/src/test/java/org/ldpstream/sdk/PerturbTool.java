@@ -1,6 +1,5 @@
 package org.ldpstream.sdk;
 
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
@@ -26,14 +25,13 @@ public final class PerturbTool {
 
   @SuppressWarnings("unchecked")
   static void one(String request, String output, SecureRandomSource src) throws Exception {
-    Map<String, Object> req = (Map<String, Object>) Json.parse(
-        new String(Files.readAllBytes(Paths.get(request)), StandardCharsets.UTF_8));
-    CollectionSpec spec = CollectionSpec.fromJson(req.get("collection"));
+    ToolRequest req = new ToolRequest(request);
+    CollectionSpec spec = req.spec;
     Oracle oracle = spec.oracle();
     Rerandomizer inst = "two-level".equals(spec.memoization)
         ? Mechanisms.rerandomizer(oracle, spec.epsilon1) : null;
     List<Map<String, Object>> reports = new ArrayList<>();
-    for (Object v : (List<Object>) req.get("values")) {
+    for (Object v : req.values()) {
       Map<String, Object> r;
       if (v instanceof List) {  // a set of item indices, or one index per attribute
         long[] items = ((List<Object>) v).stream().mapToLong(x -> ((Number) x).longValue())

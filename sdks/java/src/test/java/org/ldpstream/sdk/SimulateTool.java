@@ -1,11 +1,7 @@
 package org.ldpstream.sdk;
 
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
  * End-to-end driver (tests/sdks/test_sdk_e2e.py): args[0] = gateway URL, args[1] = a JSON
@@ -17,15 +13,13 @@ import java.util.Map;
 public final class SimulateTool {
   private SimulateTool() {}
 
-  @SuppressWarnings("unchecked")
   public static void main(String[] args) throws Exception {
-    Map<String, Object> req = (Map<String, Object>) Json.parse(
-        new String(Files.readAllBytes(Paths.get(args[1])), StandardCharsets.UTF_8));
-    CollectionSpec spec = CollectionSpec.fromJson(req.get("collection"));
+    ToolRequest req = new ToolRequest(args[1]);
+    CollectionSpec spec = req.spec;
     GatewayClient client = new GatewayClient(args[0], (String) req.get("api_key"));
     int batch = req.get("batch") == null ? 500 : ((Long) req.get("batch")).intValue();
     boolean json = "json".equals(req.get("format"));
-    List<Object> values = (List<Object>) req.get("values");
+    List<Object> values = req.values();
     long messages = 0;
     long reports = 0;
     for (int start = 0; start < values.size(); start += batch) {

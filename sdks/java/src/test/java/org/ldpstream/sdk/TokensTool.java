@@ -1,12 +1,8 @@
 package org.ldpstream.sdk;
 
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.security.SecureRandom;
 import java.util.Collections;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Devices with Privacy Pass tokens (the end-to-end test's driver): {@code TokensTool request.json}
@@ -17,15 +13,13 @@ import java.util.Map;
 public final class TokensTool {
   private TokensTool() {}
 
-  @SuppressWarnings("unchecked")
   public static void main(String[] args) throws Exception {
-    Map<String, Object> req = (Map<String, Object>) Json.parse(
-        new String(Files.readAllBytes(Paths.get(args[0])), StandardCharsets.UTF_8));
-    CollectionSpec spec = CollectionSpec.fromJson(req.get("collection"));
+    ToolRequest req = new ToolRequest(args[0]);
+    CollectionSpec spec = req.spec;
     String gw = (String) req.get("gateway");
     String issuer = (String) req.get("issuer");
     String key = (String) req.get("key");
-    List<Object> values = (List<Object>) req.get("values");
+    List<Object> values = req.values();
     SecureRandom rnd = new SecureRandom();
     long honest = 0;
     long n = (Long) req.get("honest");

@@ -120,13 +120,24 @@ class VectorsTest {
     }
   }
 
-  @TestFactory
-  List<DynamicTest> everyVectorPasses() throws IOException {
+  /** The check of one vector case. */
+  interface CaseCheck {
+    void check(Map<String, Object> c) throws Exception;
+  }
+
+  /** One dynamic test per case, named {@code prefix} and the case's name. */
+  static List<DynamicTest> each(String prefix, List<Map<String, Object>> cases,
+      CaseCheck check) {
     List<DynamicTest> out = new ArrayList<>();
-    for (Map<String, Object> c : cases()) {
-      out.add(DynamicTest.dynamicTest("vector " + c.get("name"), () -> check(c)));
+    for (Map<String, Object> c : cases) {
+      out.add(DynamicTest.dynamicTest(prefix + " " + c.get("name"), () -> check.check(c)));
     }
     return out;
+  }
+
+  @TestFactory
+  List<DynamicTest> everyVectorPasses() throws IOException {
+    return each("vector", cases(), VectorsTest::check);
   }
 
   @SuppressWarnings("unchecked")
@@ -160,11 +171,7 @@ class VectorsTest {
 
   @TestFactory
   List<DynamicTest> everyPermanentVectorPasses() throws IOException {
-    List<DynamicTest> out = new ArrayList<>();
-    for (Map<String, Object> c : permanentCases()) {
-      out.add(DynamicTest.dynamicTest("permanent " + c.get("name"), () -> checkPermanent(c)));
-    }
-    return out;
+    return each("permanent", permanentCases(), VectorsTest::checkPermanent);
   }
 
   @Test

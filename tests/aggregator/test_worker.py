@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,22 +24,17 @@ from ldpcore.collection import CollectionSpec, encode_message
 from ldpstream.storage import CollectionCatalog, load_state, read_watermarks
 from tests.integration.helpers import read_topic
 
+from .records import Rec
+
 pytestmark = pytest.mark.integration
 
 SPEC = CollectionSpec.from_dict({"id": "iso", "oracle": {"mechanism": "grr", "epsilon": 1.0},
                                  "domain": {"kind": "integers", "low": 0, "high": 15}})
 
 
-@dataclass
-class Msg:
-    """A consumed record as aiokafka hands it to the worker."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp: int = field(default_factory=lambda: int(time.time() * 1000))
+def _rec(topic: str, offset: int, value: bytes) -> Rec:
+    """A record of partition 0, stamped now (its window is the current one)."""
+    return Rec(0, offset, value, topic=topic, key=b"iso", timestamp=int(time.time() * 1000))
 
 
 class DeadLetters:
@@ -109,8 +103,8 @@ def test_a_refused_dead_letter_blocks_the_watermark_until_it_is_acknowledged(
         producer.send = send
         agg = await _worker(kafka, redis_server, redis_client, ldp_names, producer)
         try:
-            await agg.process(0, [Msg(ldp_names["topic"], 0, 0, b"iso", _good(1)),
-                                  Msg(ldp_names["topic"], 0, 1, b"iso", b"garbage")])
+            await agg.process(0, [_rec(ldp_names["topic"], 0, _good(1)),
+                                  _rec(ldp_names["topic"], 1, b"garbage")])
             with pytest.raises(DeadLetterError):
                 await agg.flush()
             assert read_watermarks(redis_client, ldp_names["topic"], ldp_names["prefix"]) == {}
@@ -140,8 +134,8 @@ def test_a_dead_letter_too_large_for_the_producer_goes_out_bounded_as_oversize(
         await producer.start()
         agg = await _worker(kafka, redis_server, redis_client, ldp_names, producer)
         try:
-            await agg.process(0, [Msg(ldp_names["topic"], 0, 0, b"iso", huge),
-                                  Msg(ldp_names["topic"], 0, 1, b"iso", _good(3))])
+            await agg.process(0, [_rec(ldp_names["topic"], 0, huge),
+                                  _rec(ldp_names["topic"], 1, _good(3))])
             assert await agg.flush()
         finally:
             await producer.stop()

@@ -68,9 +68,9 @@ import numpy as np
 from ldpcore import ReportError, State
 from ldpcore.collection import window_start
 from ldpcore.message import Decoded, MessageDecoder, decode_group, peek_message
+from ldpstream.catalogue import SyncCatalogue
 from ldpstream.storage import (
     FLUSH_SCRIPT,
-    CollectionCatalog,
     Keys,
     flush_args,
     read_flush_times,
@@ -84,8 +84,6 @@ __all__ = ["Accumulator", "Broker", "DeadLetterError", "WorkerStats", "MAX_MESSA
            "DLQ_REQUEST_BYTES", "message_key", "request_tag"]
 
 log = logging.getLogger("ldpstream.aggregator")
-
-_UNKNOWN_TTL_S = 5.0
 
 
 MAX_MESSAGE_BYTES = 16 << 20
@@ -217,11 +215,11 @@ class Accumulator:
         """Redis Cluster layout: each partition's part of a flush is its own script."""
         self._part = -1  # the partition process() works on (sharded layout), else -1
         self._shards: set[str] = set()  # shard index entries written (sharded layout)
-        self._catalog = CollectionCatalog(redis, settings.redis_prefix)
+        # the shared catalogue client: the same freshness rule as every other service
+        self._catalogue = SyncCatalogue(redis, settings.redis_prefix)
         self._flush_script = redis.register_script(FLUSH_SCRIPT)
         self.stats = WorkerStats()
         self._codecs: dict[str, MessageDecoder] = {}
-        self._unknown: dict[str, float] = {}
         self._pos: dict[int, int] = {}        # partition -> next offset to accept
         self._flushed: dict[int, int] = {}    # partition -> watermark in Redis as we know it
         # (partition or -1, collection, window start) -> (n, counts); the partition only in
@@ -253,12 +251,8 @@ class Accumulator:
         c = self._codecs.get(cid)
         if c is not None:
             return c
-        now = time.monotonic()
-        if now - self._unknown.get(cid, -1e9) < _UNKNOWN_TTL_S:
-            return None
-        spec = self._catalog.get(cid)
+        spec = self._catalogue.get(cid)  # misses merged and negatively cached there
         if spec is None:
-            self._unknown[cid] = now
             return None
         c = self._codecs[cid] = MessageDecoder(spec)
         return c

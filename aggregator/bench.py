@@ -223,7 +223,7 @@ class _Bench:
     def engine_rates(self, topic: str, spec: Any, size: int,
                      total: int) -> dict[str, Rate]:
         """Each engine counting ``topic`` in a worker process of its own."""
-        from ldpstream.storage import CollectionCatalog
+        from ldpstream.storage import CollectionCatalogue
 
         from .config import WorkerSettings
 
@@ -231,7 +231,7 @@ class _Bench:
         for eng in self.engines:
             # its own Redis prefix: watermarks and counts of this run only
             prefix = f"{topic}-{eng}:"
-            CollectionCatalog(self.redis, prefix).register(spec)
+            CollectionCatalogue(self.redis, prefix).register(spec)
             self.prefixes.append(prefix)
             # "faust:3600000": the engine with that LDP_MAX_POLL_INTERVAL_MS
             name, _, poll_ms = eng.partition(":")

@@ -129,7 +129,7 @@ def through_gateway(n: int, beta: float = 0.05, r: int = 10, eps: float = 1.0,
 
     from ldpcore.collection import CollectionSpec
     from ldpstream.dev.servers import start_broker, start_redis, stop_processes
-    from ldpstream.storage import CollectionCatalog, load_state
+    from ldpstream.storage import CollectionCatalogue, load_state
     from producer.sdk import GatewayClient
 
     spec = CollectionSpec.from_dict({
@@ -153,7 +153,7 @@ def through_gateway(n: int, beta: float = 0.05, r: int = 10, eps: float = 1.0,
         rds = start_redis(work / "redis")
         servers.append(rds)
         client = redis.Redis.from_url(rds.url)
-        CollectionCatalog(client, "poison:").register(spec)
+        CollectionCatalogue(client, "poison:").register(spec)
         env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")}
         env.update({"LDP_KAFKA_BOOTSTRAP": kafka.bootstrap, "LDP_REDIS_URL": rds.url,
                     "LDP_REDIS_PREFIX": "poison:", "LDP_REPORTS_TOPIC": "poison",

@@ -440,10 +440,10 @@ class _Gateways:
         RuntimeError with its log if it does not listen within 60 s."""
         import redis
 
-        from ldpstream.storage import CollectionCatalog
+        from ldpstream.storage import CollectionCatalogue
 
         if prefix not in self.prefixes:
-            CollectionCatalog(redis.Redis.from_url(self.redis_url), prefix).register(self.spec)
+            CollectionCatalogue(redis.Redis.from_url(self.redis_url), prefix).register(self.spec)
             self.prefixes.append(prefix)
         env = dict(self.env, LDP_REDIS_PREFIX=prefix, LDP_GATEWAY_TOKEN_VERIFIER=verifier)
         log_path = self.work / f"gateway-{len(self.procs)}.log"

@@ -44,7 +44,7 @@ def _spec(cid: str) -> CollectionSpec:
 def _cluster(work: Path, *, cluster: bool, engine: str, specs: list[CollectionSpec],
              workers: int = 1, apis: int = 1, gateways: int = 1,
              env: dict[str, str] | None = None, secure: bool = False) -> LocalCluster:
-    from ldpstream.storage import CollectionCatalog
+    from ldpstream.storage import CollectionCatalogue
 
     uid = uuid.uuid4().hex[:6]
     c = LocalCluster(work, secure=secure, engine=engine, brokers=3 if cluster else 1,
@@ -55,7 +55,7 @@ def _cluster(work: Path, *, cluster: bool, engine: str, specs: list[CollectionSp
     c.start_servers()
     try:
         client = c.redis_client()
-        CollectionCatalog(client, c.env["LDP_REDIS_PREFIX"]).register_all(specs)
+        CollectionCatalogue(client, c.env["LDP_REDIS_PREFIX"]).register_all(specs)
         client.close()
         c.start_services()
     except BaseException:
@@ -152,13 +152,13 @@ def _count_with(c: LocalCluster, spec: CollectionSpec, topic: str, k: int,
                 args: argparse.Namespace) -> dict[str, Any]:
     """``k`` fresh workers (own consumer group and Redis prefix) count the whole topic: the
     row of the table."""
-    from ldpstream.storage import CollectionCatalog, read_watermarks
+    from ldpstream.storage import CollectionCatalogue, read_watermarks
 
     ends = {p: len(range(p, args.messages, args.partitions)) - 1
             for p in range(args.partitions)}
     prefix = f"s{k}{uuid.uuid4().hex[:4]}:"
     client = c.redis_client()
-    CollectionCatalog(client, prefix).register(spec)
+    CollectionCatalogue(client, prefix).register(spec)
     c.env = {"LDP_REPORTS_TOPIC": topic, "LDP_REDIS_PREFIX": prefix,
              "LDP_CONSUMER_GROUP": f"g{prefix[:-1]}",
              "LDP_DLQ_TOPIC": f"dlq-{prefix[:-1]}"}

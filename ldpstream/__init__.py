@@ -3,7 +3,7 @@
 What the producer, the aggregator and the query API have in common, and nothing
 else: the settings layer (``LDP_…`` variables, :mod:`ldpstream.settings`,
 :mod:`ldpstream.connections`), the Redis storage contract (keys, Lua scripts, the
-collection catalog: :mod:`ldpstream.storage`), the one parser of collections files
+collection catalogue: :mod:`ldpstream.storage`), the one parser of collections files
 (:mod:`ldpstream.collections_file`), and the servers of local runs and tests
 (:mod:`ldpstream.dev`).
 

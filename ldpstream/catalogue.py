@@ -1,7 +1,7 @@
 """The collection catalogue as every service reads it: one client, one freshness rule.
 
 The catalogue is the Redis hash ``P collections`` (id → spec JSON, see
-:mod:`ldpstream.storage`).  Every writer (:class:`~ldpstream.storage.CollectionCatalog`,
+:mod:`ldpstream.storage`).  Every writer (:class:`~ldpstream.storage.CollectionCatalogue`,
 the query API's admin routes) changes it and bumps ``P collections:version`` in the same
 atomic step.  A reader keeps a snapshot of the hash and the version it was read at:
 
@@ -24,7 +24,7 @@ atomic step.  A reader keeps a snapshot of the hash and the version it was read 
   hammered.  The snapshot stays in use: known collections keep working while Redis is away.
 
 Two I/O faces share these rules: :class:`Catalogue` over a ``redis.asyncio`` client
-(the gateway; the query API can switch to it) and :class:`SyncCatalogue` over a blocking
+(the gateway) and :class:`SyncCatalogue` over a blocking
 ``redis.Redis`` (the worker, the CLI).
 
 >>> import time

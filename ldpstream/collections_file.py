@@ -121,18 +121,18 @@ def register_catalogue_file(redis: Any, prefix: str, path: str | Path) -> Catalo
     are applied (a spec without ``private`` keeps its current mark).
     """
     from .fleet import check_fleet, read_budget, write_budget
-    from .storage import CollectionCatalog
+    from .storage import CollectionCatalogue
 
     cat = read_catalogue_file(path)
-    catalog = CollectionCatalog(redis, prefix)
+    catalogue = CollectionCatalogue(redis, prefix)
     if cat.budget is not None:
-        check_fleet(catalog.all().values(), cat.budget)
+        check_fleet(catalogue.all().values(), cat.budget)
         write_budget(redis, cat.budget, prefix)
     else:
         check_fleet(cat.specs, read_budget(redis, prefix))
-    catalog.register_all(cat.specs)
+    catalogue.register_all(cat.specs)
     for cid, flag in cat.private.items():
-        catalog.mark_private(cid, flag)
+        catalogue.mark_private(cid, flag)
     return cat
 
 

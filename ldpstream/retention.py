@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .durability import DurableWatermarks, Verdict
-from .storage import DEFAULT_PREFIX, CollectionCatalog, Keys, read_watermarks, shard_tags
+from .storage import DEFAULT_PREFIX, CollectionCatalogue, Keys, read_watermarks, shard_tags
 
 __all__ = ["Janitor", "JanitorMetrics", "JanitorStats", "release_offsets"]
 
@@ -252,7 +252,7 @@ class Janitor:
         now = time.time() if now is None else now
         keys = Keys.for_client(self.redis, self.prefix)
         removed = 0
-        for cid, spec in CollectionCatalog(self.redis, self.prefix).all().items():
+        for cid, spec in CollectionCatalogue(self.redis, self.prefix).all().items():
             cutoff = now - spec.window_seconds - spec.retention_seconds
             names = ([keys.shard_windows(t, p, cid) for t, p in shard_tags(self.redis, keys, cid)]
                      if keys.sharded else [keys.windows(cid)])

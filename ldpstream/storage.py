@@ -86,7 +86,7 @@ __all__ = [
     "FLUSH_SCRIPT",
     "Keys",
     "CollectionConflict",
-    "CollectionCatalog",
+    "CollectionCatalogue",
     "load_state",
     "state_from_hashes",
     "read_watermarks",
@@ -289,7 +289,7 @@ def check_same_spec(spec: CollectionSpec, existing: CollectionSpec | None) -> No
             "immutable: register it under a new id or version.")
 
 
-class CollectionCatalog:
+class CollectionCatalogue:
     """Collections stored in Redis (sync client); registering is idempotent, never mutating.
 
     ``register`` of an id that exists with an equal spec is a no-op; with a
@@ -338,6 +338,10 @@ class CollectionCatalog:
             key = k.decode() if isinstance(k, bytes) else str(k)
             out[key] = CollectionSpec.from_dict(json.loads(v))
         return out
+
+
+# the name before the catalogue was spelled one way throughout (kept for callers)
+CollectionCatalog = CollectionCatalogue
 
 
 VERSION_SCRIPT = """

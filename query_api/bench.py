@@ -238,10 +238,10 @@ class Writer:
     def __init__(self, redis_url: str) -> None:
         import redis
 
-        from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalog
+        from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalogue
 
         self.client = redis.Redis.from_url(redis_url)
-        self.catalog = CollectionCatalog(self.client)
+        self.catalogue = CollectionCatalogue(self.client)
         self.script = self.client.register_script(FLUSH_SCRIPT)
 
     def put(self, spec: Any, start: int, state: Any) -> None:
@@ -257,7 +257,7 @@ class Writer:
 
 def _fill(writer: Writer, cid: str, kind: str, rng: np.random.Generator) -> Any:
     spec = _spec(cid, kind)
-    writer.catalog.register(spec)
+    writer.catalogue.register(spec)
     hour = int(time.time()) // 3600 * 3600
     parts = 4 if kind == "olh" else 1  # series: four windows
     for k in range(parts):

@@ -48,14 +48,14 @@ def _median_ms(fn: Any, rounds: int) -> float:
 
 
 def _bench(client: Any, make_async: Any, partitions: int, rounds: int) -> dict[str, float]:
-    from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalog, Keys, flush_args, load_state
+    from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalogue, Keys, flush_args, load_state
 
     from .store import Store
 
     spec = _spec()
     prefix = "bench:"
     keys = Keys.for_client(client, prefix)
-    CollectionCatalog(client, prefix).register(spec)
+    CollectionCatalogue(client, prefix).register(spec)
     script = client.register_script(FLUSH_SCRIPT)
     rng = np.random.default_rng(3)
     now = time.time()

@@ -26,7 +26,8 @@ from aggregator.config import WorkerSettings
 from aggregator.metrics import AggregatorMetrics
 from ldpcore import Reports
 from ldpcore.collection import CollectionSpec, encode_message
-from ldpstream.storage import CollectionCatalog, Keys, load_state, read_watermarks
+from ldpstream.catalogue import FRESHNESS, MISS_TTL
+from ldpstream.storage import CollectionCatalogue, Keys, load_state, read_watermarks
 from tests.aggregator.records import Log, Rec
 
 SPEC = CollectionSpec.from_dict({"id": "ac", "oracle": {"mechanism": "grr", "epsilon": 1.0},
@@ -51,7 +52,7 @@ def _values(seed: int, n: int = 4, spec: CollectionSpec = SPEC,
 
 
 def _acc(redis_client: Any, names: dict[str, str]) -> tuple[Accumulator, Log]:
-    CollectionCatalog(redis_client, names["prefix"]).register(SPEC)
+    CollectionCatalogue(redis_client, names["prefix"]).register(SPEC)
     broker = Log()
     acc = Accumulator(settings=WorkerSettings(redis_prefix=names["prefix"], reports_topic="t"),
                       redis=redis_client, metrics=AggregatorMetrics(CollectorRegistry()),
@@ -163,6 +164,20 @@ def test_a_bad_message_becomes_a_dead_letter_with_its_reason(
     assert counted is not None and counted >= 1
 
 
+def test_a_collection_registered_after_a_miss_is_counted_within_the_catalogue_freshness(
+        redis_client: Any, ldp_names: dict[str, str]) -> None:
+    # the worker reads the catalogue by the shared rule (ldpstream.catalogue): an unknown
+    # id is answered from a check at most MISS_TTL old, not remembered for seconds
+    acc, broker = _acc(redis_client, ldp_names)
+    msg, state = _values(3, spec=OTHER)
+    asyncio.run(acc.process(0, [rec(0, 0, msg, key=b"zz")]))
+    assert acc.stats.rejected_messages == 1 and acc.pending_reports == 0
+    CollectionCatalogue(redis_client, ldp_names["prefix"]).register(OTHER)
+    time.sleep(MISS_TTL + FRESHNESS / 10)
+    asyncio.run(acc.process(0, [rec(0, 1, msg, key=b"zz")]))
+    assert acc.pending_reports == state.n and acc.stats.rejected_messages == 1
+
+
 def test_a_message_cut_in_its_reports_is_rejected_with_its_report_count(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
     acc, _ = _acc(redis_client, ldp_names)
@@ -202,7 +217,7 @@ def test_without_a_broker_a_dead_letter_keeps_the_flush_from_committing(
         redis_client: Any, ldp_names: dict[str, str]) -> None:
     from aggregator.accumulator import DeadLetterError
 
-    CollectionCatalog(redis_client, ldp_names["prefix"]).register(SPEC)
+    CollectionCatalogue(redis_client, ldp_names["prefix"]).register(SPEC)
     acc = Accumulator(settings=WorkerSettings(redis_prefix=ldp_names["prefix"],
                                               reports_topic="t"),
                       redis=redis_client, metrics=AggregatorMetrics(CollectorRegistry()))

@@ -24,7 +24,8 @@ from aggregator.config import WorkerSettings
 from aggregator.metrics import AggregatorMetrics
 from ldpcore import Reports
 from ldpcore.collection import CollectionSpec, encode_message
-from ldpstream.storage import CollectionCatalog, Keys, read_lost, read_watermarks
+from ldpstream.catalogue import CatalogueUnavailable, SyncCatalogue
+from ldpstream.storage import CollectionCatalogue, Keys, read_lost, read_watermarks
 from tests.aggregator.records import Log, Rec
 
 SPEC = CollectionSpec.from_dict({"id": "lr", "oracle": {"mechanism": "grr", "epsilon": 1.0},
@@ -39,7 +40,7 @@ def _value(seed: int) -> bytes:
 
 def _acc(redis_client: Any, names: dict[str, str]) -> tuple[Any, Log]:
     s = WorkerSettings(redis_prefix=names["prefix"], reports_topic="t", engine="aiokafka")
-    CollectionCatalog(redis_client, names["prefix"]).register(SPEC)
+    CollectionCatalogue(redis_client, names["prefix"]).register(SPEC)
     log = Log()
     acc = Accumulator(settings=s, redis=redis_client,
                       metrics=AggregatorMetrics(CollectorRegistry()), broker=log)
@@ -280,10 +281,10 @@ def test_a_request_read_while_redis_fails_is_not_taken_for_counted_when_read_aga
     recs = [Tagged(0, 0, _value(1), headers=_tag("d3.0"))]
 
     def down(self: Any, cid: str) -> None:
-        raise ConnectionError("Redis is away")
+        raise CatalogueUnavailable("Redis is away")
     sought = len(log.seeks)
     with monkeypatch.context() as m:
-        m.setattr(CollectionCatalog, "get", down)
+        m.setattr(SyncCatalogue, "get", down)
         asyncio.run(acc.process(0, recs))  # the outage: nothing taken, sought back
     assert acc.positions() == {0: 0} and log.seeks[sought:] == [{0: 0}]
     asyncio.run(acc.process(0, recs))  # read again: counted, not skipped as a copy

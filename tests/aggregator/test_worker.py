@@ -21,7 +21,7 @@ from aggregator.metrics import AggregatorMetrics
 from aggregator.topics import ensure_topics
 from ldpcore import Reports
 from ldpcore.collection import CollectionSpec, encode_message
-from ldpstream.storage import CollectionCatalog, load_state, read_watermarks
+from ldpstream.storage import CollectionCatalogue, load_state, read_watermarks
 from tests.integration.helpers import read_topic
 
 from .records import Rec
@@ -62,7 +62,7 @@ async def _worker(kafka: Any, redis_server: Any, redis_client: Any,
     s = WorkerSettings(kafka_bootstrap=kafka.bootstrap, redis_url=redis_server.url,
                        redis_prefix=names["prefix"], reports_topic=names["topic"],
                        dlq_topic=names["dlq"], consumer_group=names["group"])
-    CollectionCatalog(redis_client, names["prefix"]).register(SPEC)
+    CollectionCatalogue(redis_client, names["prefix"]).register(SPEC)
     agg = Accumulator(settings=s, redis=redis_client,
                       metrics=AggregatorMetrics(CollectorRegistry()),
                       broker=DeadLetters(producer, names["dlq"]))  # type: ignore[arg-type]

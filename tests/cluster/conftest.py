@@ -26,7 +26,7 @@ from ldpcore.collection import CollectionSpec, encode_message
 from ldpctl.cluster import LocalCluster
 from ldpctl.failover import ApiProbe, Traffic, check_counted, post_message
 from ldpstream.connections import RedisOptions
-from ldpstream.storage import CollectionCatalog, load_state, read_watermarks
+from ldpstream.storage import CollectionCatalogue, load_state, read_watermarks
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ def _start(tmp: Path, secure: bool) -> LocalCluster:
     cluster.start_servers()
     try:
         client = redis_client(cluster)
-        CollectionCatalog(client, env["LDP_REDIS_PREFIX"]).register_all(SPECS.values())
+        CollectionCatalogue(client, env["LDP_REDIS_PREFIX"]).register_all(SPECS.values())
         client.close()
         cluster.start_services()
         _wait_counting(cluster)

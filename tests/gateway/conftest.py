@@ -65,10 +65,10 @@ def running_gateway(kafka: Any, redis_server: Any, names: dict[str, str],
     must exit cleanly (0) when stopped."""
     import redis
 
-    from ldpstream.storage import CollectionCatalog
+    from ldpstream.storage import CollectionCatalogue
 
     client = redis.Redis.from_url(redis_server.url)
-    CollectionCatalog(client, names["prefix"]).register_all(specs)
+    CollectionCatalogue(client, names["prefix"]).register_all(specs)
     client.close()
     proc = GatewayProcess(gateway_env(kafka, redis_server, names, **settings), log).start()
     try:

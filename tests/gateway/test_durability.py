@@ -17,7 +17,7 @@ import pytest
 
 from ldpcore import Reports
 from ldpcore.collection import encode_message
-from ldpstream.storage import CollectionCatalog, load_state
+from ldpstream.storage import CollectionCatalogue, load_state
 
 from ..integration.helpers import WorkerProcess, wait_for, worker_env
 from .conftest import SPECS, GatewayProcess, gateway_env, post
@@ -93,7 +93,7 @@ def test_kill_9_under_load_loses_no_acknowledged_report(
         tmp_path: Path, sig: int) -> None:
     """SIGKILL: nothing answered 202 is lost.  SIGTERM: the same, and the gateway answers
     what it holds (503 to requests that come meanwhile) and exits 0."""
-    CollectionCatalog(redis_client, ldp_names["prefix"]).register(SPEC)
+    CollectionCatalogue(redis_client, ldp_names["prefix"]).register(SPEC)
     worker = WorkerProcess(worker_env(kafka, redis_server, ldp_names, LDP_ENGINE="aiokafka"),
                            tmp_path / "worker.log").start()
     gw = GatewayProcess(gateway_env(kafka, redis_server, ldp_names), tmp_path / "gw.log").start()
@@ -132,7 +132,7 @@ def test_overload_gets_429_a_stalled_broker_503_with_retry_after_and_memory_stay
     from ldpstream.dev.servers import start_broker
 
     names = {"topic": f"gw-{uuid.uuid4().hex[:8]}", "prefix": f"o{uuid.uuid4().hex[:8]}:"}
-    CollectionCatalog(redis_client, names["prefix"]).register(SPEC)
+    CollectionCatalogue(redis_client, names["prefix"]).register(SPEC)
     (tmp_path / "k").mkdir()
     broker = start_broker("tansu", tmp_path / "k")    # our own, to stall it with SIGSTOP
     env = gateway_env(broker, redis_server, names, LDP_GATEWAY_QUEUE_BYTES=str(256 << 10),

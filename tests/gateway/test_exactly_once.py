@@ -10,7 +10,7 @@ import pytest
 
 from ldpcore import Reports
 from ldpcore.collection import encode_message
-from ldpstream.storage import CollectionCatalog, load_state
+from ldpstream.storage import CollectionCatalogue, load_state
 
 from ..integration.helpers import WorkerProcess, wait_for, worker_env
 from .conftest import SPECS, GatewayProcess, gateway_env, post
@@ -27,7 +27,7 @@ def frame(messages: list[bytes]) -> bytes:
 def test_reports_posted_in_every_format_are_counted_exactly_once(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
-    CollectionCatalog(redis_client, ldp_names["prefix"]).register_all(SPECS)
+    CollectionCatalogue(redis_client, ldp_names["prefix"]).register_all(SPECS)
     rng = np.random.default_rng(17)
     sent: dict[str, list[Reports]] = {s.id: [] for s in SPECS}
 

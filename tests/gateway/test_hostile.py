@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from ldpcore.collection import encode_message
-from ldpstream.storage import CollectionCatalog
+from ldpstream.storage import CollectionCatalogue
 
 from .conftest import SPECS, GatewayProcess, gateway_env, post, running_gateway
 
@@ -545,7 +545,7 @@ def test_a_catalogue_failure_is_503_and_counted_apart_from_unknown(
     (tmp_path / "r").mkdir()
     own = start_redis(tmp_path / "r")
     names = {"topic": f"gwf-{uuid.uuid4().hex[:8]}", "prefix": "f:"}
-    CollectionCatalog(redis.Redis.from_url(own.url), "f:").register(GRR)
+    CollectionCatalogue(redis.Redis.from_url(own.url), "f:").register(GRR)
     gw = GatewayProcess(gateway_env(kafka, own, names), tmp_path / "gw.log").start()
     try:
         status, _, body = post(gw.port, unknown_message(1))

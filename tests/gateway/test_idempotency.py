@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ldpcore.collection import encode_message
-from ldpstream.storage import CollectionCatalog, load_state
+from ldpstream.storage import CollectionCatalogue, load_state
 
 from ..integration.helpers import WorkerProcess, read_topic, wait_for, worker_env
 from .conftest import SPECS, GatewayProcess, gateway_env, post
@@ -33,7 +33,7 @@ def test_a_repeat_gets_the_original_answer_and_the_request_counts_once(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
     prefix = ldp_names["prefix"]
-    CollectionCatalog(redis_client, prefix).register_all(SPECS)
+    CollectionCatalogue(redis_client, prefix).register_all(SPECS)
     gw = GatewayProcess(gateway_env(kafka, redis_server, ldp_names), tmp_path / "gw.log").start()
     worker = WorkerProcess(worker_env(kafka, redis_server, ldp_names, LDP_ENGINE="aiokafka"),
                            tmp_path / "w.log").start()
@@ -66,7 +66,7 @@ def test_a_repeat_gets_the_original_answer_and_the_request_counts_once(
 def test_a_duplicate_while_the_first_is_in_flight_gets_409_and_keys_are_per_fleet(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
-    CollectionCatalog(redis_client, ldp_names["prefix"]).register_all(SPECS)
+    CollectionCatalogue(redis_client, ldp_names["prefix"]).register_all(SPECS)
     # a long linger keeps the first request in flight for a second and a half
     gw = GatewayProcess(gateway_env(kafka, redis_server, ldp_names,
                                     LDP_GATEWAY_LINGER_MS="1500",

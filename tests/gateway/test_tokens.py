@@ -32,7 +32,7 @@ from ldpstream.privacypass.tokens import (
     finalize_token,
     issue,
 )
-from ldpstream.storage import CollectionCatalog
+from ldpstream.storage import CollectionCatalogue
 
 from ..integration.helpers import read_topic
 from ..issuer.conftest import IssuerProcess, issuer_env
@@ -94,7 +94,7 @@ def stack(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactor
 
     names = {"prefix": f"tk{os.getpid()}:", "topic": f"tk-{os.getpid()}-{time.time_ns()}"}
     client = redis.Redis.from_url(redis_server.url)
-    CollectionCatalog(client, names["prefix"]).register_all([A, B, SHORT, FRESH])
+    CollectionCatalogue(client, names["prefix"]).register_all([A, B, SHORT, FRESH])
     client.close()
     tmp = tmp_path_factory.mktemp("tokens")
     iss = IssuerProcess(issuer_env(redis_server, names, LDP_ISSUER_OPEN="true"),

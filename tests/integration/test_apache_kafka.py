@@ -23,7 +23,7 @@ import pytest
 
 from ldpcore.collection import CollectionSpec
 from ldpstream.dev.servers import KafkaBroker
-from ldpstream.storage import CollectionCatalog, load_state, read_watermarks
+from ldpstream.storage import CollectionCatalogue, load_state, read_watermarks
 from producer.sdk import Client
 from producer.simulate import simulate
 
@@ -82,7 +82,7 @@ def test_kafka_restart_keeps_the_log_and_the_count_stays_exact_across_it(
         own_kafka: KafkaBroker, redis_server: Any, redis_client: Any,
         ldp_names: dict[str, str], tmp_path: Path) -> None:
     k, prefix, topic = own_kafka, ldp_names["prefix"], ldp_names["topic"]
-    CollectionCatalog(redis_client, prefix).register(SPEC)
+    CollectionCatalogue(redis_client, prefix).register(SPEC)
     worker = WorkerProcess(worker_env(k, redis_server, ldp_names), tmp_path / "w.log").start()
     pub = Publisher(k.bootstrap, topic, SPEC, 60_000, rate=12_000, seed=21)
     try:
@@ -111,7 +111,7 @@ def test_a_worker_joining_and_leaving_mid_stream_rebalances_through_kafkas_coord
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
     prefix, topic, group = ldp_names["prefix"], ldp_names["topic"], ldp_names["group"]
-    CollectionCatalog(redis_client, prefix).register(SPEC)
+    CollectionCatalogue(redis_client, prefix).register(SPEC)
     env = worker_env(kafka, redis_server, ldp_names, LDP_FLUSH_INTERVAL_MS="50")
     a = WorkerProcess(env, tmp_path / "a.log").start()
     b: WorkerProcess | None = None
@@ -186,7 +186,7 @@ def test_sdk_idempotent_producer_retries_lost_acks_without_duplicates(
         assert proxy.dropped >= 2                               # acks really were lost ...
         assert sum(log_offsets(via, topic)[1]) == result.messages  # ... yet each message once
         proxy.drops_left = 0
-        CollectionCatalog(redis_client, prefix).register(SPEC)
+        CollectionCatalogue(redis_client, prefix).register(SPEC)
         worker = WorkerProcess(worker_env(k, redis_server, ldp_names), tmp_path / "w.log")
         worker.start()
         try:

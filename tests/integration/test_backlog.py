@@ -17,7 +17,7 @@ import pytest
 
 from ldpcore.collection import CollectionSpec
 from ldpcore.message import encode_message
-from ldpstream.storage import CollectionCatalog, load_state
+from ldpstream.storage import CollectionCatalogue, load_state
 from producer.sdk import Client
 from producer.simulate import simulate
 
@@ -36,7 +36,7 @@ def test_a_backlog_of_many_polls_is_counted_without_leaving_the_group(
     import redis
 
     rc = redis.Redis.from_url(redis_server.url, socket_timeout=5)
-    CollectionCatalog(rc, ldp_names["prefix"]).register(SPEC)
+    CollectionCatalogue(rc, ldp_names["prefix"]).register(SPEC)
     with Client(kafka.bootstrap, ldp_names["topic"]) as client:
         batch: list[bytes] = []
         one = simulate(SPEC, lambda b: batch.append(b), dist="uniform", reports=4,

@@ -13,7 +13,7 @@ import pytest
 from ldpcore import Reports, make_oracle, wire
 from ldpcore.collection import CollectionSpec, encode_message, message_prefix
 from ldpstream.dev.servers import free_port
-from ldpstream.storage import CollectionCatalog, load_state
+from ldpstream.storage import CollectionCatalogue, load_state
 from producer.sdk import Client
 
 from .helpers import WorkerProcess, read_topic, wait_for, worker_env
@@ -54,7 +54,7 @@ def bad_messages() -> list[tuple[str, bytes | None, bytes]]:
 def test_every_kind_of_bad_input_is_dead_lettered_and_counts_are_unaffected(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
-    CollectionCatalog(redis_client, ldp_names["prefix"]).register(SPEC)
+    CollectionCatalogue(redis_client, ldp_names["prefix"]).register(SPEC)
     port = free_port()
     worker = WorkerProcess(worker_env(kafka, redis_server, ldp_names,
                                       LDP_METRICS_PORT=str(port)), tmp_path / "w.log").start()

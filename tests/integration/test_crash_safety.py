@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ldpcore.collection import CollectionSpec
-from ldpstream.storage import CollectionCatalog, load_state
+from ldpstream.storage import CollectionCatalogue, load_state
 from producer.sdk import Client
 from producer.simulate import SimulationResult, simulate
 
@@ -61,7 +61,7 @@ def finish(pub: Publisher, redis_client: Any, prefix: str) -> None:
 def test_kill_9_at_random_moments_then_restart_keeps_counts_exact(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
-    CollectionCatalog(redis_client, ldp_names["prefix"]).register(SPEC)
+    CollectionCatalogue(redis_client, ldp_names["prefix"]).register(SPEC)
     env = worker_env(kafka, redis_server, ldp_names, LDP_FLUSH_INTERVAL_MS="50")
     rnd = random.Random(2024)
     pub = Publisher(kafka.bootstrap, ldp_names["topic"], 150_000, rate=15_000)
@@ -80,7 +80,7 @@ def test_kill_9_at_random_moments_then_restart_keeps_counts_exact(
 def test_two_workers_with_crash_and_rebalance_keep_counts_exact(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
-    CollectionCatalog(redis_client, ldp_names["prefix"]).register(SPEC)
+    CollectionCatalogue(redis_client, ldp_names["prefix"]).register(SPEC)
     env = worker_env(kafka, redis_server, ldp_names, LDP_FLUSH_INTERVAL_MS="50")
     a = WorkerProcess(env, tmp_path / "a.log").start()
     b = WorkerProcess(env, tmp_path / "b.log").start()

@@ -25,7 +25,7 @@ import pytest
 
 from ldpcore.collection import CollectionSpec
 from ldpstream.dev.servers import free_port
-from ldpstream.storage import CollectionCatalog, read_lost, read_watermarks
+from ldpstream.storage import CollectionCatalogue, read_lost, read_watermarks
 
 from .conftest import ENGINES
 from .faults import (
@@ -96,7 +96,7 @@ def counting(kafka: Any, redis_server: Any, names: dict[str, str], log: Path, se
 
     rc = redis.Redis.from_url(redis_server.url, socket_timeout=10)
     try:
-        CollectionCatalog(rc, names["prefix"]).register(SPEC)
+        CollectionCatalogue(rc, names["prefix"]).register(SPEC)
     finally:
         rc.close()
     port = free_port()
@@ -341,7 +341,7 @@ def test_two_workers_with_a_kill_and_a_join_rebalance_and_keep_counts_exact(
         kafka: Any, redis_server: Any, redis_client: Any, ldp_names: dict[str, str],
         tmp_path: Path) -> None:
     topic, prefix, group = ldp_names["topic"], ldp_names["prefix"], ldp_names["group"]
-    CollectionCatalog(redis_client, prefix).register(SPEC)
+    CollectionCatalogue(redis_client, prefix).register(SPEC)
     env = worker_env(kafka, redis_server, ldp_names)
     every = {0, 1, 2, 3}
 
@@ -388,7 +388,7 @@ def test_a_zombie_worker_stopped_past_its_session_is_fenced_when_it_wakes(
     import signal
 
     topic, prefix, group = ldp_names["topic"], ldp_names["prefix"], ldp_names["group"]
-    CollectionCatalog(redis_client, prefix).register(SPEC)
+    CollectionCatalogue(redis_client, prefix).register(SPEC)
     port = free_port()
     # the zombie flushes every 2 s: when it is stopped it holds a delta it never flushed
     zombie = WorkerProcess(worker_env(kafka, redis_server, ldp_names, LDP_METRICS_PORT=str(port),
@@ -436,7 +436,7 @@ def test_the_broker_killed_nine_mid_stream_keeps_counts_exact(
     try:
         for engine in ("faust", "aiokafka"):
             names = {k: f"{v}{engine[0]}" for k, v in ldp_names.items()}
-            CollectionCatalog(redis_client, names["prefix"]).register(SPEC)
+            CollectionCatalogue(redis_client, names["prefix"]).register(SPEC)
             port = free_port()
             worker = WorkerProcess(worker_env(kafka, redis_server, names, LDP_ENGINE=engine,
                                               LDP_METRICS_PORT=str(port)),
@@ -538,7 +538,7 @@ def test_gateway_killed_nine_while_devices_retry_counts_each_request_once(
     rc = _client(r)
     proxy = PausableProxy(("127.0.0.1", r.port))  # the gateway's way to Redis
     prefix = ldp_names["prefix"]
-    CollectionCatalog(rc, prefix).register(SPEC)
+    CollectionCatalogue(rc, prefix).register(SPEC)
     port = free_port()
     worker = WorkerProcess(worker_env(kafka, r, ldp_names, LDP_METRICS_PORT=str(port)),
                            tmp_path / "w.log").start()

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from ldpcore.collection import CollectionSpec
-from ldpstream.storage import CollectionCatalog, load_state
+from ldpstream.storage import CollectionCatalogue, load_state
 from producer.sdk import Client
 from tests.message_cases import mutate, reference_outcome, specs, valid_message
 
@@ -63,7 +63,7 @@ def test_fuzzed_stream_is_counted_exactly_and_every_bad_message_dead_lettered_on
 
     all_specs = specs()
     by_id = {s.id: s for s in all_specs}
-    CollectionCatalog(redis_client, ldp_names["prefix"]).register_all(all_specs)
+    CollectionCatalogue(redis_client, ldp_names["prefix"]).register_all(all_specs)
     corpus = _corpus(all_specs, np.random.default_rng(20261123))
 
     expected = {s.id: s.oracle().new_state() for s in all_specs}

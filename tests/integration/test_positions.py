@@ -19,7 +19,7 @@ import pytest
 
 from aggregator.topics import ensure_topics
 from ldpcore.collection import CollectionSpec
-from ldpstream.storage import CollectionCatalog, load_state, read_watermarks
+from ldpstream.storage import CollectionCatalogue, load_state, read_watermarks
 from producer.sdk import Client
 
 from .helpers import WorkerProcess, wait_for, worker_env
@@ -63,7 +63,7 @@ async def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int
 def test_a_committed_offset_ahead_of_the_watermark_does_not_skip_records(
         kafka: Any, redis_client: Any, redis_server: Any, ldp_names: dict[str, str],
         engine: str, tmp_path: Path) -> None:
-    CollectionCatalog(redis_client, ldp_names["prefix"]).register(SPEC)
+    CollectionCatalogue(redis_client, ldp_names["prefix"]).register(SPEC)
     asyncio.run(ensure_topics(kafka.bootstrap, [ldp_names["topic"]], 4))
     oracle = SPEC.oracle()
     expected = oracle.new_state()

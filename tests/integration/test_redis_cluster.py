@@ -25,7 +25,7 @@ from ldpstream.dev.cluster import RedisClusterNodes
 from ldpstream.sharding import migrate_to_sharded
 from ldpstream.storage import (
     FLUSH_SCRIPT,
-    CollectionCatalog,
+    CollectionCatalogue,
     Keys,
     flush_args,
     load_state,
@@ -156,8 +156,8 @@ def test_migration_moves_the_single_redis_layout_into_the_cluster_with_equal_sum
     uid = uuid.uuid4().hex[:8]
     prefix, topic = f"m{uid}:", f"reports-{uid}"
     specs = [CollectionSpec.from_dict(s) for s in SPECS]
-    CollectionCatalog(redis_client, prefix).register_all(specs)
-    CollectionCatalog(redis_client, prefix).mark_private(specs[1].id, True)
+    CollectionCatalogue(redis_client, prefix).register_all(specs)
+    CollectionCatalogue(redis_client, prefix).mark_private(specs[1].id, True)
     old = Keys(prefix)
     rng = np.random.default_rng(5)
     script = redis_client.register_script(FLUSH_SCRIPT)
@@ -189,7 +189,7 @@ def test_migration_moves_the_single_redis_layout_into_the_cluster_with_equal_sum
     assert ranged.n == some.n and np.array_equal(ranged.counts, some.counts)
     assert read_watermarks(cluster_client, topic, prefix) == {0: 9, 1: 19, 2: 29}
     assert read_lost(cluster_client, prefix) == read_lost(redis_client, prefix)
-    cat = CollectionCatalog(cluster_client, prefix)
+    cat = CollectionCatalogue(cluster_client, prefix)
     assert set(cat.all()) == {s.id for s in specs} and cat.private_ids() == {specs[1].id}
     assert cluster_client.get(f"{prefix}fleet") == b'{"budget": {}}'
     new = Keys(prefix, sharded=True)
@@ -247,7 +247,7 @@ def test_ldpstream_migrate_cluster_copies_the_state_named_by_the_environment(
     uid = uuid.uuid4().hex[:8]
     prefix, topic = f"c{uid}:", f"reports-{uid}"
     spec = CollectionSpec.from_dict(SPECS[0])
-    CollectionCatalog(redis_client, prefix).register(spec)
+    CollectionCatalogue(redis_client, prefix).register(spec)
     counts = np.arange(64, dtype=np.int64)
     k, a = flush_args(Keys(prefix), topic, {3: (-1, 41)},
                       {(spec.id, 7200): (99, counts, 4_000_000_000_000)})
@@ -318,7 +318,7 @@ def test_the_catalogue_readers_follow_a_registration_on_the_cluster(
 
     prefix = f"k{uuid.uuid4().hex[:8]}:"
     first, second = (CollectionSpec.from_dict(s) for s in SPECS)
-    CollectionCatalog(cluster_client, prefix).register(first)
+    CollectionCatalogue(cluster_client, prefix).register(first)
     sync = SyncCatalogue(cluster_client, prefix)
     sync.load()
     assert set(sync.all()) == {first.id}
@@ -329,7 +329,7 @@ def test_the_catalogue_readers_follow_a_registration_on_the_cluster(
             cat = Catalogue(client, prefix)
             await cat.load()
             assert await cat.find(first.id) == first and await cat.find(second.id) is None
-            CollectionCatalog(cluster_client, prefix).register(second)
+            CollectionCatalogue(cluster_client, prefix).register(second)
             await cat.check(full=True)
             return {c for c in (first.id, second.id) if await cat.find(c) is not None}
         finally:

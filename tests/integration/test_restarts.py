@@ -24,7 +24,7 @@ import pytest
 
 from ldpcore.collection import CollectionSpec
 from ldpstream.dev.servers import start_broker, start_redis
-from ldpstream.storage import CollectionCatalog, load_state
+from ldpstream.storage import CollectionCatalogue, load_state
 from producer.sdk import Client
 from producer.simulate import simulate
 
@@ -72,7 +72,7 @@ def _start(k: Any, r: Any, names: dict[str, str], tmp_path: Path) -> tuple[Any, 
     import redis
 
     rc = redis.Redis.from_url(r.url, socket_timeout=5)
-    CollectionCatalog(rc, names["prefix"]).register(SPEC)
+    CollectionCatalogue(rc, names["prefix"]).register(SPEC)
     return rc, WorkerProcess(worker_env(k, r, names), tmp_path / "w.log").start()
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from ldpcore.collection import CollectionSpec
 from ldpstream.retention import Janitor
-from ldpstream.storage import CollectionCatalog, Keys, load_state, read_watermarks
+from ldpstream.storage import CollectionCatalogue, Keys, load_state, read_watermarks
 
 from . import helpers
 from .helpers import Publisher, WorkerProcess, log_offsets, wait_for, worker_env
@@ -140,7 +140,7 @@ def test_janitor_trims_only_the_expired_windows_entries(
     prefix = ldp_names["prefix"]
     spec = CollectionSpec.from_dict({**SPEC.to_dict(), "window_seconds": 60,
                                      "retention_seconds": 600})
-    CollectionCatalog(redis_client, prefix).register(spec)
+    CollectionCatalogue(redis_client, prefix).register(spec)
     now = 1_000_000.0
     zkey = Keys(prefix).windows(spec.id)
     # window [s, s + 60) is kept until s + 60 + 600: s < now - 660 has expired

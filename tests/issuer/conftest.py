@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from ldpcore.collection import CollectionSpec
-from ldpstream.storage import CollectionCatalog
+from ldpstream.storage import CollectionCatalogue
 
 from ..integration.helpers import ROOT, ServiceProcess
 
@@ -23,7 +23,7 @@ def issuer_env(redis_server: Any, names: dict[str, str], **extra: str) -> dict[s
 
 def register(redis_client: Any, prefix: str, *specs: CollectionSpec) -> None:
     """Put ``specs`` in the Redis catalogue, as ``POST /v1/collections`` does."""
-    CollectionCatalog(redis_client, prefix).register_all(specs)
+    CollectionCatalogue(redis_client, prefix).register_all(specs)
 
 
 class IssuerProcess(ServiceProcess):

@@ -33,7 +33,7 @@ from ldpstream.privacypass.tokens import (
     spki_der,
     verify_token,
 )
-from ldpstream.storage import CollectionCatalog
+from ldpstream.storage import CollectionCatalogue
 
 SPEC = CollectionSpec.from_dict({"id": "iss", "oracle": {"mechanism": "grr", "epsilon": 1.0},
                                  "domain": {"kind": "categories", "labels": ["a", "b"]},
@@ -86,7 +86,7 @@ def test_keys_quotas_and_specs_in_redis(redis_server: Any) -> None:
 
     prefix = f"is{uuid.uuid4().hex[:8]}:"
     sync = redis.Redis.from_url(redis_server.url)
-    CollectionCatalog(sync, prefix).register(SPEC)
+    CollectionCatalogue(sync, prefix).register(SPEC)
     sync.close()
     window = int(time.time()) // 600 * 600
 

@@ -17,7 +17,7 @@ from ldpstream.catalogue import (
     CatalogueUnavailable,
     SyncCatalogue,
 )
-from ldpstream.storage import CollectionCatalog, Keys
+from ldpstream.storage import CollectionCatalogue, Keys
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +50,7 @@ class CountingRedis:
 
 def test_register_bumps_the_version_once_per_new_collection(redis_client: Any,
                                                             prefix: str) -> None:
-    cat = CollectionCatalog(redis_client, prefix)
+    cat = CollectionCatalogue(redis_client, prefix)
     key = Keys(prefix).catalogue_version
     assert cat.register(spec("a")) is True
     assert redis_client.get(key) == b"1"
@@ -72,14 +72,14 @@ def test_a_new_collection_is_seen_within_freshness_and_at_once_by_a_miss(
         assert reader.get("new") is None
         runner = asyncio.create_task(reader.run())
         try:
-            CollectionCatalog(redis_client, prefix).register(spec("new"))
+            CollectionCatalogue(redis_client, prefix).register(spec("new"))
             t0 = time.monotonic()
             while reader.get("new") is None:
                 assert time.monotonic() - t0 < 5, "not seen by the poll"
                 await asyncio.sleep(0.02)
             assert changes[-1] == {"new"}
             # a miss finds a collection registered a moment ago without waiting for the poll
-            CollectionCatalog(redis_client, prefix).register(spec("newer"))
+            CollectionCatalogue(redis_client, prefix).register(spec("newer"))
             await asyncio.sleep(MISS_TTL)
             found = await reader.find("newer")
             assert found is not None and found.id == "newer"
@@ -118,7 +118,7 @@ def test_a_failed_check_is_unavailable_not_unknown_and_known_ids_keep_working(
 
     own = start_redis(tmp_path)
     try:
-        CollectionCatalog(redis.Redis.from_url(own.url), prefix).register(spec("known"))
+        CollectionCatalogue(redis.Redis.from_url(own.url), prefix).register(spec("known"))
 
         async def main() -> None:
             client = aioredis.Redis.from_url(own.url, socket_timeout=2)
@@ -146,7 +146,7 @@ def test_the_sync_face_follows_the_same_rule(redis_client: Any, prefix: str) -> 
     assert reader.get("x") is None
     checks = reader.checks
     assert reader.get("y") is None and reader.checks == checks    # negatively cached
-    CollectionCatalog(redis_client, prefix).register(spec("x"))
+    CollectionCatalogue(redis_client, prefix).register(spec("x"))
     assert reader.get("x") is None                                # cached "unknown"
     now[0] += MISS_TTL
     got = reader.get("x")                                         # the miss checks again

@@ -14,7 +14,7 @@ import pytest
 from ldpcore.budget import BudgetError, FleetBudget
 from ldpstream.collections_file import read_catalogue_file, register_catalogue_file
 from ldpstream.fleet import read_budget
-from ldpstream.storage import CollectionCatalog
+from ldpstream.storage import CollectionCatalogue
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,6 +83,6 @@ def test_registering_a_file_stores_the_budget_and_checks_what_is_registered(
             register_catalogue_file(r, prefix, write(tmp_path, {
                 "budget": {"epsilon_per_day": 4}, "collections": []}, "three.yaml"))
         assert read_budget(r, prefix) == FleetBudget(8.0)
-        assert set(CollectionCatalog(r, prefix).all()) == {"a"}
+        assert set(CollectionCatalogue(r, prefix).all()) == {"a"}
     finally:
         r.close()

@@ -17,7 +17,7 @@ import pytest
 from ldpcore.collection import CollectionSpec
 from ldpstream.settings import ConfigError
 from ldpstream.sharding import _cmd_migrate, add_migrate_parser, migrate_to_sharded
-from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalog, Keys, flush_args
+from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalogue, Keys, flush_args
 
 SPEC = CollectionSpec.from_dict({"id": "m", "oracle": {"mechanism": "grr", "epsilon": 1.0},
                                  "domain": {"kind": "categories", "labels": ["a", "b"]}})
@@ -31,7 +31,7 @@ def test_migrate_copies_catalogue_counts_and_watermarks_into_their_shards(
     src = redis.Redis.from_url(redis_server.url)
     dst = redis.Redis.from_url(redis_server.url.rsplit("/", 1)[0] + "/3")
     try:
-        CollectionCatalog(src, prefix).register(SPEC)
+        CollectionCatalogue(src, prefix).register(SPEC)
         start = int(time.time()) // 3600 * 3600
         keys, args = flush_args(Keys(prefix), topic, {0: (-1, 9), 2: (-1, 4)},
                                 {("m", start): (7, np.array([3, 4]), int(time.time() + 600)

@@ -16,7 +16,7 @@ import numpy as np
 
 import ldpcore
 from ldpcore.collection import CollectionSpec
-from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalog, Keys, flush_args
+from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalogue, Keys, flush_args
 from producer.simulate import simulate
 
 
@@ -44,7 +44,7 @@ def write_window(client: Any, prefix: str, spec: CollectionSpec, start: int,
 
 
 def register(client: Any, prefix: str, *specs: CollectionSpec) -> None:
-    CollectionCatalog(client, prefix).register_all(specs)
+    CollectionCatalogue(client, prefix).register_all(specs)
 
 
 def flush_reports(client: Any, prefix: str, spec: CollectionSpec, seed: int,
@@ -67,13 +67,13 @@ def register_reported(client: Any, prefix: str, raws: list[dict[str, Any]],
                       private: tuple[str, ...] = ()) -> list[CollectionSpec]:
     """Register each collection of ``raws`` with 2,000 reports in its current window
     (:func:`flush_reports`), and mark the ``private`` ones so."""
-    catalog = CollectionCatalog(client, prefix)
+    catalogue = CollectionCatalogue(client, prefix)
     specs = []
     for i, raw in enumerate(raws):
         spec = CollectionSpec.from_dict(raw)
-        catalog.register(spec)
+        catalogue.register(spec)
         flush_reports(client, prefix, spec, seed=i + 1)
         specs.append(spec)
     for cid in private:
-        catalog.mark_private(cid, True)
+        catalogue.mark_private(cid, True)
     return specs

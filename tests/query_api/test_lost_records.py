@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 
 from ldpcore.collection import CollectionSpec
-from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalog, Keys, flush_args
+from ldpstream.storage import FLUSH_SCRIPT, CollectionCatalogue, Keys, flush_args
 from query_api.app import create_app
 from query_api.config import ApiSettings
 
@@ -36,7 +36,7 @@ def _flush(redis_client: Any, prefix: str, wm: tuple[int, int], n: int,
 def test_answers_and_readyz_say_that_n_misses_records_lost_before_they_were_counted(
         redis_server: Any, redis_client: Any, ldp_names: dict[str, str]) -> None:
     prefix = ldp_names["prefix"]
-    CollectionCatalog(redis_client, prefix).register(SPEC)
+    CollectionCatalogue(redis_client, prefix).register(SPEC)
     _flush(redis_client, prefix, (-1, 99), 500)
     settings = ApiSettings(redis_url=redis_server.url, redis_prefix=prefix, version_ttl_s=0.0,
                            max_stale_s=0.0)

@@ -24,7 +24,7 @@ import pytest
 from scipy import stats
 
 from ldpcore.collection import CollectionSpec
-from ldpstream.storage import CollectionCatalog, load_state
+from ldpstream.storage import CollectionCatalogue, load_state
 
 from ..gateway.conftest import GatewayProcess, gateway_env
 from ..integration.helpers import WorkerProcess, wait_for, worker_env
@@ -123,7 +123,7 @@ def test_sdk_devices_through_the_gateway_give_unbiased_estimates(
         sdk: str, kafka: Any, redis_server: Any, redis_client: Any,
         ldp_names: dict[str, str], tmp_path: Path) -> None:
     specs = _specs(sdk)
-    CollectionCatalog(redis_client, ldp_names["prefix"]).register_all([s for s, _ in specs])
+    CollectionCatalogue(redis_client, ldp_names["prefix"]).register_all([s for s, _ in specs])
     rng = np.random.default_rng(5)
     weights = np.arange(1, D + 1, dtype=float) ** 2
     idx = rng.choice(D, size=N, p=weights / weights.sum())

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from ldpcore.collection import CollectionSpec
-from ldpstream.storage import CollectionCatalog, load_state
+from ldpstream.storage import CollectionCatalogue, load_state
 
 from ..gateway.conftest import GatewayProcess, gateway_env
 from ..integration.helpers import ROOT, WorkerProcess, wait_for, worker_env
@@ -187,7 +187,7 @@ def test_example_apps_report_and_a_page_reads_spec_and_answer_from_other_origins
                                      "oracle": {"mechanism": "grr", "epsilon": 2.0},
                                      "domain": {"kind": "categories",
                                                 "labels": ["3.1.0", "3.2.0", "3.2.1"]}})
-    CollectionCatalog(redis_client, ldp_names["prefix"]).register(spec)
+    CollectionCatalogue(redis_client, ldp_names["prefix"]).register(spec)
     tgz = packed
     node_app = _install_example("node", tgz, tmp_path)
     page_app = _install_example("browser", tgz, tmp_path)

@@ -20,7 +20,7 @@ import pytest
 from ldpcore import Reports
 from ldpcore.collection import CollectionSpec, decode_message, encode_message
 from ldpstream.privacypass.client import IssuanceRefused
-from ldpstream.storage import CollectionCatalog, load_state
+from ldpstream.storage import CollectionCatalogue, load_state
 from producer.sdk import Device, GatewayClient, GatewayError
 from producer.store import FileStore
 
@@ -58,7 +58,7 @@ def stack(kafka: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactor
     names = {"prefix": f"ppe{uid}:", "topic": f"ppe-{uid}", "dlq": f"ppe-dlq-{uid}",
              "group": f"ppe-{uid}"}
     client = redis.Redis.from_url(redis_server.url)
-    CollectionCatalog(client, names["prefix"]).register_all([_spec("py"), _spec("js"),
+    CollectionCatalogue(client, names["prefix"]).register_all([_spec("py"), _spec("js"),
                                                              _spec("java"), _spec("queued")])
     client.close()
     tmp = tmp_path_factory.mktemp("pp-e2e")

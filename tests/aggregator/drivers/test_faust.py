@@ -29,7 +29,7 @@ from aggregator.drivers.faust import FaustDriver, faust_timestamp_ms
 from aggregator.metrics import AggregatorMetrics
 from ldpcore import Reports
 from ldpcore.collection import CollectionSpec, encode_message
-from ldpstream.storage import CollectionCatalog, read_lost
+from ldpstream.storage import CollectionCatalogue, read_lost
 
 SPEC = CollectionSpec.from_dict({"id": "fd", "oracle": {"mechanism": "grr", "epsilon": 1.0},
                                  "domain": {"kind": "integers", "low": 0, "high": 7}})
@@ -92,7 +92,7 @@ class Seeks:
 
 def _driver(redis_client: Any, names: dict[str, str]) -> tuple[FaustDriver, Seeks]:
     s = WorkerSettings(redis_prefix=names["prefix"], reports_topic="t", engine="faust")
-    CollectionCatalog(redis_client, names["prefix"]).register(SPEC)
+    CollectionCatalogue(redis_client, names["prefix"]).register(SPEC)
     seeks = Seeks()
     d = FaustDriver(s, redis_client, AggregatorMetrics(CollectorRegistry()), broker=seeks)
     d.app = App()

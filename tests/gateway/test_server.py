@@ -288,7 +288,7 @@ def test_fuzzed_bodies_over_http_never_get_a_5xx(gw: GatewayProcess) -> None:
     """Runs last in this module: what it gets accepted goes to the module's topic."""
     from hypothesis import HealthCheck, given, settings
 
-    from .test_parser_fuzz import bodies
+    from .test_parse import bodies
 
     @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
     @given(bodies)

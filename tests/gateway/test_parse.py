@@ -1,7 +1,8 @@
-"""Hypothesis fuzz of the gateway's body parser and batch validation: for any body (raw
-bytes, frames of mutated messages, JSON arrays of mutated messages) the outcome is messages or
-a 4xx, never another exception; and whatever the gateway accepts, the aggregator's decoder
-accepts too (the same reports), so nothing the gateway lets through is dead-lettered."""
+"""gateway.parse, by hypothesis fuzz of the body parser and the batch validation: for any
+body (raw bytes, frames of mutated messages, JSON arrays of mutated messages) the outcome
+is messages or a 4xx, never another exception; and whatever the gateway accepts, the
+aggregator's decoder accepts too (the same reports), so nothing the gateway lets through
+is dead-lettered."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
@@ -466,11 +466,7 @@ class MessageDecoder:
             for i, w in enumerate(lay.col_bytes):
                 parts[i].append(v[off:off + n * w])
                 off += n * w
-        cols: dict[str, np.ndarray] = {}
-        for c, chunks in zip(self.oracle.report_columns, parts, strict=True):
-            arr = np.frombuffer(b"".join(chunks), dtype=np.dtype(c.dtype).newbyteorder("<"))
-            cols[c.name] = arr.reshape(-1, c.width) if c.bits else arr
-        return Reports(self.oracle.mechanism, self.oracle.fingerprint, cols)
+        return self._reports(np.frombuffer(b"".join(chunks), dtype=np.uint8) for chunks in parts)
 
     def _concat_uniform(self, values: Sequence[bytes]) -> Reports | None:
         """:meth:`_concat` for messages of one length, checked as one 2-D byte array
@@ -479,10 +475,14 @@ class MessageDecoder:
         split = self.layout.uniform_columns(rows)
         if split is None:
             return None
+        return self._reports(np.ascontiguousarray(block) for block in split[1])
+
+    def _reports(self, blocks: Iterable[np.ndarray]) -> Reports:
+        """The reports whose columns' little-endian bytes are ``blocks`` (uint8 arrays)."""
         cols: dict[str, np.ndarray] = {}
-        for c, block in zip(self.oracle.report_columns, split[1], strict=True):
-            arr = np.ascontiguousarray(block).view(np.dtype(c.dtype).newbyteorder("<"))
-            cols[c.name] = arr.reshape(-1, c.width) if c.bits else arr.reshape(-1)
+        for c, block in zip(self.oracle.report_columns, blocks, strict=True):
+            arr = block.reshape(-1).view(np.dtype(c.dtype).newbyteorder("<"))
+            cols[c.name] = arr.reshape(-1, c.width) if c.bits else arr
         return Reports(self.oracle.mechanism, self.oracle.fingerprint, cols)
 
     def decode_many(self, values: Sequence[Any]
@@ -503,7 +503,7 @@ class MessageDecoder:
             except ReportError as exc:
                 bad.append((i, exc))
         if not good:
-            return self.oracle.validate(self._empty()), bad
+            return self.oracle.validate(_empty_reports(self.oracle)), bad
         return (good[0] if len(good) == 1 else Reports.concat(good)), bad
 
     def aggregate(self, data: bytes) -> State:
@@ -519,11 +519,6 @@ class MessageDecoder:
             return self.oracle.new_state(), bad
         return State(self.oracle.fingerprint, len(reports),
                      self.oracle._aggregate(reports.columns)), bad
-
-    def _empty(self) -> Reports:
-        return Reports(self.oracle.mechanism, self.oracle.fingerprint, {
-            c.name: np.zeros((0, c.width) if c.bits else (0,), dtype=c.dtype)
-            for c in self.oracle.report_columns})
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,8 +91,7 @@ def shared(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]
     memo = SHARED.get()
     if memo is None:
         return make()
-    key = ("part", part, oracle.fingerprint, state_digest(state), params)
-    return memo.get_or_make(key, make)
+    return memo.get_or_make(_part_key(part, oracle, state, params), make)
 
 
 def peek(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]) -> Any:
@@ -100,7 +99,12 @@ def peek(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]) 
     memo = SHARED.get()
     if memo is None:
         return None
-    return memo.get(("part", part, oracle.fingerprint, state_digest(state), params))
+    return memo.get(_part_key(part, oracle, state, params))
+
+
+def _part_key(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]
+              ) -> tuple[Any, ...]:
+    return ("part", part, oracle.fingerprint, state_digest(state), params)
 
 
 def _curve(kind: str, oracle: Any, state: ldpcore.State, method: str) -> np.ndarray:

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 import ldpcore
 from ldpcore.collection import CollectionSpec
 
@@ -70,21 +72,14 @@ def lane_of(query: str) -> str:
     return query.split(":", 1)[0].split("/", 1)[0]
 
 
-_fast_dumps: Callable[[Any], bytes] | None
-try:  # a C encoder with its own float formatting: a 1,024-row answer in 0.4 ms, not 7
-    from orjson import dumps as _fast_dumps
-except ImportError:  # pragma: no cover - orjson is a dependency; json is the fallback
-    _fast_dumps = None
-
-
 def _encode(body: Mapping[str, Any]) -> bytes:
-    """Compact JSON of an answer (orjson where it can; the same values as ``json``)."""
-    if _fast_dumps is not None:
-        try:
-            return _fast_dumps(body)
-        except TypeError:  # a value orjson does not take (an int past 64 bits, numpy scalar)
-            pass
-    return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+    """Compact JSON of an answer: orjson (a C encoder: a 1,024-row answer in 0.4 ms, not
+    7), ``json`` for a value orjson does not take (an int past 64 bits, a numpy scalar)."""
+    try:
+        out: bytes = orjson.dumps(body)
+        return out
+    except TypeError:
+        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
 
 
 @dataclass

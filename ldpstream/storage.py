@@ -385,16 +385,31 @@ def state_from_hashes(spec: CollectionSpec, hashes: Iterable[Mapping[Any, Any]])
     for h in hashes:
         if not h:
             continue
-        # Vectorised: a window of an OLH or HH collection holds thousands of cells.
-        keys = np.array([k if isinstance(k, (bytes, str)) else str(k) for k in h])
-        vals = np.array(list(h.values()))
-        meta = (b"n", b"t") if keys.dtype.kind == "S" else ("n", "t")
-        is_n, is_t = keys == meta[0], keys == meta[1]
-        n += int(vals[is_n].astype(np.int64).sum())
-        cells = ~(is_n | is_t)
-        np.add.at(flat, keys[cells].astype(np.int64), vals[cells].astype(np.int64))
+        cells = dict(h)
+        for meta in (b"n", "n"):
+            if meta in cells:
+                n += int(cells.pop(meta))
+        for meta in (b"t", "t"):
+            cells.pop(meta, None)
+        if cells:  # a hash's cells are distinct: a plain fancy-index add is exact
+            flat[_decimals(list(cells))] += _decimals(list(cells.values()))
     state.n = n
     return state
+
+
+def _decimals(values: list[Any]) -> np.ndarray:
+    """Decimal integers as a client returns them (bytes, or str when it decodes) as int64,
+    parsed in C: a window of an OLH, HH or multi collection holds thousands of cells, and
+    converting them one by one cost the query API ~15 ms per window read."""
+    try:
+        text = b" ".join(values)
+    except TypeError:
+        text = " ".join(map(str, values)).encode()
+    out: np.ndarray = np.fromstring(text, dtype=np.int64, sep=" ")
+    if out.size != len(values):
+        raise ValueError(f"a window hash holds a non-integer cell ({len(values)} cells, "
+                         f"{out.size} read)")
+    return out
 
 
 def since_until_args(since: float | None, until: float | None,

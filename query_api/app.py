@@ -65,7 +65,8 @@ def create_app(settings: ApiSettings | None = None, *, redis: Any = None,
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         client = redis if redis is not None else _redis_client(settings)
-        app.state.service = Service(settings, Store(client, settings.redis_prefix), metrics)
+        store = Store(client, settings.redis_prefix, spec_ttl=settings.version_ttl_s)
+        app.state.service = Service(settings, store, metrics)
         app.state.access = ReadAccess(settings, client, settings.redis_prefix)
         try:
             yield

@@ -28,7 +28,8 @@ class ApiSettings(RedisSettings):
     LDP_API_HOST                127.0.0.1                   bind address
     LDP_API_PORT                8000                        bind port
     LDP_STREAM_INTERVAL_S       1.0                         SSE poll interval for state changes
-    LDP_VERSION_TTL_MS          50                          re-read state versions this often
+    LDP_VERSION_TTL_MS          50                          re-read state versions (and check the
+                                                            collection catalogue) this often
     LDP_ANSWER_CACHE_MB         64                          encoded answers kept (MiB, LRU)
     LDP_STATE_CACHE_MB          256                         summed states kept (MiB, LRU), with
                                                             the parts their answers share

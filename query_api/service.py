@@ -47,6 +47,7 @@ import orjson
 
 import ldpcore
 from ldpcore.collection import CollectionSpec
+from ldpstream.catalogue import CatalogueUnavailable
 
 from .cache import ByteLRU, size_of_answer, size_of_state
 from .choices import Choices
@@ -150,6 +151,9 @@ class Service:
         except (ConnectionError, OSError, TimeoutError) as exc:
             self.metrics.redis_up.set(0)
             raise Unavailable(f"Redis is unreachable: {exc}") from None
+        except CatalogueUnavailable as exc:  # the spec snapshot could not be checked
+            self.metrics.redis_up.set(0)
+            raise Unavailable(str(exc)) from None
         except Exception as exc:  # redis-py's own connection errors
             if type(exc).__module__.startswith("redis"):
                 self.metrics.redis_up.set(0)
@@ -159,7 +163,8 @@ class Service:
         return out
 
     async def spec(self, cid: str) -> CollectionSpec:
-        """The collection, or :class:`NotFound` naming how to list them."""
+        """The collection, or :class:`NotFound` naming how to list them (from the store's
+        snapshot of the catalogue: no Redis round trip on most requests)."""
         spec: CollectionSpec | None = await self.call(self.store.get(cid))
         if spec is None:
             raise unknown_collection(cid)

@@ -6,6 +6,14 @@ query covers, read in one round trip (:data:`ldpstream.storage.VERSION_SCRIPT`):
 every flush adds reports to n, and window expiry drops entries, so equal versions
 mean equal states and estimates can be cached per version.
 
+Collections are read through :class:`ldpstream.catalogue.Catalogue` (the shared reader of
+the catalogue): a request finds its spec in the snapshot, which is checked against the
+catalogue's version (one ``GET``, merged over concurrent requests) at most every
+``spec_ttl`` seconds (the API passes ``LDP_VERSION_TTL_MS``) and re-read when that moved.
+So a collection registered, deleted or replaced by another writer (the aggregator, the
+CLI, another API process) is seen within ``spec_ttl`` (plus one round trip); one
+registered or deleted through this store is seen by the very next request.
+
 On a Redis Cluster (the sharded layout of :mod:`ldpstream.storage`) a collection's
 windows are summed over its shards: the version is read in pipelined rounds (shard
 list, window lists, ``n``/``t`` of each window), each one batch per node.
@@ -13,13 +21,16 @@ list, window lists, ``n``/``t`` of each window), each one batch per node.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ldpcore import State
 from ldpcore.collection import CollectionSpec
+from ldpstream.catalogue import Catalogue, CatalogueUnavailable
 from ldpstream.storage import (
     DEFAULT_PREFIX,
     REGISTER_SCRIPT,
@@ -61,9 +72,10 @@ class StateVersion:
     def n(self) -> int:
         return sum(n for _, n in self.windows)
 
-    @property
+    @cached_property
     def tag(self) -> str:
-        """Short opaque id of this version (changes whenever the state changes)."""
+        """Short opaque id of this version (changes whenever the state changes); made once
+        per version (every request asks for it several times)."""
         raw = (",".join(f"{s}:{n}" for s, n in self.windows)
                + f"@{self.last_flush_ms}"
                + (f"-{self.lost_records}" if self.lost_records else "")).encode()
@@ -73,13 +85,16 @@ class StateVersion:
 class Store:
     """Collections and window states in Redis, through an injected ``redis.asyncio`` client."""
 
-    def __init__(self, redis: Any, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(self, redis: Any, prefix: str = DEFAULT_PREFIX, *,
+                 spec_ttl: float = 0.0) -> None:
         self.redis = redis
         self.keys = Keys.for_client(redis, prefix)
         self._version_script = redis.register_script(VERSION_SCRIPT)
         self._register_script = redis.register_script(REGISTER_SCRIPT)
         self._specs: dict[str, tuple[str, CollectionSpec]] = {}
         self._delete_script: Any = None
+        self.catalogue = Catalogue(redis, prefix, freshness=spec_ttl, miss_ttl=spec_ttl)
+        self._recheck = True
 
     async def ping(self) -> bool:
         return bool(await self.redis.ping())
@@ -95,8 +110,20 @@ class Store:
         return spec
 
     async def get(self, cid: str) -> CollectionSpec | None:
-        raw = await self.redis.hget(self.keys.collections, cid)
-        return None if raw is None else self._parse(cid, raw)
+        """The collection ``cid`` (None: there is none) as of at most ``spec_ttl`` seconds
+        ago; :class:`ldpstream.catalogue.CatalogueUnavailable` when Redis cannot tell."""
+        cat = self.catalogue
+        if self._recheck or cat.clock() - cat.checked_at >= cat.freshness:
+            await cat.check()
+            self._recheck = False
+            return cat.get(cid)
+        return await cat.find(cid)
+
+    async def _written(self) -> None:
+        """This store changed the catalogue: the next request sees it (re-read now)."""
+        self._recheck = True
+        with contextlib.suppress(CatalogueUnavailable):
+            await self.catalogue.check(full=True)
 
     async def all(self) -> list[CollectionSpec]:
         raw = await self.redis.hgetall(self.keys.collections)
@@ -109,8 +136,10 @@ class Store:
         # a new entry bumps the catalogue version (every reader sees it within its freshness)
         if await self._register_script(keys=[self.keys.collections, self.keys.catalogue_version],
                                        args=[spec.id, spec.to_json()]):
+            await self._written()
             return True
-        check_same_spec(spec, await self.get(spec.id))
+        raw = await self.redis.hget(self.keys.collections, spec.id)
+        check_same_spec(spec, None if raw is None else self._parse(spec.id, raw))
         return False
 
     async def delete(self, cid: str) -> bool:
@@ -127,6 +156,7 @@ class Store:
         pipe.srem(self.keys.private, cid)
         res = await pipe.execute()
         self._specs.pop(cid, None)
+        await self._written()
         return bool(res[0])
 
     async def _delete_sharded(self, cid: str) -> bool:
@@ -138,6 +168,7 @@ class Store:
             keys=[self.keys.collections, self.keys.catalogue_version, self.keys.private],
             args=[cid])
         self._specs.pop(cid, None)
+        await self._written()
         tags = await self._tags(cid)
         pipe = self.redis.pipeline(transaction=False)
         for t, p in tags:

@@ -60,3 +60,32 @@ def test_register_read_version_state_and_delete(redis_server: Any) -> None:
             await client.aclose()
 
     asyncio.run(run())
+
+
+def test_specs_come_from_a_snapshot_fresh_within_spec_ttl(redis_server: Any) -> None:
+    import redis.asyncio as aredis
+
+    prefix = f"sc{uuid.uuid4().hex[:8]}:"
+
+    async def run() -> None:
+        client = aredis.Redis.from_url(redis_server.url)
+        kept = Store(client, prefix, spec_ttl=60.0)  # the snapshot is trusted for a minute
+        brief = Store(client, prefix, spec_ttl=0.05)
+        other = Store(client, prefix)  # another writer (an API process, the CLI)
+        try:
+            assert await kept.register(SPEC) and await kept.get("s") == SPEC  # own write
+            assert await brief.get("s") == SPEC
+            assert await other.delete("s")
+            # Within its spec_ttl a store answers from its snapshot: no Redis read ...
+            assert await kept.get("s") == SPEC
+            # ... and past it the deletion is seen.
+            await asyncio.sleep(0.06)
+            assert await brief.get("s") is None
+            # A write through the store itself is seen by its very next read.
+            assert not await kept.delete("s")
+            assert await kept.get("s") is None
+            assert await kept.register(SPEC) and await kept.get("s") == SPEC
+        finally:
+            await client.aclose()
+
+    asyncio.run(run())

@@ -20,7 +20,8 @@ of their blurring channel is so noisy that every post-processing of it is flat.
 reconstruction — depends only on the oracle, the state and the method's parameters.  When
 the service sets :data:`SHARED` (a byte-bounded cache), these parts are kept there under
 the state's *content* (a SHA-256 of its fingerprint, n and counts: a new state version
-with new counts is a new key, an unchanged state the same one), so frequencies and heavy
+with new counts is a new key, an unchanged state the same one; the service names the
+state it computes on by its version instead, :data:`STATE_KEY`), so frequencies and heavy
 hitters of one state, or the same query at another ``confidence``, pay only for their
 interval and their JSON.
 """
@@ -32,7 +33,7 @@ import hashlib
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -75,8 +76,19 @@ SHARED: ContextVar[ByteLRU | None] = ContextVar("ldp_shared_parts", default=None
 service sets it to its state cache, bounded by ``LDP_STATE_CACHE_MB``); None: not shared."""
 
 
-def state_digest(state: ldpcore.State) -> bytes:
-    """SHA-256 of a state's fingerprint, n, shape and counts: equal digests, equal states."""
+STATE_KEY: ContextVar[tuple[ldpcore.State, Hashable] | None] = ContextVar(
+    "ldp_state_key", default=None)
+"""(the state the answer on this thread is computed on, a key naming it): the service sets
+it to that state's version (equal versions, equal states: :mod:`query_api.store`), so the
+parts of that state are found without hashing its counts on every lookup."""
+
+
+def state_digest(state: ldpcore.State) -> Hashable:
+    """What names a state's content: the key :data:`STATE_KEY` gives it, else the SHA-256 of
+    its fingerprint, n, shape and counts (equal digests, equal states)."""
+    held = STATE_KEY.get()
+    if held is not None and held[0] is state:
+        return held[1]
     h = hashlib.sha256()
     counts = np.ascontiguousarray(state.counts, dtype="<i8")
     h.update(f"{state.fingerprint}|{int(state.n)}|{counts.shape}".encode())

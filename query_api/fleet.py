@@ -32,6 +32,7 @@ class FleetView:
         self.store = store
         self._cached: tuple[float, FleetBudget, list[CollectionSpec], dict[str, Any]] | None
         self._cached = None
+        self._raw: Any = None
         self._fields: dict[str, tuple[dict[str, Any], bytes]] = {}
 
     def invalidate(self) -> None:
@@ -42,10 +43,18 @@ class FleetView:
         now = time.monotonic()
         if self._cached is not None and now - self._cached[0] < TTL:
             return self._cached[1], self._cached[2], self._cached[3]
-        budget = parse_policy(await self.store.redis.get(self.store.keys.fleet))
+        raw = await self.store.redis.get(self.store.keys.fleet)
         specs = await self.store.all()
+        kept = self._cached
+        if (kept is not None and raw == self._raw and len(specs) == len(kept[2])
+                and all(a is b for a, b in zip(specs, kept[2], strict=True))):
+            # Unchanged policy and specs (the store keeps a spec object while its JSON is
+            # the same): the summary stands; making it builds every collection's oracle.
+            self._cached = (now, *kept[1:])
+            return kept[1], kept[2], kept[3]
+        budget = parse_policy(raw)
         summary = fleet_summary(specs, budget)
-        self._cached = (now, budget, specs, summary)
+        self._cached, self._raw = (now, budget, specs, summary), raw
         return budget, specs, summary
 
     async def budget(self) -> FleetBudget:

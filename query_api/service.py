@@ -53,7 +53,7 @@ from .cache import ByteLRU, size_of_answer, size_of_state
 from .choices import Choices
 from .config import ApiSettings
 from .errors import NotEnoughReports, Unavailable, unknown_collection
-from .estimates import SHARED
+from .estimates import SHARED, STATE_KEY
 from .fleet import FleetView
 from .metrics import ApiMetrics
 from .store import StateVersion, Store
@@ -421,12 +421,18 @@ class Service:
             t0 = time.perf_counter()
             # The answers of one state share their level-free parts (estimates.SHARED),
             # kept beside the states and bounded with them (LDP_STATE_CACHE_MB).
+            # The state's version and n name it (the sum of the version's windows; one read
+            # a moment after its version has a larger n): its parts are found without
+            # hashing its counts.
             token = SHARED.set(self.states)
+            named = STATE_KEY.set((state, ("version", spec.id, spec.fingerprint, version.tag,
+                                           state.n)))
             try:
                 # n is the reports summed, whatever the answer says; n_effective may be
                 # refined by the answer (an attribute's own effective size).
                 out = {**head, **compute(oracle, state, head["n_effective"]), "n": state.n}
             finally:
+                STATE_KEY.reset(named)
                 SHARED.reset(token)
             return _encode(out), time.perf_counter() - t0
 

@@ -120,3 +120,26 @@ def test_the_effective_sample_size_widens_every_interval() -> None:
     b = E.frequencies(g, sg, labels=None, method="base", confidence=0.95,
                       n_effective=2000)["estimates"][0]
     assert b["std_error"] == pytest.approx(2 * a["std_error"], rel=1e-6)
+
+
+def test_a_state_named_by_its_version_is_found_without_hashing_its_counts() -> None:
+    from query_api.cache import ByteLRU, size_of_state
+
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    rng = np.random.default_rng(5)
+    s = o.aggregate(o.perturb(rng.integers(0, 64, 5000), rng=rng))
+    memo = ByteLRU(1 << 24, getsizeof=size_of_state)
+    shared, named = E.SHARED.set(memo), E.STATE_KEY.set((s, ("version", "c", "v1", s.n)))
+    try:
+        assert E.state_digest(s) == ("version", "c", "v1", s.n)
+        # Another state (a bucket of a series, a sub-state) is named by its content.
+        copy = ldpcore.State(s.fingerprint, s.n, s.counts.copy())
+        assert isinstance(E.state_digest(copy), bytes)
+        a = E.frequencies(o, s, labels=None, method="norm-sub", confidence=0.9)
+        b = E.frequencies(o, s, labels=None, method="norm-sub", confidence=0.99)
+        assert len(memo) == 1 and a["estimates"] != b["estimates"]  # one part, two levels
+    finally:
+        E.STATE_KEY.reset(named)
+        E.SHARED.reset(shared)
+    alone = E.frequencies(o, s, labels=None, method="norm-sub", confidence=0.9)
+    assert alone == a  # the part kept under the version is the state's own

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from redis.exceptions import NoScriptError
+
 from ldpcore import State
 from ldpcore.collection import CollectionSpec
 from ldpstream.catalogue import Catalogue, CatalogueUnavailable
@@ -237,11 +239,11 @@ class Store:
             return await self._version_sharded(spec, since, until)
         lo, hi = since_until_args(since, until, spec.window_seconds)
         prefix = self.keys.state(spec.id, 0)[:-1]
-        pipe = self.redis.pipeline(transaction=False)
-        await self._version_script(keys=[self.keys.windows(spec.id)], args=[lo, hi, prefix],
-                                   client=pipe)
-        pipe.hget(self.keys.lost, "records")
-        flat, lost = await pipe.execute()
+        try:
+            flat, lost = await self._version_pipe(spec, lo, hi, prefix)
+        except NoScriptError:  # a restarted or flushed Redis: load the script, once
+            await self.redis.script_load(VERSION_SCRIPT)
+            flat, lost = await self._version_pipe(spec, lo, hi, prefix)
         rows = [(int(flat[i]), int(flat[i + 1]), int(flat[i + 2]))
                 for i in range(0, len(flat), 3)]
         keep = set(windows_in(spec, [r[0] for r in rows], since, until))
@@ -249,6 +251,14 @@ class Store:
         return StateVersion(tuple((s, n) for s, n, _ in rows),
                             max((t for _, _, t in rows), default=0), int(lost or 0),
                             tuple(t for _, _, t in rows))
+
+    async def _version_pipe(self, spec: CollectionSpec, lo: str, hi: str, prefix: str) -> Any:
+        # EVALSHA itself: a script run through a pipeline makes redis-py ask SCRIPT EXISTS
+        # first, one more round trip on every version read.
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.evalsha(self._version_script.sha, 1, self.keys.windows(spec.id), lo, hi, prefix)
+        pipe.hget(self.keys.lost, "records")
+        return await pipe.execute()
 
     async def health(self) -> dict[str, Any]:
         """What the workers and the janitor left for ``/readyz``: records lost before they

@@ -89,3 +89,26 @@ def test_specs_come_from_a_snapshot_fresh_within_spec_ttl(redis_server: Any) -> 
             await client.aclose()
 
     asyncio.run(run())
+
+
+def test_a_version_is_read_after_redis_forgot_the_script(redis_server: Any) -> None:
+    import redis
+    import redis.asyncio as aredis
+
+    prefix = f"sv{uuid.uuid4().hex[:8]}:"
+    start = int(time.time()) // 3600 * 3600
+    sync = redis.Redis.from_url(redis_server.url)
+    write_window(sync, prefix, SPEC, start, simulated_state(SPEC, "uniform", 200, seed=2))
+    sync.close()
+
+    async def run() -> None:
+        client = aredis.Redis.from_url(redis_server.url)
+        store = Store(client, prefix)
+        try:
+            assert (await store.version(SPEC, None, None)).n == 200
+            await client.script_flush()  # a restarted Redis has no scripts
+            assert (await store.version(SPEC, None, None)).windows == ((start, 200),)
+        finally:
+            await client.aclose()
+
+    asyncio.run(run())

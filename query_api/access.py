@@ -149,8 +149,11 @@ async def get_access(request: Request) -> ReadAccess:
 AccessDep = Annotated[ReadAccess, Depends(get_access)]
 
 
-async def require_reader(request: Request, access: AccessDep) -> Reader:
-    """The request's reader (401 when a read token is needed and missing or unknown)."""
+async def require_reader(request: Request) -> Reader:
+    """The request's reader (401 when a read token is needed and missing or unknown).  The
+    access list is the app's (not an :data:`AccessDep`: one dependency node less on every
+    request)."""
+    access: ReadAccess = request.app.state.access
     return access.reader(request.headers.get("authorization", ""))
 
 

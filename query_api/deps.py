@@ -12,7 +12,7 @@ from fastapi.responses import Response
 
 from ldpcore.collection import CollectionSpec
 
-from .access import AccessDep, ReaderDep
+from .access import ReadAccess
 from .domain import TIME_PATTERN, parse_time
 from .errors import Forbidden, Unauthorized, unknown_collection
 from .service import Service
@@ -33,10 +33,17 @@ async def get_service(request: Request) -> Service:
 ServiceDep = Annotated[Service, Depends(get_service)]
 
 
-async def get_spec(cid: str, svc: ServiceDep, reader: ReaderDep,
-                   access: AccessDep) -> CollectionSpec:
+async def get_spec(cid: str, request: Request) -> CollectionSpec:
     """The collection named in the path, or 404 (also for a private one the reader may not
-    read: the same answer as an unknown id)."""
+    read: the same answer as an unknown id).
+
+    The service, the access list and the reader are taken from the app here rather than
+    as dependencies of their own: FastAPI solves a sub-dependency's whole tree wherever it
+    is named before it looks in its per-request cache, and this one is named by every
+    route and by :func:`get_window` (15 dependency nodes a request instead of 6)."""
+    svc: Service = request.app.state.service
+    access: ReadAccess = request.app.state.access
+    reader = access.reader(request.headers.get("authorization", ""))
     if not await svc.call(access.visible(reader, cid)):
         raise unknown_collection(cid)
     return await svc.spec(cid)

@@ -22,6 +22,7 @@ class RequestMetrics:
     def __init__(self, app: Any, metrics: ApiMetrics) -> None:
         self.app = app
         self.metrics = metrics
+        self._series: dict[tuple[str, str, int], Any] = {}  # (route, method, status) → child
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -40,8 +41,12 @@ class RequestMetrics:
         finally:
             path = getattr(scope.get("route"), "path", "unmatched")
             if path not in _UNTIMED:
-                self.metrics.request_seconds.labels(path, scope["method"], str(status[0])
-                                                    ).observe(time.perf_counter() - t0)
+                key = (path, scope["method"], status[0])
+                series = self._series.get(key)
+                if series is None:  # bounded: route templates x methods x statuses
+                    series = self._series[key] = self.metrics.request_seconds.labels(
+                        path, key[1], str(key[2]))
+                series.observe(time.perf_counter() - t0)
 
 
 class HeadAsGet:

@@ -134,12 +134,15 @@ class Service:
     def _byte_cache(self, name: str, limit: int, size: Callable[[Any], int]) -> ByteLRU:
         m = self.metrics
         m.cache_limit_bytes.labels(name).set(limit)
+        # The labelled series, looked up once: a cache changes on every miss.
+        n_entries, n_bytes = m.cache_entries.labels(name), m.cache_bytes.labels(name)
+        n_evicted = m.cache_evictions.labels(name)
 
         def changed(entries: int, used: int, evicted: int) -> None:
-            m.cache_entries.labels(name).set(entries)
-            m.cache_bytes.labels(name).set(used)
+            n_entries.set(entries)
+            n_bytes.set(used)
             if evicted:
-                m.cache_evictions.labels(name).inc(evicted)
+                n_evicted.inc(evicted)
 
         changed(0, 0, 0)
         return ByteLRU(limit, getsizeof=size, on_change=changed)

@@ -28,6 +28,8 @@ from ldpctl.failover import ApiProbe, Traffic, check_counted, post_message
 from ldpstream.connections import RedisOptions
 from ldpstream.storage import CollectionCatalogue, load_state, read_watermarks
 
+from ..integration.helpers import log_offsets
+
 pytestmark = pytest.mark.integration
 
 NAMES = ("leader", "rolling", "redis", "workers", "services", "fresh", "secure", "fresh-gw",
@@ -117,18 +119,17 @@ def prefix(cluster: LocalCluster) -> str:
     return cluster.env["LDP_REDIS_PREFIX"]
 
 
+def log_offsets_of(cluster: LocalCluster) -> tuple[dict[int, int], dict[int, int]]:
+    """partition -> the reports topic's first offset, and its high watermark (next offset)."""
+    assert cluster.kafka is not None
+    first, end = log_offsets(cluster.kafka.live_bootstrap, topic(cluster), cluster.partitions,
+                             request_timeout_ms=20000, **cluster.kafka_config())
+    return dict(enumerate(first)), dict(enumerate(end))
+
+
 def end_offsets(cluster: LocalCluster) -> dict[int, int]:
     """partition -> the reports topic's high watermark (next offset)."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    assert cluster.kafka is not None
-    c = KafkaConsumer(bootstrap_servers=cluster.kafka.live_bootstrap, request_timeout_ms=20000,
-                      **(cluster.secrets.kafka_python() if cluster.secrets else {}))
-    try:
-        tps = [TopicPartition(topic(cluster), p) for p in range(cluster.partitions)]
-        return {tp.partition: int(o) for tp, o in c.end_offsets(tps).items()}
-    finally:
-        c.close()
+    return log_offsets_of(cluster)[1]
 
 
 def wait_counted(cluster: LocalCluster, spec: CollectionSpec, timeout: float = 180.0) -> Any:

@@ -230,11 +230,13 @@ def group_assignment(bootstrap: str, group: str, topic: str) -> list[set[int]] |
     return owned
 
 
-def log_offsets(bootstrap: str, topic: str, partitions: int = 4) -> tuple[list[int], list[int]]:
-    """(first offsets, end offsets) of ``topic``'s partitions 0..partitions-1."""
+def log_offsets(bootstrap: str, topic: str, partitions: int = 4,
+                **client: Any) -> tuple[list[int], list[int]]:
+    """(first offsets, end offsets) of ``topic``'s partitions 0..partitions-1; ``client``:
+    more kafka-python settings (a secured cluster's)."""
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, **client)
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         first = consumer.beginning_offsets(tps)

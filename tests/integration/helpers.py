@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ldpcore.collection import CollectionSpec
 from ldpstream.dev.servers import LOOPBACK, _die_with_parent
@@ -137,6 +137,17 @@ class ServiceProcess:
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+class ListeningProcess(ServiceProcess):
+    """A service that picks its own port (the gateway, the issuer); :attr:`port` once
+    :meth:`start` saw it listen."""
+
+    port = 0
+
+    def start(self, timeout: float = 60.0) -> Self:
+        self.port = self.spawn_listening(timeout)
+        return self
 
 
 class WorkerProcess(ServiceProcess):

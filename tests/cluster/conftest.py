@@ -178,18 +178,12 @@ def _wake(gw: Any, timeout: float = 120.0) -> None:
     """Until the gateway is ready.  A gateway that saw the broker fail holds it for down
     until a request gets through (it has no traffic of its own to probe with): post a
     one-report message of the ``probe`` collection every second until then."""
-    import urllib.request
-
     spec = SPECS["probe"]
     body = encode_message(spec, spec.oracle().perturb([1], rng=0), "binary")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(gw.ready_url, timeout=2) as r:  # noqa: S310
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
+        if gw.is_ready():
+            return
         if gw.alive():
             with contextlib.suppress(OSError):
                 post_message(str(gw.base_url), body, timeout=15)

@@ -45,6 +45,28 @@ def test_wait_ready_gives_up_after_its_timeout(tmp_path: Path) -> None:
         s.stop(timeout=5)
 
 
+def test_wait_ready_returns_once_the_ready_url_answers_200(tmp_path: Path) -> None:
+    port = free_port()
+    serve = ("import http.server as h\n"
+             "class R(h.BaseHTTPRequestHandler):\n"
+             "    def do_GET(self):\n"
+             "        self.send_response(200 if self.path == '/healthz' else 503)\n"
+             "        self.end_headers()\n"
+             f"h.HTTPServer(('127.0.0.1', {port}), R).serve_forever()\n")
+    s = _sleeper(tmp_path, serve, ready_url=f"http://127.0.0.1:{port}/healthz")
+    assert not s.is_ready()  # nothing listens yet
+    s.start()
+    try:
+        s.wait_ready(timeout=30)
+        assert s.is_ready()
+        s.ready_url = f"http://127.0.0.1:{port}/starting"  # answers 503
+        assert not s.is_ready()
+    finally:
+        s.stop(timeout=5)
+    assert not s.is_ready()  # stopped: refused
+    assert _sleeper(tmp_path).is_ready()  # no ready URL: nothing to wait for
+
+
 def test_services_get_the_clusters_servers_and_settings_over_the_callers(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LDP_TOPIC_PARTITIONS", "99")  # the caller's LDP_ are not passed on

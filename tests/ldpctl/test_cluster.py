@@ -5,7 +5,9 @@ tests/cluster."""
 
 from __future__ import annotations
 
+import http.server
 import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -45,25 +47,31 @@ def test_wait_ready_gives_up_after_its_timeout(tmp_path: Path) -> None:
         s.stop(timeout=5)
 
 
-def test_wait_ready_returns_once_the_ready_url_answers_200(tmp_path: Path) -> None:
-    port = free_port()
-    serve = ("import http.server as h\n"
-             "class R(h.BaseHTTPRequestHandler):\n"
-             "    def do_GET(self):\n"
-             "        self.send_response(200 if self.path == '/healthz' else 503)\n"
-             "        self.end_headers()\n"
-             f"h.HTTPServer(('127.0.0.1', {port}), R).serve_forever()\n")
-    s = _sleeper(tmp_path, serve, ready_url=f"http://127.0.0.1:{port}/healthz")
-    assert not s.is_ready()  # nothing listens yet
-    s.start()
+class _Ready(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(200 if self.path == "/healthz" else 503)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_is_ready_is_one_look_and_wait_ready_returns_once_the_url_answers_200(
+        tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Ready)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    s = _sleeper(tmp_path, ready_url=f"{url}/healthz").start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         s.wait_ready(timeout=30)
         assert s.is_ready()
-        s.ready_url = f"http://127.0.0.1:{port}/starting"  # answers 503
+        s.ready_url = f"{url}/starting"  # answers 503
         assert not s.is_ready()
     finally:
+        server.shutdown()
+        server.server_close()
         s.stop(timeout=5)
-    assert not s.is_ready()  # stopped: refused
+    assert not s.is_ready()  # nothing listens: refused
     assert _sleeper(tmp_path).is_ready()  # no ready URL: nothing to wait for
 
 

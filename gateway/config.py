@@ -203,7 +203,8 @@ class GatewaySettings(KafkaRedisSettings, Limits):
     """``keys``, ``tokens`` or ``open`` (:func:`access_mode`)."""
 
     def limits(self) -> Limits:
-        """The limits the server holds each client to (this settings' :class:`Limits` part)."""
+        """The limits the server holds each client to (the :class:`Limits` part of these
+        settings)."""
         return Limits(**{f.name: getattr(self, f.name) for f in fields(Limits)})
 
     @classmethod

@@ -52,8 +52,12 @@ __all__ = ["create_app"]
 
 
 def _redis_client(settings: ApiSettings) -> Any:
+    # RESP2: a window's HGETALL (thousands of cells) comes back as a flat array, which
+    # hiredis parses in about half the CPU of the RESP3 map redis-py 8 asks for by default
+    # (a 16,815-cell window: 7.6 ms instead of 16 ms); the API uses nothing of RESP3.
     return settings.redis_options.connect_async(settings.redis_url, socket_timeout=5,
-                                                socket_connect_timeout=3, health_check_interval=10)
+                                                socket_connect_timeout=3, health_check_interval=10,
+                                                protocol=2)
 
 
 def create_app(settings: ApiSettings | None = None, *, redis: Any = None,

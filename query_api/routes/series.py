@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from fastapi import APIRouter, Query
+from fastapi.responses import Response
 
 import ldpcore
 from ldpcore.collection import CollectionSpec
@@ -41,7 +43,7 @@ from ..deps import Confidence, ServiceDep, SpecDep, Window, WindowDep
 from ..domain import index_value, labels_of, to_index
 from ..errors import NotEnoughReports, QueryError, Unsupported
 from ..schemas import ERRORS, SeriesAnswer
-from ..service import Compute, Service
+from ..service import Compute, Service, encode
 from ..store import StateVersion
 from .estimates import Method, _method
 
@@ -154,9 +156,11 @@ def _span(spec: CollectionSpec, window: Window, version: StateVersion | None,
 
 
 def _frequencies_plan(svc: Service, spec: CollectionSpec, items: list[str], top: int | None,
-                      whole: ldpcore.State | None, m: str, confidence: float) -> Plan:
+                      whole: ldpcore.State | None, m: str, confidence: float,
+                      whole_key: tuple[Any, ...] = ()) -> Plan:
     """Follow ``labels=`` (all, or their ``top`` over the whole range) or the ``top``
-    (default 5) values of the whole range."""
+    (default 5) values of the whole range (ranked once per ``whole_key``: the range's
+    version and bounds)."""
     names = labels_of(spec)
     if len(items) > MAX_SERIES:
         raise QueryError(f"labels names {len(items)} values, at most {MAX_SERIES}",
@@ -167,11 +171,15 @@ def _frequencies_plan(svc: Service, spec: CollectionSpec, items: list[str], top:
         if whole is None:  # too few reports to rank: no series yet
             idx = idx[:k]
         else:  # ranked by the whole range's estimate (EMS for a numeric reconstruction)
-            o = svc.oracle(spec)
-            est = o.distribution(whole) if E._reconstructs(o) else o.estimate(whole)
-            order = sorted(range(len(est)), key=lambda i: (-float(est[i]), i))
-            rank = {i: r for r, i in enumerate(order)}
-            idx = sorted(idx or order, key=lambda i: rank[i])[:k]
+            order: np.ndarray = svc.states.get_or_make(
+                ("ranking", spec.id, spec.fingerprint, *whole_key),
+                lambda: _ranking(svc.oracle(spec), whole))
+            if idx:
+                rank = np.empty_like(order)
+                rank[order] = np.arange(order.size)
+                idx = sorted(idx, key=lambda i: int(rank[i]))[:k]
+            else:
+                idx = order[:k].tolist()
 
     def compute(slot: Any) -> Compute:
         def run(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
@@ -183,6 +191,15 @@ def _frequencies_plan(svc: Service, spec: CollectionSpec, items: list[str], top:
 
     return Plan((m, confidence, tuple(idx)), compute,
                 [names[i] if names else str(i) for i in idx], m, ("full",))
+
+
+def _ranking(o: Any, whole: ldpcore.State) -> np.ndarray:
+    """The values by decreasing estimate, ties by index (read-only; kept per version)."""
+    est = np.asarray(o.distribution(whole) if E._reconstructs(o) else o.estimate(whole),
+                     dtype=np.float64)
+    order = np.argsort(-est, kind="stable")
+    order.flags.writeable = False
+    return order
 
 
 def _subset_plan(spec: CollectionSpec, items: list[str], m: str, confidence: float) -> Plan:
@@ -331,7 +348,7 @@ async def series(
             description="quantiles: levels in [0, 1]",
             json_schema_extra={"items": {"type": "number", "minimum": 0, "maximum": 1}})]
         = None,
-        method: Method = None, confidence: Confidence = 0.95) -> dict[str, Any]:
+        method: Method = None, confidence: Confidence = 0.95) -> Response:
     """An estimate per window or bucket, each with n, n_effective, the estimate and its
     confidence interval.
 
@@ -357,7 +374,8 @@ async def series(
                                                         points, now)  # from the oldest
     if kind == "frequencies":
         plan = _frequencies_plan(svc, spec, items, top,
-                                 await _whole(svc, spec, version, span), m, confidence)
+                                 await _whole(svc, spec, version, span), m, confidence,
+                                 (version.tag, span.since, span.end, span.bucket))
     elif kind == "subset":
         plan = _subset_plan(spec, items, m, confidence)
     elif kind == "range":
@@ -367,7 +385,9 @@ async def series(
     else:
         plan = _mean_plan(confidence)
     named = _estimand(svc, spec, kind)
-    return {**named, "collection": spec.id, "description": spec.description, "kind": kind,
+    # Encoded here as every answer is (orjson): FastAPI's jsonable_encoder walked the
+    # points of a returned dict value by value.
+    body = {**named, "collection": spec.id, "description": spec.description, "kind": kind,
             "mechanism": spec.oracle_spec["mechanism"], "epsilon": spec.oracle_spec["epsilon"],
             "method": plan.method, "confidence": confidence,
             "window_seconds": spec.window_seconds, "bucket_seconds": span.bucket,
@@ -376,3 +396,4 @@ async def series(
             "series": plan.names, "budget": await svc.call(svc.fleet.fields(spec)),
             "as_of": (_iso(version.last_flush_ms / 1000) if version.last_flush_ms else None),
             "points": await _points(svc, spec, kind, plan, version, span)}
+    return Response(encode(body), media_type="application/json")

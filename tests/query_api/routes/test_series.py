@@ -254,3 +254,16 @@ def test_series_is_in_the_openapi_document_with_its_kinds(history: dict[str, Any
                                            "mean"}
     names = {p["name"] for p in op["parameters"]}
     assert {"bucket", "since", "until", "labels", "top", "q"} <= names
+
+
+def test_the_whole_range_ranks_values_by_estimate_then_index() -> None:
+    from query_api.routes.series import _ranking
+
+    class Oracle:  # a frequency oracle's estimate, ties included
+        def estimate(self, state: Any) -> np.ndarray:
+            return np.array([0.1, 0.3, 0.3, 0.0, 0.3, 0.3])
+
+    order = _ranking(Oracle(), None)  # type: ignore[arg-type]
+    assert order.tolist() == [1, 2, 4, 5, 0, 3]
+    assert order.tolist() == sorted(range(6), key=lambda i: (-Oracle().estimate(None)[i], i))
+    assert not order.flags.writeable  # kept per version and shared

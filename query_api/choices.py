@@ -93,6 +93,21 @@ class Choices:
 
         self.executor.submit(run)
 
+    def near(self, n0: int, at: float, n: int) -> bool:
+        """Whether what was computed at sample size ``n0`` at epoch time ``at`` may serve n
+        (the rule of a kept choice: within the factor, and younger than the maximum age)."""
+        return (n0 / self.factor <= n <= n0 * self.factor
+                and time.time() - at <= self.max_age_s)
+
+    def describe_simulation(self, n0: int, at: float | None) -> dict[str, Any]:
+        """What an answer says of bootstrap errors kept from a nearby state."""
+        return {"errors_simulated_at_n": n0,
+                "age_s": None if at is None else round(max(0.0, time.time() - at), 1),
+                "refresh": f"simulated again when n leaves [n/{self.factor:g}, "
+                           f"n·{self.factor:g}] of errors_simulated_at_n, or after "
+                           f"{self.max_age_s:g} s; kept errors are rescaled by "
+                           "sqrt(errors_simulated_at_n / n)"}
+
     def describe(self, choice: Choice) -> dict[str, Any]:
         """What an answer says of the choice it used."""
         return {"method": choice.method, "chosen_at_n": choice.n,

@@ -195,11 +195,31 @@ def _meta(ans: ldp_intervals.Answer, requested: str,
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class _Spread:
+    """A query shape's bootstrap errors as simulated for one state (``prepared``), at epoch
+    time ``at``: reused, rescaled, for the shape's nearby states (see :func:`_answer`)."""
+
+    prepared: ldp_intervals.Prepared
+    at: float
+
+    @property
+    def nbytes(self) -> int:
+        return self.prepared.nbytes
+
+
 def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
             confidence: float, indices: Sequence[int] | None,
             n_effective: float | None = None, choice: ChoiceSlot | None = None
             ) -> tuple[ldp_intervals.Answer, dict[str, Any] | None]:
-    """The answer, and what it says of a kept ``auto`` choice (see :mod:`.choices`)."""
+    """The answer, and what it says of a kept ``auto`` choice (see :mod:`.choices`).
+
+    With a kept choice, the bootstrap errors of the query shape are kept too (in
+    :data:`SHARED`, beside the choice's key) and applied, rescaled to this state's n, to
+    every nearby state (:func:`ldpcore.intervals.prepare_kept`): the same rule as the
+    choice — within the factor of the n they were simulated at, younger than the
+    choice's maximum age, else simulated again at once.  The answer's ``simulation``
+    says where its errors come from."""
     z_value(confidence)  # the API's message for a bad level
     if isinstance(oracle, SetItemFrequencies):
         # Set-valued items: the fractions sum to the mean set size, not to 1.
@@ -212,7 +232,8 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
 
     shape = (None if idx is None else tuple(idx), n_effective)
 
-    def run(m: str) -> ldp_intervals.Answer:
+    def run(m: str, kept: Callable[[], ldp_intervals.Prepared] | None = None
+            ) -> ldp_intervals.Answer:
         try:
             # Everything but the level is shared by the answers of this state; the method
             # auto chose for this state is prepared already: the kept choice uses that (the
@@ -220,8 +241,8 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
             chosen = None if m == AUTO else peek("prepared", oracle, state, (AUTO, *shape))
             prepared = chosen if chosen is not None and chosen.method == m else shared(
                 "prepared", oracle, state, (m, *shape),
-                lambda: ldp_intervals.prepare(oracle, state, method=m, indices=idx,
-                                              n_effective=n_effective))
+                kept or (lambda: ldp_intervals.prepare(oracle, state, method=m, indices=idx,
+                                                       n_effective=n_effective)))
             return prepared.at(confidence)  # type: ignore[no-any-return]
         except ldpcore.ParameterError as exc:
             raise QueryError(str(exc), parameter="labels" if indices is not None
@@ -231,20 +252,49 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
         return run(method), None
     store, key = choice.choices, choice.key
     n = _n(state, n_effective)
+    memo = SHARED.get()
+
+    def spot(m: str) -> tuple[Any, ...]:  # the shape's place: not its state's n_effective
+        return ("spread", key, m, shape[0])
+
+    def keep(m: str) -> None:  # the errors just simulated for this state, for the next ones
+        fresh = peek("prepared", oracle, state, (AUTO, *shape)) or peek(
+            "prepared", oracle, state, (m, *shape))
+        if memo is not None and fresh is not None and fresh.simulated_at_n is None:
+            memo.put(spot(m), _Spread(fresh, time.time()))
+
     kept, stale = store.lookup(key, n)
     if kept is None:
         ans = run(AUTO)
         kept = Choice(ans.method, n, time.time(), ans.reason, dict(ans.mse))
         store.put(key, kept)
+        keep(ans.method)
         return ans, store.describe(kept)
     if stale:
         def again() -> Choice:
             fresh = run(AUTO)
             return Choice(fresh.method, n, time.time(), fresh.reason, dict(fresh.mse))
         store.refresh(key, again)
-    ans = run(kept.method)
-    return (dataclasses.replace(ans, reason=ans.reason or kept.note, mse=kept.mse),
-            store.describe(kept))
+
+    def nearby() -> ldp_intervals.Prepared:
+        held = None if memo is None else memo.get(spot(kept.method))
+        if (isinstance(held, _Spread) and held.prepared.method == kept.method
+                and store.near(held.prepared.n, held.at, n)):
+            return ldp_intervals.prepare_kept(oracle, state, held.prepared, indices=idx,
+                                              n_effective=n_effective)
+        fresh = ldp_intervals.prepare(oracle, state, method=kept.method, indices=idx,
+                                      n_effective=n_effective)
+        if memo is not None:
+            memo.put(spot(kept.method), _Spread(fresh, time.time()))
+        return fresh
+
+    ans = run(kept.method, nearby)
+    out = store.describe(kept)
+    if ans.simulated_at_n is not None:
+        held = None if memo is None else memo.get(spot(kept.method))
+        at = held.at if isinstance(held, _Spread) else None
+        out = {**out, "simulation": store.describe_simulation(ans.simulated_at_n, at)}
+    return (dataclasses.replace(ans, reason=ans.reason or kept.note, mse=kept.mse), out)
 
 
 def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,

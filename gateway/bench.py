@@ -51,13 +51,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["add_bench_gateway_parser", "load", "run_from_args"]
+__all__ = ["Dripper", "add_bench_gateway_parser", "load", "run_from_args"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,22 +116,26 @@ class _Conn(asyncio.Protocol):
         self.sink.lost += 1
 
 
-class _Slow(asyncio.Protocol):
-    """A slow sender: one byte of a head that never ends, every ``every`` seconds."""
+class Dripper(asyncio.Protocol):
+    """A slow sender: ``opening``, then one byte every ``every`` seconds until the peer
+    closes (a head or a body that never ends); an empty ``opening`` sends nothing at all.
+    ``opened``/``closed`` are ``time.monotonic()`` readings, ``answer`` what came back, and
+    ``on_close(self)`` runs when the connection is lost.  The bench's slow connections and
+    the hostile-client tests (tests/gateway/test_hostile.py) drip with it."""
 
-    HEAD = b"POST /v1/reports HTTP/1.1\r\nHost: bench\r\nX-Slow: "
-
-    def __init__(self, every: float, stats: _SlowStats) -> None:
-        self.every, self.stats = every, stats
-        self.opened = time.perf_counter()
+    def __init__(self, opening: bytes, every: float,
+                 on_close: Callable[[Dripper], None] | None = None) -> None:
+        self.opening, self.every, self.on_close = opening, every, on_close
+        self.opened = self.closed = 0.0
         self.answer = b""
         self.transport: Any = None
         self.timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: Any) -> None:
-        self.transport = transport
-        transport.write(self.HEAD)
-        self.timer = asyncio.get_running_loop().call_later(self.every, self._drip)
+        self.transport, self.opened = transport, time.monotonic()
+        if self.opening:
+            transport.write(self.opening)
+            self._drip()
 
     def _drip(self) -> None:
         if not self.transport.is_closing():
@@ -142,9 +146,15 @@ class _Slow(asyncio.Protocol):
         self.answer += data
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = time.monotonic()
         if self.timer is not None:
             self.timer.cancel()
-        self.stats.closed(self)
+        if self.on_close is not None:
+            self.on_close(self)
+
+
+#: The head a slow connection of the bench never finishes.
+_SLOW_HEAD = b"POST /v1/reports HTTP/1.1\r\nHost: bench\r\nX-Slow: "
 
 
 class _SlowStats:
@@ -155,11 +165,11 @@ class _SlowStats:
         self.stopping = False
         self.reopen: Any = None
 
-    def closed(self, conn: _Slow) -> None:
+    def closed(self, conn: Dripper) -> None:
         self.open -= 1
         if self.stopping:
             return
-        self.lifetimes.append(time.perf_counter() - conn.opened)
+        self.lifetimes.append(conn.closed - conn.opened)
         self.answered_408 += conn.answer.startswith(b"HTTP/1.1 408 ")
         if self.reopen is not None:
             self.reopen()
@@ -182,12 +192,12 @@ async def _drive(host: str, port: int, request: bytes, connections: int, depth: 
     sink = _Sink()
     conns = []
     slow_stats = _SlowStats()
-    slow_conns: list[_Slow] = []
+    slow_conns: list[Dripper] = []
 
     async def open_slow() -> None:
         try:
-            _, proto = await loop.create_connection(lambda: _Slow(slow_every, slow_stats),
-                                                    host, port)
+            _, proto = await loop.create_connection(
+                lambda: Dripper(_SLOW_HEAD, slow_every, slow_stats.closed), host, port)
         except OSError:
             return
         slow_stats.open += 1

@@ -78,6 +78,16 @@ class Service:
             proc.kill()
             proc.wait(10)
 
+    def is_ready(self) -> bool:
+        """One look: ``ready_url`` answers 200 now (true of a service without one)."""
+        if self.ready_url is None:
+            return True
+        try:
+            with urllib.request.urlopen(self.ready_url, timeout=2) as r:  # noqa: S310
+                return bool(r.status == 200)
+        except OSError:  # refused, timed out, or an HTTP error status (503 while starting)
+            return False
+
     def wait_ready(self, timeout: float = 120.0) -> None:
         if self.ready_url is None:
             return
@@ -86,12 +96,8 @@ class Service:
             if not self.alive():
                 tail = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
                 raise ServerError(f"{self.name} exited while starting; log: {tail}")
-            try:
-                with urllib.request.urlopen(self.ready_url, timeout=2) as r:  # noqa: S310
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
+            if self.is_ready():
+                return
             time.sleep(0.2)
         raise ServerError(f"{self.name}: {self.ready_url} not ready in {timeout:.0f} s")
 

@@ -313,7 +313,8 @@ def _pget(d: dict[str, Any], *names: str) -> int:
     raise KeyError(names[0])
 
 
-def _redis_tls_args(s: Secrets, port: int) -> list[str]:
+def redis_tls_args(s: Secrets, port: int) -> list[str]:
+    """``redis-server`` arguments: TLS only, on ``port``, with the certificate of ``s``."""
     return ["--port", "0", "--tls-port", str(port), "--tls-cert-file", str(s.cert),
             "--tls-key-file", str(s.key), "--tls-ca-cert-file", str(s.ca),
             "--tls-auth-clients", "no", "--tls-replication", "yes"]
@@ -346,7 +347,7 @@ class RedisSentinels:
     def _node_args(self, port: int) -> list[str]:
         args: list[str] = []
         if self.secrets is not None:
-            args += _redis_tls_args(self.secrets, port) + _redis_acl_args(self.secrets)
+            args += redis_tls_args(self.secrets, port) + _redis_acl_args(self.secrets)
         return args
 
     @property

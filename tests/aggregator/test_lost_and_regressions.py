@@ -155,10 +155,7 @@ def test_a_hole_in_a_partition_without_committed_offsets_counts_only_what_was_ne
     # reads the partition from the start to see whether the log is new (check_suspect); the
     # records at or below the watermark are counted, whatever was deleted.
     acc, log = _acc(redis_client, ldp_names)
-
-    async def none(partition: int) -> None:
-        return None
-    log.committed = none  # type: ignore[method-assign]
+    log.commit_at = None  # the group never committed an offset
     redis_client.hset(Keys(ldp_names["prefix"]).watermarks("t"), mapping={"0": 8, "0:t": 1})
     log.start = 90
     asyncio.run(acc.assign([0]))
@@ -175,10 +172,7 @@ def test_a_flush_before_a_suspect_partitions_first_record_leaves_its_watermark(
     # from its start until the first record decides.  A flush meanwhile (the timer) must not
     # write watermark -1 over w: the next worker would count everything again.
     acc, log = _acc(redis_client, ldp_names)
-
-    async def none(partition: int) -> None:
-        return None
-    log.committed = none  # type: ignore[method-assign]
+    log.commit_at = None  # the group never committed an offset
     # flushed after the records were produced: the same log
     redis_client.hset(Keys(ldp_names["prefix"]).watermarks("t"),
                       mapping={"0": 8, "0:t": 1_800_000_000_000})

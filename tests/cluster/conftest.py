@@ -28,6 +28,8 @@ from ldpctl.failover import ApiProbe, Traffic, check_counted, post_message
 from ldpstream.connections import RedisOptions
 from ldpstream.storage import CollectionCatalogue, load_state, read_watermarks
 
+from ..integration.helpers import log_offsets
+
 pytestmark = pytest.mark.integration
 
 NAMES = ("leader", "rolling", "redis", "workers", "services", "fresh", "secure", "fresh-gw",
@@ -117,18 +119,17 @@ def prefix(cluster: LocalCluster) -> str:
     return cluster.env["LDP_REDIS_PREFIX"]
 
 
+def log_offsets_of(cluster: LocalCluster) -> tuple[dict[int, int], dict[int, int]]:
+    """partition -> the reports topic's first offset, and its high watermark (next offset)."""
+    assert cluster.kafka is not None
+    first, end = log_offsets(cluster.kafka.live_bootstrap, topic(cluster), cluster.partitions,
+                             request_timeout_ms=20000, **cluster.kafka_config())
+    return dict(enumerate(first)), dict(enumerate(end))
+
+
 def end_offsets(cluster: LocalCluster) -> dict[int, int]:
     """partition -> the reports topic's high watermark (next offset)."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    assert cluster.kafka is not None
-    c = KafkaConsumer(bootstrap_servers=cluster.kafka.live_bootstrap, request_timeout_ms=20000,
-                      **(cluster.secrets.kafka_python() if cluster.secrets else {}))
-    try:
-        tps = [TopicPartition(topic(cluster), p) for p in range(cluster.partitions)]
-        return {tp.partition: int(o) for tp, o in c.end_offsets(tps).items()}
-    finally:
-        c.close()
+    return log_offsets_of(cluster)[1]
 
 
 def wait_counted(cluster: LocalCluster, spec: CollectionSpec, timeout: float = 180.0) -> Any:
@@ -177,18 +178,12 @@ def _wake(gw: Any, timeout: float = 120.0) -> None:
     """Until the gateway is ready.  A gateway that saw the broker fail holds it for down
     until a request gets through (it has no traffic of its own to probe with): post a
     one-report message of the ``probe`` collection every second until then."""
-    import urllib.request
-
     spec = SPECS["probe"]
     body = encode_message(spec, spec.oracle().perturb([1], rng=0), "binary")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(gw.ready_url, timeout=2) as r:  # noqa: S310
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
+        if gw.is_ready():
+            return
         if gw.alive():
             with contextlib.suppress(OSError):
                 post_message(str(gw.base_url), body, timeout=15)

@@ -16,23 +16,11 @@ import pytest
 
 from ldpctl.cluster import LocalCluster
 
-from .conftest import end_offsets, leader_of_busiest, run_scenario, topic
+from .conftest import end_offsets, leader_of_busiest, log_offsets_of, run_scenario
 
 # a cluster's start (1–2 min here) counts within the first test's time: room for a
 # machine several times slower
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
-
-
-def _log_starts(cluster: LocalCluster) -> dict[int, int]:
-    from kafka import KafkaConsumer, TopicPartition
-
-    assert cluster.kafka is not None
-    c = KafkaConsumer(bootstrap_servers=cluster.kafka.live_bootstrap, **cluster.kafka_config())
-    try:
-        tps = [TopicPartition(topic(cluster), p) for p in range(cluster.partitions)]
-        return {tp.partition: int(o) for tp, o in c.beginning_offsets(tps).items()}
-    finally:
-        c.close()
 
 
 def _wait_group_empty(cluster: LocalCluster, group: str, timeout: float = 180.0) -> None:
@@ -89,7 +77,7 @@ def test_failover_over_tls_and_sasl_with_both_engines(secure_cluster: LocalClust
     deadline = time.monotonic() + 60
     starts: dict[int, int] = {}
     while time.monotonic() < deadline:
-        starts = _log_starts(c)
+        starts = log_offsets_of(c)[0]
         if sum(starts.values()) > 0:
             break
         time.sleep(1.0)

@@ -15,7 +15,7 @@ import pytest
 
 from ldpcore.collection import CollectionSpec
 
-from ..integration.helpers import ServiceProcess, service_env
+from ..integration.helpers import ListeningProcess, service_env
 
 __all__ = ["GatewayProcess", "gateway_env", "post", "running_gateway", "SPECS"]
 
@@ -36,15 +36,10 @@ def gateway_env(kafka: Any, redis_server: Any, names: dict[str, str],
         "LDP_GATEWAY_PORT": "0", "LDP_GATEWAY_CATALOG_REFRESH": "0.5", **extra})
 
 
-class GatewayProcess(ServiceProcess):
+class GatewayProcess(ListeningProcess):
     """``python -m gateway`` as a child process; :attr:`port` once it listens."""
 
     module = "gateway"
-    port = 0
-
-    def start(self, timeout: float = 60.0) -> GatewayProcess:
-        self.port = self.spawn_listening(timeout)
-        return self
 
     def url(self, path: str = "") -> str:
         return f"http://127.0.0.1:{self.port}{path}"

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from gateway.bench import Dripper
 from ldpcore.collection import encode_message
 from ldpstream.storage import CollectionCatalogue
 
@@ -126,35 +127,6 @@ def gw(kafka: Any, redis_server: Any, names: dict[str, str],
 
 # ---- 1. slow senders -----------------------------------------------------------------------
 
-class Dripper(asyncio.Protocol):
-    """Sends ``opening`` then one byte of ``drip`` every ``every`` seconds until closed."""
-
-    def __init__(self, opening: bytes, every: float) -> None:
-        self.opening, self.every = opening, every
-        self.opened = self.closed = 0.0
-        self.answer = b""
-        self.transport: Any = None
-        self.timer: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: Any) -> None:
-        self.transport, self.opened = transport, time.monotonic()
-        transport.write(self.opening)
-        self._drip()
-
-    def _drip(self) -> None:
-        if not self.transport.is_closing():
-            self.transport.write(b"a")
-            self.timer = asyncio.get_running_loop().call_later(self.every, self._drip)
-
-    def data_received(self, data: bytes) -> None:
-        self.answer += data
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = time.monotonic()
-        if self.timer is not None:
-            self.timer.cancel()
-
-
 def test_slow_senders_are_closed_by_the_deadlines_while_devices_are_served(
         gw: GatewayProcess) -> None:
     """1,000 sockets: 850 drip a head (a byte a second), 100 open and send nothing, 50
@@ -178,9 +150,7 @@ def test_slow_senders_are_closed_by_the_deadlines_while_devices_are_served(
         for i in range(1000):
             opening, every = ((b"", 3600.0) if i % 10 == 0 else
                               (body_head, 0.5) if i % 20 == 1 else (head, 1.0))
-            proto = Dripper(opening, every)
-            if not opening:
-                proto._drip = lambda: None  # type: ignore[method-assign]
+            proto = Dripper(opening, every)  # no opening: sends nothing at all
             await loop.create_connection(lambda p=proto: p, "127.0.0.1", gw.port)
             slow.append(proto)
         deadline = time.monotonic() + HEAD_TIMEOUT + BODY_GRACE + 2 * SLACK

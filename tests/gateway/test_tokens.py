@@ -25,17 +25,16 @@ from ldpcore.message import decode_message
 from ldpstream.privacypass import scheme
 from ldpstream.privacypass.client import IssuerClient, device_credential
 from ldpstream.privacypass.tokens import (
-    TokenRequest,
     authorization_header,
     b64url_decode,
     begin_request,
     finalize_token,
-    issue,
 )
 from ldpstream.storage import CollectionCatalogue
 
 from ..integration.helpers import read_topic
 from ..issuer.conftest import IssuerProcess, issuer_env
+from ..ldpstream.privacypass.local_issuer import self_issued_token
 from .conftest import GatewayProcess, gateway_env, post
 
 pytestmark = [pytest.mark.integration, pytest.mark.brokers("kafka")]
@@ -136,9 +135,7 @@ def test_each_bad_token_has_its_reason(stack: Stack) -> None:
     # a token of a key the issuer never published
     own = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     w = scheme.window_of(time.time(), A.window_seconds)
-    ch = scheme.challenge("ldpstream", A.id, w).encode()
-    req, st_ = begin_request(own.public_key(), ch)
-    wrong_key = finalize_token(own.public_key(), st_, issue(own, TokenRequest.decode(req)))
+    wrong_key = self_issued_token(own, scheme.challenge("ldpstream", A.id, w).encode())
     # the issuer's key of (A, w), but a challenge of another issuer name / collection / window
     c = stack.client()
     pk, spki = c.key(A.id, w)
@@ -286,8 +283,7 @@ def test_a_key_published_just_after_the_gateway_read_the_keys_is_not_refused(
     # an unknown key makes the gateway read every collection's keys (FRESH has none yet)
     own = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     w = scheme.window_of(time.time(), A.window_seconds)
-    req, st_ = begin_request(own.public_key(), scheme.challenge("ldpstream", A.id, w).encode())
-    unknown = finalize_token(own.public_key(), st_, issue(own, TokenRequest.decode(req)))
+    unknown = self_issued_token(own, scheme.challenge("ldpstream", A.id, w).encode())
     assert stack.post(one(A), token=unknown)[1]["reason"] == "token_key"
     # FRESH's first key is published now, within a second of that read: its token is
     # good, whatever the gateway read before (it reads again rather than refuse it)

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ldpcore.collection import CollectionSpec
 from ldpstream.dev.servers import LOOPBACK, _die_with_parent
@@ -139,6 +139,17 @@ class ServiceProcess:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
+class ListeningProcess(ServiceProcess):
+    """A service that picks its own port (the gateway, the issuer); :attr:`port` once
+    :meth:`start` saw it listen."""
+
+    port = 0
+
+    def start(self, timeout: float = 60.0) -> Self:
+        self.port = self.spawn_listening(timeout)
+        return self
+
+
 class WorkerProcess(ServiceProcess):
     """``python -m aggregator`` as a child process (dies with the test run)."""
 
@@ -230,11 +241,13 @@ def group_assignment(bootstrap: str, group: str, topic: str) -> list[set[int]] |
     return owned
 
 
-def log_offsets(bootstrap: str, topic: str, partitions: int = 4) -> tuple[list[int], list[int]]:
-    """(first offsets, end offsets) of ``topic``'s partitions 0..partitions-1."""
+def log_offsets(bootstrap: str, topic: str, partitions: int = 4,
+                **client: Any) -> tuple[list[int], list[int]]:
+    """(first offsets, end offsets) of ``topic``'s partitions 0..partitions-1; ``client``:
+    more kafka-python settings (a secured cluster's)."""
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, **client)
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         first = consumer.beginning_offsets(tps)

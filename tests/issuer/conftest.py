@@ -8,7 +8,7 @@ from typing import Any
 from ldpcore.collection import CollectionSpec
 from ldpstream.storage import CollectionCatalogue
 
-from ..integration.helpers import ROOT, ServiceProcess
+from ..integration.helpers import ROOT, ListeningProcess
 
 __all__ = ["IssuerProcess", "issuer_env", "register"]
 
@@ -26,15 +26,10 @@ def register(redis_client: Any, prefix: str, *specs: CollectionSpec) -> None:
     CollectionCatalogue(redis_client, prefix).register_all(specs)
 
 
-class IssuerProcess(ServiceProcess):
+class IssuerProcess(ListeningProcess):
     """``python -m issuer``; :attr:`port` once it listens."""
 
     module = "issuer"
-    port = 0
-
-    def start(self, timeout: float = 60.0) -> IssuerProcess:
-        self.port = self.spawn_listening(timeout)
-        return self
 
     @property
     def url(self) -> str:

@@ -5,7 +5,9 @@ tests/cluster."""
 
 from __future__ import annotations
 
+import http.server
 import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -43,6 +45,34 @@ def test_wait_ready_gives_up_after_its_timeout(tmp_path: Path) -> None:
             s.wait_ready(timeout=1)
     finally:
         s.stop(timeout=5)
+
+
+class _Ready(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(200 if self.path == "/healthz" else 503)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_is_ready_is_one_look_and_wait_ready_returns_once_the_url_answers_200(
+        tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Ready)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    s = _sleeper(tmp_path, ready_url=f"{url}/healthz").start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        s.wait_ready(timeout=30)
+        assert s.is_ready()
+        s.ready_url = f"{url}/starting"  # answers 503
+        assert not s.is_ready()
+    finally:
+        server.shutdown()
+        server.server_close()
+        s.stop(timeout=5)
+    assert not s.is_ready()  # nothing listens: refused
+    assert _sleeper(tmp_path).is_ready()  # no ready URL: nothing to wait for
 
 
 def test_services_get_the_clusters_servers_and_settings_over_the_callers(

@@ -21,14 +21,13 @@ from ldpstream.privacypass.tokens import (
     TokenRequest,
     authorization_header,
     b64url_decode,
-    begin_request,
-    finalize_token,
-    issue,
     parse_private_token_auth,
     public_key_from_spki,
     spki_der,
     verify_token,
 )
+
+from .local_issuer import self_issued_token
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +37,7 @@ def key() -> rsa.RSAPrivateKey:
 
 def test_token_round_trip_and_tampering(key: rsa.RSAPrivateKey) -> None:
     pk = key.public_key()
-    ch = scheme.challenge("ldpstream", "os", 3600).encode()
-    req, state = begin_request(pk, ch)
-    token = finalize_token(pk, state, issue(key, TokenRequest.decode(req)))
+    token = self_issued_token(key, scheme.challenge("ldpstream", "os", 3600).encode())
     tok = Token.decode(token)
     assert verify_token(pk, tok)
     assert tok.challenge_digest == scheme.challenge("ldpstream", "os", 3600).digest()

@@ -9,7 +9,7 @@ from typing import Any
 
 from .accumulator import DLQ_REQUEST_BYTES
 
-__all__ = ["ensure_topics", "first_offset_at"]
+__all__ = ["ensure_topics", "first_offset_at", "log_offset"]
 
 
 async def ensure_topics(bootstrap: str, topics: list[str], partitions: int, *,
@@ -48,6 +48,16 @@ async def ensure_topics(bootstrap: str, topics: list[str], partitions: int, *,
         finally:
             await admin.close()
     raise RuntimeError(f"could not create topics {topics} on {bootstrap}: {last}")
+
+
+async def log_offset(consumer: Any, topic: str, partition: int, *, end: bool) -> int:
+    """The first (``end``: one past the last) offset of ``topic[partition]``'s log, asked
+    through ``consumer`` (an aiokafka consumer: both engines have one)."""
+    from aiokafka import TopicPartition
+
+    tp = TopicPartition(topic, partition)
+    offsets = consumer.end_offsets if end else consumer.beginning_offsets
+    return int((await offsets([tp]))[tp])
 
 
 async def first_offset_at(bootstrap: str, topic: str, partition: int, offset: int, *,

@@ -81,7 +81,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ldpstream.envconfig import KafkaRedisSettings, read_kafka_redis
@@ -146,57 +146,51 @@ def access_mode(env: Mapping[str, str], host: str, keys: Mapping[bytes, str], *,
                       "on purpose (demos)")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Limits:
     """What one client may take, as the server reads it (:meth:`GatewaySettings.limits`;
-    the defaults and the variables are those of :class:`GatewaySettings`)."""
+    the variables are in the module docstring)."""
 
-    max_body: int
+    max_body: int = 4 << 20
     """Largest body (413)."""
-    max_head: int
+    max_head: int = 16384
     """Largest request line + headers, in bytes (431)."""
-    max_headers: int
+    max_headers: int = 100
     """Most header fields (431)."""
-    max_target: int
+    max_target: int = 8192
     """Longest request target (414)."""
-    head_timeout: float
+    head_timeout: float = 10.0
     """Seconds from the connection (or the request's first byte) to the end of its head."""
-    body_min_rate: float
+    body_min_rate: int = 1024
     """Bytes per second a body must keep up, after ..."""
-    body_grace: float
+    body_grace: float = 5.0
     """... this many seconds of credit."""
-    idle_timeout: float
+    idle_timeout: float = 75.0
     """Seconds a keep-alive connection may wait for its next request."""
-    body_budget: int
+    body_budget: int = 64 << 20
     """Bytes of bodies being received, all connections together (503 beyond)."""
-    max_connections: int
+    max_connections: int = 10_000
+    """Open connections beyond this are closed."""
 
 
 @dataclass(frozen=True)
-class GatewaySettings(KafkaRedisSettings):
+class GatewaySettings(KafkaRedisSettings, Limits):
     """Gateway settings (see the module docstring for the variables; Kafka, Redis and the
-    reports topic: :class:`~ldpstream.envconfig.KafkaRedisSettings`)."""
+    reports topic: :class:`~ldpstream.envconfig.KafkaRedisSettings`; what one client may
+    take: :class:`Limits`)."""
 
     host: str = "127.0.0.1"
     port: int = 8080
-    keys: dict[bytes, str] = field(default_factory=dict, repr=False)
     cors_origins: tuple[str, ...] = ("*",)
-    max_body: int = 4 << 20
+    # the way to Kafka: batches, the send queue, the broker's acknowledgements
     linger_ms: float = 5.0
     batch_bytes: int = 1_000_000  # under the 1 MB message.max.bytes of a default topic
     queue_bytes: int = 64 << 20
     ack_timeout_ms: int = 10_000
     retry_after: int = 1
     catalog_refresh: float = 5.0
-    max_connections: int = 10_000
-    max_head: int = 16384
-    max_headers: int = 100
-    max_target: int = 8192
-    head_timeout: float = 10.0
-    body_min_rate: int = 1024
-    body_grace: float = 5.0
-    idle_timeout: float = 75.0
-    body_budget: int = 64 << 20
+    # who may post: device keys or tokens, failed authentications, proxies
+    keys: dict[bytes, str] = field(default_factory=dict, repr=False)
     auth_fail_burst: int = 20
     auth_fail_rate: float = 1.0
     trusted_proxies: tuple[str, ...] = ()
@@ -209,12 +203,9 @@ class GatewaySettings(KafkaRedisSettings):
     """``keys``, ``tokens`` or ``open`` (:func:`access_mode`)."""
 
     def limits(self) -> Limits:
-        """The limits the server holds each client to."""
-        return Limits(max_body=self.max_body, max_head=self.max_head,
-                      max_headers=self.max_headers, max_target=self.max_target,
-                      head_timeout=self.head_timeout, body_min_rate=float(self.body_min_rate),
-                      body_grace=self.body_grace, idle_timeout=self.idle_timeout,
-                      body_budget=self.body_budget, max_connections=self.max_connections)
+        """The limits the server holds each client to (the :class:`Limits` part of these
+        settings)."""
+        return Limits(**{f.name: getattr(self, f.name) for f in fields(Limits)})
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewaySettings:

@@ -54,20 +54,22 @@ log = logging.getLogger("ldpstream.gateway")
 
 MODES = ("off", "optional", "required")
 
-REASONS = {
-    "token_missing": (401, "a report carries no token (LDP_GATEWAY_TOKENS=required)"),
-    "token_malformed": (400, "a token that is not a type 2 token (bad base64url, length, "
-                             "type)"),
-    "token_count": (400, "a message whose tokens are not one per report"),
-    "token_key": (403, "a token signed with a key the issuer never published"),
-    "token_signature": (403, "a token whose signature does not verify (forged, altered)"),
-    "token_collection": (403, "a token for another collection"),
-    "token_window": (403, "a token for another window (not yet open, or its challenge "
-                          "names another window than its key)"),
-    "token_key_expired": (403, "a token whose key's window is over"),
-    "token_challenge": (403, "a token for a challenge that is not this gateway's"),
-    "token_replayed": (409, "a token redeemed before"),
+_BY_STATUS: dict[int, dict[str, str]] = {
+    400: {"token_malformed": "a token that is not a type 2 token (bad base64url, length, type)",
+          "token_count": "a message whose tokens are not one per report"},
+    401: {"token_missing": "a report carries no token (LDP_GATEWAY_TOKENS=required)"},
+    403: {"token_key": "a token signed with a key the issuer never published",
+          "token_signature": "a token whose signature does not verify (forged, altered)",
+          "token_collection": "a token for another collection",
+          "token_window": "a token for another window (not yet open, or its challenge names "
+                          "another window than its key)",
+          "token_key_expired": "a token whose key's window is over",
+          "token_challenge": "a token for a challenge that is not this gateway's"},
+    409: {"token_replayed": "a token redeemed before"},
 }
+REASONS = {reason: (status, meaning) for status, group in _BY_STATUS.items()
+           for reason, meaning in group.items()}
+"""Why a token is refused: reason -> (HTTP status, meaning)."""
 
 _SPEND = """
 local g = tonumber(ARGV[1])

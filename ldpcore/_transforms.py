@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["next_pow2", "fwht", "hadamard_sign", "popcount_parity"]
+__all__ = ["next_pow2", "fwht", "hadamard_sign", "popcount_parity", "sign_keep"]
 
 
 def next_pow2(x: int) -> int:
     """Smallest power of two >= x (x >= 1)."""
     return 1 << max(0, (int(x) - 1).bit_length())
+
+
+def sign_keep(epsilon: float) -> float:
+    r""":math:`e^\varepsilon/(e^\varepsilon+1)`: the probability that a Hadamard response
+    keeps the sign of its ±1 coefficient (binary randomized response at ε).
+
+    >>> round(sign_keep(1.0), 4)
+    0.7311
+    """
+    e = math.exp(epsilon)
+    return e / (e + 1)
 
 
 def fwht(a: npt.ArrayLike) -> npt.NDArray[np.float64]:

@@ -73,7 +73,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -188,6 +188,23 @@ def is_cluster(redis: Any) -> bool:
     return isinstance(redis, (RedisCluster, AsyncCluster))
 
 
+class _Named:
+    """A key of one fixed name, read on a :class:`Keys`: under its prefix or, with
+    ``catalogue``, under the catalogue's hash tag (one slot of a Redis Cluster)."""
+
+    def __init__(self, name: str, doc: str | None = None, *, catalogue: bool = False) -> None:
+        self.name, self.catalogue, self.__doc__ = name, catalogue, doc
+
+    @overload
+    def __get__(self, keys: None, owner: type) -> _Named: ...
+    @overload
+    def __get__(self, keys: Keys, owner: type) -> str: ...
+    def __get__(self, keys: Keys | None, owner: type) -> _Named | str:
+        if keys is None:
+            return self
+        return f"{keys._cat if self.catalogue else keys.prefix}{self.name}"
+
+
 @dataclass(frozen=True)
 class Keys:
     """Builds the Redis keys of the layout above for one prefix.
@@ -212,14 +229,17 @@ class Keys:
     def _cat(self) -> str:
         return f"{self.prefix}{{catalogue}}" if self.sharded else self.prefix
 
-    @property
-    def collections(self) -> str:
-        return f"{self._cat}collections"
-
-    @property
-    def catalogue_version(self) -> str:
-        """Bumped with every change of :attr:`collections` (see :mod:`ldpstream.catalogue`)."""
-        return f"{self._cat}collections:version"
+    # the keys of one fixed name
+    collections = _Named("collections", catalogue=True)
+    catalogue_version = _Named("collections:version", "Bumped with every change of "
+                               ":attr:`collections` (see :mod:`ldpstream.catalogue`).",
+                               catalogue=True)
+    private = _Named("private", catalogue=True)
+    shards = _Named("shards", "Set of every ``topic:partition`` that has flushed (sharded "
+                    "layout).")
+    lost = _Named("lost")
+    janitor = _Named("janitor")
+    fleet = _Named("fleet")
 
     # ---- the sharded layout: one hash tag per (topic, partition) -----------------------
     def shard(self, topic: str, partition: int) -> str:
@@ -241,11 +261,6 @@ class Keys:
     def shard_request(self, topic: str, partition: int, name: str) -> str:
         return f"{self.shard(topic, partition)}req:{name}"
 
-    @property
-    def shards(self) -> str:
-        """Set of every ``topic:partition`` that has flushed (sharded layout)."""
-        return f"{self.prefix}shards"
-
     def collection_shards(self, collection: str) -> str:
         """Set of the ``topic:partition`` tags holding ``collection``'s counts."""
         return f"{self.prefix}shards:{collection}"
@@ -259,24 +274,8 @@ class Keys:
     def watermarks(self, topic: str) -> str:
         return f"{self.prefix}wm:{topic}"
 
-    @property
-    def lost(self) -> str:
-        return f"{self.prefix}lost"
-
-    @property
-    def janitor(self) -> str:
-        return f"{self.prefix}janitor"
-
     def request(self, name: str) -> str:
         return f"{self.prefix}req:{name}"
-
-    @property
-    def private(self) -> str:
-        return f"{self._cat}private"
-
-    @property
-    def fleet(self) -> str:
-        return f"{self.prefix}fleet"
 
 
 def check_same_spec(spec: CollectionSpec, existing: CollectionSpec | None) -> None:

@@ -552,17 +552,21 @@ def run_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
+def _number(p: argparse.ArgumentParser, flag: str, default: float, what: str,
+            note: str = "") -> None:
+    """A numeric option whose help ends with its default (written once, here)."""
+    p.add_argument(flag, type=type(default), default=default,
+                   help=f"{what} (default {default:g}{note})")
+
+
 def add_bench_api_parser(bsub: Any) -> None:
     p = bsub.add_parser("api", help="query API: cold/warm latency per answer kind, every "
                                     "request a miss at a fixed rate, cached throughput")
-    p.add_argument("--clients", type=int, default=50, help="connections (default 50)")
-    p.add_argument("--seconds", type=float, default=20.0,
-                   help="length of the every-request-a-miss case (default 20)")
-    p.add_argument("--miss-rate", type=float, default=200.0,
-                   help="requests/s of the every-request-a-miss case (default 200)")
-    p.add_argument("--flush-rate", type=float, default=1.0,
-                   help="flushes per collection per second during the every-request-a-miss "
-                        "case, each a new state version (default 1; 0: states unchanged)")
+    _number(p, "--clients", 50, "connections")
+    _number(p, "--seconds", 20.0, "length of the every-request-a-miss case")
+    _number(p, "--miss-rate", 200.0, "requests/s of the every-request-a-miss case")
+    _number(p, "--flush-rate", 1.0, "flushes per collection per second during the "
+            "every-request-a-miss case, each a new state version", "; 0: states unchanged")
     p.add_argument("--max-stale-ms", type=int, default=None, metavar="MS",
                    help="LDP_MAX_STALE_MS of the API in the every-request-a-miss case "
                         "(default: the API's default; the cold/warm table always runs with 0)")

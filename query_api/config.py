@@ -14,6 +14,8 @@ from ldpstream.settings import ConfigError, env_float, env_int, env_origins
 
 __all__ = ["ConfigError", "ApiSettings"]
 
+MiB = 1 << 20  # the unit of the cache bounds' variables
+
 
 @dataclass(frozen=True)
 class ApiSettings(RedisSettings):
@@ -60,8 +62,8 @@ class ApiSettings(RedisSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     stream_interval_s: float = 1.0
-    answer_cache_bytes: int = 64 << 20
-    state_cache_bytes: int = 256 << 20
+    answer_cache_bytes: int = 64 * MiB
+    state_cache_bytes: int = 256 * MiB
     version_ttl_s: float = 0.05
     max_stale_s: float = 2.0
     estimate_threads: int = 2
@@ -91,8 +93,8 @@ class ApiSettings(RedisSettings):
             port=env_int(env, "LDP_API_PORT", cls.port, 1, 65535),
             stream_interval_s=env_float(env, "LDP_STREAM_INTERVAL_S", cls.stream_interval_s,
                                      0.05, 60.0),
-            answer_cache_bytes=env_int(env, "LDP_ANSWER_CACHE_MB", 64, 1, 1 << 20) << 20,
-            state_cache_bytes=env_int(env, "LDP_STATE_CACHE_MB", 256, 1, 1 << 20) << 20,
+            answer_cache_bytes=env_int(env, "LDP_ANSWER_CACHE_MB", 64, 1, 1 << 20) * MiB,
+            state_cache_bytes=env_int(env, "LDP_STATE_CACHE_MB", 256, 1, 1 << 20) * MiB,
             version_ttl_s=env_int(env, "LDP_VERSION_TTL_MS", 50, 0, 60_000) / 1000,
             max_stale_s=env_int(env, "LDP_MAX_STALE_MS", 2000, 0, 3_600_000) / 1000,
             estimate_threads=env_int(env, "LDP_ESTIMATE_THREADS", 2, 1, 64),

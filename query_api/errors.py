@@ -23,23 +23,23 @@ class QueryError(ValueError):
         super().__init__(message)
         self.parameter = parameter
 
+    def __init_subclass__(cls, *, status: int | None = None, **kwargs: object) -> None:
+        # each kind of error names its HTTP status in its class line
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            cls.status = status
 
-class NotFound(QueryError):
+
+class NotFound(QueryError, status=404):
     """The collection does not exist (HTTP 404)."""
 
-    status = 404
 
-
-class Unsupported(QueryError):
+class Unsupported(QueryError, status=409):
     """The collection's mechanism cannot answer this query (HTTP 409)."""
 
-    status = 409
 
-
-class NotEnoughReports(QueryError):
+class NotEnoughReports(QueryError, status=409):
     """Fewer reports than the collection's minimum (HTTP 409, with both numbers)."""
-
-    status = 409
 
     def __init__(self, have: int, need: int) -> None:
         super().__init__(f"not enough reports yet: {have} received, {need} needed before "
@@ -48,30 +48,23 @@ class NotEnoughReports(QueryError):
         self.need = need
 
 
-class Unauthorized(QueryError):
+class Unauthorized(QueryError, status=401):
     """No or a malformed bearer token on an admin route (HTTP 401)."""
 
-    status = 401
 
-
-class Forbidden(QueryError):
+class Forbidden(QueryError, status=403):
     """A wrong admin token, or admin routes switched off (HTTP 403)."""
 
-    status = 403
 
-
-class Conflict(QueryError):
+class Conflict(QueryError, status=409):
     """A collection id registered with another spec (HTTP 409)."""
 
-    status = 409
 
-
-class Unavailable(QueryError):
+class Unavailable(QueryError, status=503):
     """Redis is unreachable (HTTP 503 with ``Retry-After``): during a Sentinel failover the
     primary is away for a few seconds, and an answer from the replica could be older than
     one already served (docs/cluster.md)."""
 
-    status = 503
     retry_after = 1
 
 

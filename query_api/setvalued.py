@@ -135,15 +135,23 @@ def _ranked_rows(ans: Mapping[str, Any], values: str, names: Sequence[Any],
     return u, _rows(names, raw, raw_se, u, z)
 
 
+def _top_k(find: Any, capability: type, oracle: Any, state: ldpcore.State, k: int,
+           sizes: tuple[Any, ldpcore.State] | None,
+           confidence: float) -> tuple[dict[str, Any], float]:
+    """A top-k route's checks (the capability, k, the confidence), then its answer by
+    ``find`` (``phases.top_items``: route ``top-items``) and the z of its intervals."""
+    require(oracle, capability, find.__name__.replace("_", "-"))
+    _check_k(k)
+    z = z_value(confidence)
+    return find(oracle, state, k, sizes), z
+
+
 def top_items(oracle: Any, state: ldpcore.State, k: int, *, labels: Sequence[str] | None,
               confidence: float, sizes: tuple[Any, ldpcore.State] | None = None,
               protocol: Mapping[str, Any] | None = None,
               n_effective: float | None = None) -> dict[str, Any]:
     """The k items held by the most devices, with standard errors and intervals."""
-    require(oracle, SetItemFrequencies, "top-items")
-    _check_k(k)
-    z = z_value(confidence)
-    ans = phases.top_items(oracle, state, k, sizes)
+    ans, z = _top_k(phases.top_items, SetItemFrequencies, oracle, state, k, sizes, confidence)
     items = ans["items"]
     names = [labels[i] if labels is not None else str(i) for i in items]
     u, rows = _ranked_rows(ans, "frequencies", names, state, n_effective, z)
@@ -159,10 +167,7 @@ def top_itemsets(oracle: Any, state: ldpcore.State, k: int, *, labels: Sequence[
                  protocol: Mapping[str, Any] | None = None,
                  n_effective: float | None = None) -> dict[str, Any]:
     """The k candidate itemsets held by the most devices, with intervals."""
-    require(oracle, ItemsetSupport, "top-itemsets")
-    _check_k(k)
-    z = z_value(confidence)
-    ans = phases.top_itemsets(oracle, state, k, sizes)
+    ans, z = _top_k(phases.top_itemsets, ItemsetSupport, oracle, state, k, sizes, confidence)
     names = [[labels[i] if labels is not None else str(i) for i in its]
              for its in ans["itemsets"]]
     u, rows = _ranked_rows(ans, "supports", names, state, n_effective, z)

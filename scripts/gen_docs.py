@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from ldpstream.dev.generated import write_or_check  # noqa: E402
 from ldpstream.settings import ConfigError, EnvRecorder  # noqa: E402
 
 CONFIG_PAGE = ROOT / "docs" / "configuration.md"
@@ -307,17 +308,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="exit 1 if docs/configuration.md is not what the code generates")
     ap.add_argument("--openapi", metavar="FILE", help="also write the OpenAPI document here")
     args = ap.parse_args(argv)
-    page = configuration_page()
-    if args.check:
-        if CONFIG_PAGE.read_text() != page:
-            print(f"{CONFIG_PAGE.relative_to(ROOT)} is out of date: run python scripts/gen_docs.py",
-                  file=sys.stderr)
-            return 1
-        return 0
-    CONFIG_PAGE.write_text(page)
-    if args.openapi:
-        Path(args.openapi).write_text(json.dumps(openapi(), indent=1) + "\n")
-    return 0
+    files = {CONFIG_PAGE: configuration_page()}
+    if args.openapi and not args.check:
+        files[Path(args.openapi)] = json.dumps(openapi(), indent=1) + "\n"
+    return write_or_check(files, check=args.check, command="python scripts/gen_docs.py")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from typing import Any
 from ..accumulator import DLQ_REQUEST_BYTES, MAX_MESSAGE_BYTES, Accumulator
 from ..config import WorkerSettings
 from ..metrics import AggregatorMetrics
-from ..topics import ensure_topics, first_offset_at
+from ..topics import ensure_topics, first_offset_at, log_offset
 from . import ProducerDeadLetters
 
 __all__ = ["AiokafkaDriver"]
@@ -61,16 +61,10 @@ class _ConsumerBroker(ProducerDeadLetters):
                                     for p, off in offsets.items()})
 
     async def log_start(self, partition: int) -> int:
-        from aiokafka import TopicPartition
-
-        tp = TopicPartition(self.topic, partition)
-        return int((await self.consumer.beginning_offsets([tp]))[tp])
+        return await log_offset(self.consumer, self.topic, partition, end=False)
 
     async def log_end(self, partition: int) -> int:
-        from aiokafka import TopicPartition
-
-        tp = TopicPartition(self.topic, partition)
-        return int((await self.consumer.end_offsets([tp]))[tp])
+        return await log_offset(self.consumer, self.topic, partition, end=True)
 
     async def next_offset(self, partition: int, offset: int) -> int | None:
         return await first_offset_at(self.bootstrap, self.topic, partition, offset,

@@ -64,7 +64,7 @@ from ..accumulator import DLQ_REQUEST_BYTES, MAX_MESSAGE_BYTES, Accumulator, Bro
 from ..config import WorkerSettings
 from ..health import health_status, metrics_page
 from ..metrics import AggregatorMetrics
-from ..topics import ensure_topics, first_offset_at
+from ..topics import ensure_topics, first_offset_at, log_offset
 from . import ProducerDeadLetters
 
 __all__ = ["FaustDriver", "build_app", "faust_timestamp_ms", "TAKE_MAX", "TAKE_WITHIN_S",
@@ -249,16 +249,10 @@ class _FaustBroker(ProducerDeadLetters):
         await self.canary.commit(tps)
 
     async def log_start(self, partition: int) -> int:
-        from aiokafka import TopicPartition
-
-        tp = TopicPartition(self.topic, partition)
-        return int((await self.canary.beginning_offsets([tp]))[tp])
+        return await log_offset(self.canary, self.topic, partition, end=False)
 
     async def log_end(self, partition: int) -> int:
-        from aiokafka import TopicPartition
-
-        tp = TopicPartition(self.topic, partition)
-        return int((await self.canary.end_offsets([tp]))[tp])
+        return await log_offset(self.canary, self.topic, partition, end=True)
 
     async def next_offset(self, partition: int, offset: int) -> int | None:
         s = self.settings

@@ -146,8 +146,8 @@ class CMS(ProjectiveSketch):
     --------
     >>> import ldpcore
     >>> o = ldpcore.make_oracle("cms", epsilon=2.0, domain_size=1000)
-    >>> o.m, o.k, o.state_shape
-    (37, 38, (38, 38))
+    >>> o.m, o.r, o.k, o.state_shape  # k = m + 1 rows of m + 1 cells
+    (37, 2, 38, (38, 38))
     """
 
     mechanism = "cms"

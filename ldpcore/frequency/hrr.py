@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._bounds import EPSILON_MAX_64, EPSILON_MIN
-from .._transforms import fwht, hadamard_sign, next_pow2
+from .._transforms import fwht, hadamard_sign, next_pow2, sign_keep
 from ..base import Column, FloatArray, FrequencyOracle, IntArray
 
 __all__ = ["HRR"]
@@ -46,8 +44,7 @@ class HRR(FrequencyOracle):
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
         self.D = next_pow2(self.domain_size)
-        e = math.exp(self.epsilon)
-        self.p = e / (e + 1)
+        self.p = sign_keep(self.epsilon)
 
     @property
     def report_columns(self) -> tuple[Column, ...]:

@@ -139,8 +139,8 @@ class SUE(UnaryEncoding):
     --------
     >>> import ldpcore
     >>> o = ldpcore.make_oracle("sue", epsilon=2.0, domain_size=10)
-    >>> round(o.p, 4), round(o.q, 4)
-    (0.7311, 0.2689)
+    >>> round(o.p, 4), round(o.q, 4), round(o.p + o.q, 12)
+    (0.7311, 0.2689, 1.0)
     >>> o.perturb([3, 9], rng=1).columns["bits"].shape
     (2, 2)
     """

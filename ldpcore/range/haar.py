@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._bounds import EPSILON_MAX_64, EPSILON_MIN
 from .._state_sampling import check_distribution, hrr_cell_probs, multinomial_cells
-from .._transforms import fwht, hadamard_sign, next_pow2
+from .._transforms import fwht, hadamard_sign, sign_keep
 from .._validate import as_rng, check_int
 from ..base import Column, FloatArray, FrequencyOracle, IntArray, State
 from ..consistency.hierarchy import tree_nonneg_wls
@@ -44,8 +42,8 @@ class HaarHRR(LevelBlocks, RangeMixin, FrequencyOracle):
     --------
     >>> import ldpcore
     >>> o = ldpcore.make_oracle("haar", epsilon=1.0, domain_size=1000)
-    >>> o.height, o.padded
-    (10, 1024)
+    >>> o.height, o.padded, [c.name for c in o.report_columns]
+    (10, 1024, ['level', 'j', 'b'])
     """
 
     mechanism = "haar"
@@ -54,10 +52,9 @@ class HaarHRR(LevelBlocks, RangeMixin, FrequencyOracle):
 
     def __init__(self, *, epsilon: float, domain_size: int) -> None:
         super().__init__(epsilon=epsilon, domain_size=domain_size)
-        self.padded = next_pow2(self.domain_size)
-        self.height = self.padded.bit_length() - 1
-        e = math.exp(self.epsilon)
-        self.p = e / (e + 1)
+        self.height = (self.domain_size - 1).bit_length()  # ceil(log2 d) levels of pairs
+        self.padded = 1 << self.height
+        self.p = sign_keep(self.epsilon)
         self._lay_out_levels([2 * (self.padded >> lv) for lv in range(1, self.height + 1)])
 
     @property

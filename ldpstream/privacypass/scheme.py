@@ -131,17 +131,21 @@ class PPKeys:
         self.prefix = prefix
         self._pp = f"{prefix}{{pp}}" if sharded else f"{prefix}pp:"
 
+    def _window(self, kind: str, collection: str, window: int) -> str:
+        """A key of one (collection, window), under the Privacy Pass hash tag."""
+        return f"{self._pp}{kind}:{collection}:{window}"
+
     def public(self, collection: str, window: int) -> str:
-        return f"{self._pp}pk:{collection}:{window}"
+        return self._window("pk", collection, window)
 
     def secret(self, collection: str, window: int) -> str:
-        return f"{self._pp}sk:{collection}:{window}"
+        return self._window("sk", collection, window)
+
+    def spent(self, collection: str, window: int, nonce: bytes) -> str:
+        return f"{self._window('spent', collection, window)}:{nonce.hex()}"
 
     def quota(self, device: str, collection: str, window: int) -> str:
         return f"{self.prefix}pp:q:{device}:{collection}:{window}"
-
-    def spent(self, collection: str, window: int, nonce: bytes) -> str:
-        return f"{self._pp}spent:{collection}:{window}:{nonce.hex()}"
 
 
 def env_issuer_name(env: Mapping[str, str]) -> str:

@@ -39,6 +39,7 @@ from ldpcore.reference import (
 )
 from ldpcore.registry import make_oracle
 from ldpcore.setvalued.phases import PHASES, device_phase
+from ldpstream.dev.generated import write_or_check
 
 HERE = Path(__file__).resolve().parent
 SDKS = HERE.parent
@@ -443,19 +444,11 @@ def generate() -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    files = generate()
-    if "--check" in argv:
-        bad = [n for n, text in files.items()
-               if not (HERE / n).exists() or (HERE / n).read_text() != text]
-        if bad:
-            print(f"vectors differ from ldpcore: {bad}", file=sys.stderr)
-            return 1
-        return 0
-    for n, text in files.items():
-        (HERE / n).parent.mkdir(parents=True, exist_ok=True)
-        (HERE / n).write_text(text)
-    print(f"wrote {len(files)} files to {HERE}")
-    return 0
+    files = {HERE / n: text for n, text in generate().items()}
+    code = write_or_check(files, check="--check" in argv, command=f"python {__file__}")
+    if "--check" not in argv:
+        print(f"wrote {len(files)} files to {HERE}")
+    return code
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """aggregator.topics against a real broker: topics created once, and a partition's log
-probed for its next record."""
+probed for its next record and its bounds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aggregator.topics import ensure_topics, first_offset_at
+from aggregator.topics import ensure_topics, first_offset_at, log_offset
 
 pytestmark = pytest.mark.any_broker  # the topic calls are the same on every broker
 
@@ -27,6 +27,7 @@ async def produce(bootstrap: str, topic: str, n: int, partition: int = 0) -> Non
 
 
 def test_topics_are_created_once_and_the_next_record_is_found(kafka: Any) -> None:
+    from aiokafka import AIOKafkaConsumer
     from aiokafka.admin import AIOKafkaAdminClient
 
     t1, t2 = f"top-{uuid.uuid4().hex[:8]}", f"dlq-{uuid.uuid4().hex[:8]}"
@@ -45,5 +46,12 @@ def test_topics_are_created_once_and_the_next_record_is_found(kafka: Any) -> Non
         assert await first_offset_at(kafka.bootstrap, t1, 1, 0) == 0
         assert await first_offset_at(kafka.bootstrap, t1, 1, 2) == 2
         assert await first_offset_at(kafka.bootstrap, t1, 1, 3, timeout=1.0) is None
+        consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap)
+        await consumer.start()
+        try:  # the log's bounds, as both engines' drivers ask them
+            assert [await log_offset(consumer, t1, p, end=e) for p in (1, 2)
+                    for e in (False, True)] == [0, 3, 0, 0]
+        finally:
+            await consumer.stop()
 
     asyncio.run(run())

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from ldpcore._transforms import fwht, hadamard_sign, next_pow2, popcount_parity
+from ldpcore._transforms import fwht, hadamard_sign, next_pow2, popcount_parity, sign_keep
 
 
 def test_next_pow2() -> None:
@@ -28,3 +30,10 @@ def test_fwht_refuses_a_length_that_is_not_a_power_of_two() -> None:
 
 def test_popcount_parity() -> None:
     assert popcount_parity(np.array([0, 1, 3, 7, 255, 256])).tolist() == [0, 1, 0, 1, 0, 1]
+
+
+def test_sign_keep_is_binary_randomized_response_at_epsilon() -> None:
+    # keep / flip = e^ε: the ε-LDP ratio of a ±1 answer
+    for eps in (0.1, 1.0, 5.0):
+        p = sign_keep(eps)
+        assert 0.5 < p < 1 and math.isclose(p / (1 - p), math.exp(eps))

@@ -115,15 +115,12 @@ def generate() -> str:
 
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
-    text = generate()
-    if "--check" in argv:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT} differs from the Python SDK: run {__file__}", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
-    return 0
+    from ldpstream.dev.generated import write_or_check
+
+    code = write_or_check({OUT: generate()}, check="--check" in argv, command=f"python {__file__}")
+    if "--check" not in argv:
+        print(f"wrote {OUT}")
+    return code
 
 
 if __name__ == "__main__":

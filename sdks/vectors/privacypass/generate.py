@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ldpcore.collection import CollectionSpec
 from ldpcore.message import encode_message, token_frame
+from ldpstream.dev.generated import write_or_check
 from ldpstream.privacypass import scheme
 from ldpstream.privacypass.client import device_credential
 from ldpstream.privacypass.tokens import (
@@ -97,14 +98,8 @@ def cases() -> list[dict[str, Any]]:
 def main(argv: list[str]) -> int:
     text = json.dumps({"format": "ldpstream-privacypass-vectors", "version": 1,
                        "cases": cases()}, indent=1) + "\n"
-    if "--check" in argv:
-        if OUT.read_text() != text:
-            print(f"{OUT} is stale: run python {Path(__file__).relative_to(ROOT)}",
-                  file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
-    return 0
+    return write_or_check({OUT: text}, check="--check" in argv,
+                          command=f"python {Path(__file__).relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

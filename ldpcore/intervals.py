@@ -464,7 +464,8 @@ class Prepared:
 
     The point, the method (``auto`` resolved), the analytic standard errors and, for a
     bootstrap, the simulated errors sorted per entry (``errors``, shape (k, R)), their
-    mean (bias) and spread and which entries join the analytic interval.  :meth:`at`
+    mean (bias) and spread and which entries join the analytic interval (``errors`` times
+    ``error_scale``: errors kept from a nearby state are shared and rescaled).  :meth:`at`
     turns it into the :class:`Answer` at any confidence in O(k): a service answering
     the same state at many levels computes this once (:attr:`nbytes` is its size).
     """
@@ -484,6 +485,7 @@ class Prepared:
     near: np.ndarray | None = None
     interval: bool = True
     simulated_at_n: int | None = None
+    error_scale: float = 1.0
 
     @property
     def nbytes(self) -> int:
@@ -507,7 +509,9 @@ class Prepared:
         # Order statistics rounded outwards: a finite R must not narrow the interval
         # (np.quantile's "lower"/"higher").
         lo, hi = _order_indices(self.errors.shape[1], 1.0 - confidence)
-        q_lo, q_hi = self.errors[:, lo], self.errors[:, hi]
+        # Kept errors (prepare_kept) are shared, not copied: their scale applies here.
+        q_lo, q_hi = (self.errors[:, lo] * self.error_scale,
+                      self.errors[:, hi] * self.error_scale)
         bias, point = self.bias, self.point
         # The bias is estimated at the fit, not at the truth: allow any bias between 0 and it.
         low = point - q_hi + np.minimum(bias, 0.0)
@@ -608,9 +612,9 @@ def prepare_kept(oracle: FrequencyOracle, state: State, kept: Prepared, *,
                            variance_slope=h.slope)[0]
     bias, spread = kept.bias * scale, kept.spread * scale
     return Prepared(kept.method, point, h.raw_ans, raw_se, kind, kept.reason, h.n,
-                    kept.replicates, kept.mse, kept.errors * scale, bias, spread,
+                    kept.replicates, kept.mse, kept.errors, bias, spread,
                     _near(oracle, h.n, f_fit, truth, h.idx, bias, spread),
-                    simulated_at_n=base_n)
+                    simulated_at_n=base_n, error_scale=kept.error_scale * scale)
 
 
 def prepare(oracle: FrequencyOracle, state: State, *, method: str = "auto",

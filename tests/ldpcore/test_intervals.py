@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -286,7 +287,8 @@ def test_kept_errors_on_a_nearby_state_give_the_fresh_interval_rescaled() -> Non
     assert reused.method == "norm-sub" and reused.n == 51_000
     np.testing.assert_array_equal(reused.point, fresh.point)  # the point is this state's
     assert reused.errors is not None and kept.errors is not None
-    np.testing.assert_allclose(reused.errors, kept.errors * math.sqrt(50_000 / 51_000))
+    assert reused.errors is kept.errors  # shared, not copied: rescaled at .at()
+    assert reused.error_scale == pytest.approx(math.sqrt(50_000 / 51_000))
     a, b = reused.at(0.95), fresh.at(0.95)
     assert a.simulated_at_n == 50_000 and a.low is not None and b.low is not None
     width_a, width_b = a.high - a.low, b.high - b.low  # type: ignore[operator]
@@ -294,8 +296,13 @@ def test_kept_errors_on_a_nearby_state_give_the_fresh_interval_rescaled() -> Non
     # Chained: errors kept from a kept answer are still those of n0, rescaled once.
     s3 = s2 + o.sample_state(f, 1_000, rng=5)
     again = intervals.prepare_kept(o, s3, reused)
-    assert again.simulated_at_n == 50_000 and again.errors is not None
-    np.testing.assert_allclose(again.errors, kept.errors * math.sqrt(50_000 / 52_000))
+    assert again.simulated_at_n == 50_000 and again.errors is kept.errors
+    assert again.error_scale == pytest.approx(math.sqrt(50_000 / 52_000))
+    copied = dataclasses.replace(again, errors=kept.errors * again.error_scale,
+                                 error_scale=1.0)  # the rescaled errors, written out
+    for a, b in ((again.at(0.9).low, copied.at(0.9).low),
+                 (again.at(0.9).high, copied.at(0.9).high)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-15)  # type: ignore[arg-type]
 
 
 def test_kept_analytic_answer_is_prepared_afresh() -> None:

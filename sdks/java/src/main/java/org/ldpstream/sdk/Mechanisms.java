@@ -168,17 +168,13 @@ final class Mechanisms {
    * draws against is usable (not NaN, 0 or 1), else {@link SpecException}. */
   static void usable(Oracle o) {
     String m = o.mechanism();
-    if (o instanceof Grr) {
-      Limits.checkProbability(((Grr) o).p, m + ": p");
+    if (o instanceof RandomizedResponse) {
+      Limits.checkProbability(((RandomizedResponse) o).p, m + ": p");
     } else if (o instanceof Unary) {
       Limits.checkProbability(((Unary) o).p, m + ": p");
       Limits.checkProbability(((Unary) o).q, m + ": q");
-    } else if (o instanceof LocalHashing) {
-      Limits.checkProbability(((LocalHashing) o).p, m + ": p");
     } else if (o instanceof Hr) {
       Limits.checkProbability(((Hr) o).p, m + ": p");
-    } else if (o instanceof Hrr) {
-      Limits.checkProbability(((Hrr) o).p, m + ": p");
     } else if (o instanceof Ss) {
       Limits.checkProbability(((Ss) o).p, m + ": p");
     } else if (o instanceof Sketch) {
@@ -370,14 +366,10 @@ final class Mechanisms {
 
   /** The two-level instantaneous channel at epsilon_1 (sets it on the oracle, returns it). */
   static Rerandomizer rerandomizer(Oracle oracle, double epsilon1) {
-    if (oracle instanceof Grr) {
-      ((Grr) oracle).instant(epsilon1);
+    if (oracle instanceof RandomizedResponse) {
+      ((RandomizedResponse) oracle).instant(epsilon1);
     } else if (oracle instanceof Unary) {
       ((Unary) oracle).instant(epsilon1);
-    } else if (oracle instanceof LocalHashing) {
-      ((LocalHashing) oracle).instant(epsilon1);
-    } else if (oracle instanceof Hrr) {
-      ((Hrr) oracle).instant(epsilon1);
     } else {
       throw new IllegalArgumentException("memoization 'two-level' needs a mechanism in "
           + TWO_LEVEL_MECHANISMS + ", got " + oracle.mechanism());

@@ -3,7 +3,6 @@ package org.ldpstream.sdk;
 import static org.ldpstream.sdk.Draws.below;
 import static org.ldpstream.sdk.Draws.bernoulli;
 
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -286,14 +285,6 @@ final class Mechanisms {
     return out;
   }
 
-  static long[] toLongs(List<Long> l) {
-    long[] a = new long[l.size()];
-    for (int i = 0; i < a.length; i++) {
-      a[i] = l.get(i);
-    }
-    return a;
-  }
-
   /** Sorted distinct item indices. */
   static long[] itemsOf(long[] values) {
     long[] a = values.clone();
@@ -314,33 +305,35 @@ final class Mechanisms {
       for (long x : items) {
         have.add(x);
       }
-      List<Long> out = new ArrayList<>();
+      long[] out = new long[itemsets.length];
+      int n = 0;
       for (int j = 0; j < itemsets.length; j++) {
         boolean all = true;
         for (long x : itemsets[j]) {
           all &= have.contains(x);
         }
         if (all) {
-          out.add((long) j);
+          out[n++] = j;
         }
       }
-      return toLongs(out);
+      return Arrays.copyOf(out, n);
     }
     if (candidates != null) {
       Map<Long, Long> pos = new java.util.HashMap<>();
       for (int i = 0; i < candidates.length; i++) {
         pos.put(candidates[i], (long) i);
       }
-      List<Long> out = new ArrayList<>();
+      long[] out = new long[items.length];
+      int n = 0;
       for (long x : items) {
         Long at = pos.get(x);
         if (at != null) {
-          out.add(at);
+          out[n++] = at;
         }
       }
-      long[] a = toLongs(out);
-      Arrays.sort(a);
-      return a;
+      out = Arrays.copyOf(out, n);
+      Arrays.sort(out);
+      return out;
     }
     return items;
   }

@@ -2,6 +2,7 @@ package org.ldpstream.sdk;
 
 import static org.ldpstream.sdk.Draws.below;
 import static org.ldpstream.sdk.Draws.bernoulli;
+import static org.ldpstream.sdk.Draws.uniform;
 
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -98,7 +99,13 @@ final class Mechanisms {
     return (v + 1 + below(src, k - 1)) % k;
   }
 
-  static Map<String, Object> report(Object... kv) {
+  /** Bin v of {@code bins} as a point of [0, 1), uniform within the bin (the numeric
+   * mechanisms' input). */
+  static double dithered(long v, long bins, DrawSource src) {
+    return (v + uniform(src)) / bins;
+  }
+
+    static Map<String, Object> report(Object... kv) {
     Map<String, Object> out = new LinkedHashMap<>();
     for (int i = 0; i < kv.length; i += 2) {
       out.put((String) kv[i], kv[i + 1]);

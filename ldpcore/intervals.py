@@ -97,7 +97,7 @@ from .errors import ParameterError, StateError
 
 __all__ = ["Answer", "BOUNDARY_SIGMAS", "DEFAULT_REPLICATES", "EXACT_CELLS_PER_VALUE",
            "NORMAL_MIN_N", "Prepared", "answer", "bootstrap_interval", "can_simulate",
-           "choose_method", "fit_distribution", "method_answers", "prepare",
+           "choose_method", "fit_distribution", "method_answers", "prepare", "prepare_kept",
            "simulated_estimates", "state_seed"]
 
 DEFAULT_REPLICATES = 200
@@ -174,6 +174,10 @@ class Answer:
         Simulated mean squared error of each candidate in the Norm-Sub fit, bootstrap
         bias-corrected where the resimulated worlds were simulated (``auto``; see
         ``_select``), else empty.
+    simulated_at_n : int or None
+        The sample size the bootstrap errors were simulated at when they were kept from a
+        nearby state and rescaled to this one (:func:`prepare_kept`); None: simulated for
+        this state.
     """
 
     method: str
@@ -187,6 +191,7 @@ class Answer:
     confidence: float
     replicates: int
     mse: dict[str, float] = field(default_factory=dict)
+    simulated_at_n: int | None = None
 
 
 def state_seed(state: State) -> int:
@@ -459,7 +464,8 @@ class Prepared:
 
     The point, the method (``auto`` resolved), the analytic standard errors and, for a
     bootstrap, the simulated errors sorted per entry (``errors``, shape (k, R)), their
-    mean (bias) and spread and which entries join the analytic interval.  :meth:`at`
+    mean (bias) and spread and which entries join the analytic interval (``errors`` times
+    ``error_scale``: errors kept from a nearby state are shared and rescaled).  :meth:`at`
     turns it into the :class:`Answer` at any confidence in O(k): a service answering
     the same state at many levels computes this once (:attr:`nbytes` is its size).
     """
@@ -478,6 +484,8 @@ class Prepared:
     spread: FloatArray | None = None
     near: np.ndarray | None = None
     interval: bool = True
+    simulated_at_n: int | None = None
+    error_scale: float = 1.0
 
     @property
     def nbytes(self) -> int:
@@ -501,7 +509,9 @@ class Prepared:
         # Order statistics rounded outwards: a finite R must not narrow the interval
         # (np.quantile's "lower"/"higher").
         lo, hi = _order_indices(self.errors.shape[1], 1.0 - confidence)
-        q_lo, q_hi = self.errors[:, lo], self.errors[:, hi]
+        # Kept errors (prepare_kept) are shared, not copied: their scale applies here.
+        q_lo, q_hi = (self.errors[:, lo] * self.error_scale,
+                      self.errors[:, hi] * self.error_scale)
         bias, point = self.bias, self.point
         # The bias is estimated at the fit, not at the truth: allow any bias between 0 and it.
         low = point - q_hi + np.minimum(bias, 0.0)
@@ -510,7 +520,101 @@ class Prepared:
         high = np.where(self.near, np.maximum(high, raw_ans + z * raw_se), high)
         return Answer(self.method, point, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0),
                       self.spread, "bootstrap", self.reason, self.n, confidence,
-                      self.replicates, self.mse)
+                      self.replicates, self.mse, self.simulated_at_n)
+
+
+@dataclass
+class _Head:
+    """What every prepared answer computes of its state before simulating anything: the
+    sample size behind the interval, the unbiased estimate, its answer and analytic
+    standard error (the exact subset variance where the mechanism has one)."""
+
+    oracle: FrequencyOracle
+    state: State
+    n: int
+    idx: np.ndarray | None
+    raw: FloatArray
+    var0: float
+    slope: float
+    raw_ans: FloatArray
+    raw_se: FloatArray
+    exact: Any
+    _fit: FloatArray | None = None
+
+    @classmethod
+    def of(cls, oracle: FrequencyOracle, state: State,
+           indices: Sequence[int] | np.ndarray | None, n_effective: float | None) -> _Head:
+        oracle.check_state(state)
+        if state.n <= 0:
+            raise StateError("cannot answer from an empty state (n = 0)")
+        n = state.n
+        if n_effective is not None:
+            n = max(1, min(n, int(math.floor(check_float("n_effective", n_effective, low=1.0,
+                                                                  high=float(2**62))))))
+        idx = _check_indices(indices, oracle.domain_size)
+        raw = oracle.estimate(state)
+        var0 = oracle.variance(n)
+        slope = oracle.variance(n, 1.0) - var0
+        raw_ans = method_answers(raw[None, :], "base", idx, variance=var0)[0]
+        raw_se = _analytic_se(oracle, n, raw, idx)
+        exact = getattr(oracle, "subset_variance", None)
+        head = cls(oracle, state, n, idx, raw, var0, slope, raw_ans, raw_se, exact)
+        if idx is not None and exact is not None:  # the covariances in closed form
+            head.raw_se = np.array([math.sqrt(exact(n, idx, head.fit()))])
+        return head
+
+    def fit(self) -> FloatArray:
+        """Norm-Sub of the unbiased estimate (:func:`fit_distribution`), made once."""
+        if self._fit is None:
+            self._fit = simplex_projection_rows(self.raw[None, :])[0]
+        return self._fit
+
+
+def _near(oracle: FrequencyOracle, n: int, f_fit: FloatArray, truth: FloatArray,
+          idx: np.ndarray | None, bias: FloatArray, spread: FloatArray) -> np.ndarray:
+    """Entries whose bootstrap interval is joined with the analytic one: the fitted answer
+    within :data:`BOUNDARY_SIGMAS` standard errors of 0, or a bias above
+    :data:`BIAS_RATIO` bootstrap standard deviations."""
+    out: np.ndarray = ((truth < BOUNDARY_SIGMAS * _analytic_se(oracle, n, f_fit, idx))
+                       | (np.abs(bias) > BIAS_RATIO * spread))
+    return out
+
+
+def prepare_kept(oracle: FrequencyOracle, state: State, kept: Prepared, *,
+                 indices: Sequence[int] | np.ndarray | None = None,
+                 n_effective: float | None = None) -> Prepared:
+    r"""``kept``'s method and simulated errors applied to a nearby ``state`` (a later
+    version of the same query under a live stream): no simulation.
+
+    The point, the unbiased answer, its analytic standard error, the Norm-Sub fit and
+    which entries join the analytic interval are this state's; the R sorted errors, their
+    bias and spread are ``kept``'s, rescaled by :math:`\sqrt{n_0 / n}` (n₀: the sample size
+    they were simulated at — an estimate's error scales as :math:`1/\sqrt{n}`).  The
+    errors depend on the state through n (rescaled) and the Norm-Sub fit, which moves
+    little between nearby states; the caller bounds how far n may move (a factor) and how
+    old the errors may be, and the answer states ``simulated_at_n``.  A ``kept`` without
+    simulated errors (analytic, no interval) is prepared afresh: that costs no simulation.
+    """
+    base_n = kept.simulated_at_n if kept.simulated_at_n is not None else kept.n
+    if (kept.errors is None or kept.bias is None or kept.spread is None
+            or not kept.interval or base_n <= 0):
+        return prepare(oracle, state, method=kept.method, indices=indices,
+                       replicates=max(20, kept.replicates), n_effective=n_effective)
+    h = _Head.of(oracle, state, indices, n_effective)
+    scale = math.sqrt(kept.n / h.n)  # kept's errors are at kept.n (rescaled there if kept)
+    raw_se, kind = h.raw_se, kept.kind
+    if kind != "analytic" and kept.raw_se.shape == raw_se.shape:
+        # A subset's simulated standard error (covariances included), rescaled likewise.
+        raw_se = np.maximum(raw_se, kept.raw_se * scale)
+    f_fit = h.fit()
+    truth = method_answers(f_fit[None, :], "base", h.idx, variance=h.var0)[0]
+    point = method_answers(h.raw[None, :], kept.method, h.idx, variance=h.var0,
+                           variance_slope=h.slope)[0]
+    bias, spread = kept.bias * scale, kept.spread * scale
+    return Prepared(kept.method, point, h.raw_ans, raw_se, kind, kept.reason, h.n,
+                    kept.replicates, kept.mse, kept.errors, bias, spread,
+                    _near(oracle, h.n, f_fit, truth, h.idx, bias, spread),
+                    simulated_at_n=base_n, error_scale=kept.error_scale * scale)
 
 
 def prepare(oracle: FrequencyOracle, state: State, *, method: str = "auto",
@@ -518,26 +622,12 @@ def prepare(oracle: FrequencyOracle, state: State, *, method: str = "auto",
             replicates: int = DEFAULT_REPLICATES, rng: np.random.Generator | int | None = None,
             fitted: FloatArray | None = None, n_effective: float | None = None) -> Prepared:
     """Everything of :func:`answer` but the level (same parameters, no ``confidence``)."""
-    oracle.check_state(state)
-    if state.n <= 0:
-        raise StateError("cannot answer from an empty state (n = 0)")
     if method != "auto" and method not in METHODS:
         raise ParameterError(f"method must be 'auto' or one of {list(METHODS)}, got {method!r}")
     replicates = check_int("replicates", replicates, low=20, high=100_000)
-    n, d = state.n, oracle.domain_size
-    if n_effective is not None:
-        n = max(1, min(n, int(math.floor(check_float("n_effective", n_effective, low=1.0,
-                                                              high=float(2**62))))))
-    idx = _check_indices(indices, d)
-    raw = oracle.estimate(state)
-    var0 = oracle.variance(n)
-    slope = oracle.variance(n, 1.0) - var0
-    raw_ans = method_answers(raw[None, :], "base", idx, variance=var0)[0]
-    raw_se = _analytic_se(oracle, n, raw, idx)
-    kind = "analytic"
-    exact = getattr(oracle, "subset_variance", None)
-    if idx is not None and exact is not None:  # the covariances in closed form
-        raw_se = np.array([math.sqrt(exact(n, idx, fit_distribution(oracle, state)))])
+    h = _Head.of(oracle, state, indices, n_effective)
+    n, d, idx, raw, var0, slope = h.n, oracle.domain_size, h.idx, h.raw, h.var0, h.slope
+    raw_ans, raw_se, exact, kind = h.raw_ans, h.raw_se, h.exact, "analytic"
 
     def analytic(reason: str | None, mse: dict[str, float] | None = None) -> Prepared:
         return Prepared("base", raw_ans, raw_ans, raw_se, kind, reason, n, 0, mse or {})
@@ -558,8 +648,7 @@ def prepare(oracle: FrequencyOracle, state: State, *, method: str = "auto",
         return Prepared(method, point, raw_ans, raw_se, None,
                         f"no interval: {why}; method=base has an analytic interval", n, 0,
                         interval=False)
-    f_fit = (fit_distribution(oracle, state) if fitted is None
-             else oracle.check_distribution(fitted))
+    f_fit = h.fit() if fitted is None else oracle.check_distribution(fitted)
     gen = as_rng(state_seed(state) if rng is None else rng)
     truth = method_answers(f_fit[None, :], "base", idx, variance=var0)[0]
 
@@ -607,8 +696,7 @@ def prepare(oracle: FrequencyOracle, state: State, *, method: str = "auto",
     err = errors(method, iv_sims, truth, {})
     point = method_answers(raw[None, :], method, idx, variance=var0, variance_slope=slope)[0]
     bias, spread = err.mean(axis=0), err.std(axis=0, ddof=1)
-    near = ((truth < BOUNDARY_SIGMAS * _analytic_se(oracle, n, f_fit, idx))
-            | (np.abs(bias) > BIAS_RATIO * spread))
+    near = _near(oracle, n, f_fit, truth, idx, bias, spread)
     # Per entry, its R errors sorted (rows contiguous per entry: sorting along the last
     # axis is several times faster): any level's order statistics are then two columns.
     ordered = np.sort(np.ascontiguousarray(err.T), axis=1)

@@ -12,9 +12,16 @@ shape — collection, time range as asked, full domain or subset — and reused 
 * it is younger than :attr:`Choices.max_age_s` (``LDP_AUTO_REFRESH_S``, default 300 s);
   an older choice is still used while it is made again in the background.
 
-Outside the factor the choice is made again at once.  The interval of every answer is
-still simulated afresh for its own state (only the method is kept), and the answer
-shows the choice: ``method_choice`` = {method, chosen_at_n, age_s, refresh}.
+Outside the factor the choice is made again at once.  The answer shows the choice:
+``method_choice`` = {method, chosen_at_n, age_s, refresh}.
+
+The bootstrap errors behind a kept choice's interval are kept by the same rule
+(:meth:`Choices.near`; see :func:`query_api.estimates._answer`): simulated for one state,
+rescaled by sqrt(n0/n) for the nearby ones, simulated again at once outside the factor or
+past the maximum age (not in the background: the answer waits for its own errors).  The
+point, the analytic standard error and the fit are always the state's own, and an answer
+on kept errors says so: ``method_choice.simulation`` = {errors_simulated_at_n, age_s,
+refresh}.
 """
 
 from __future__ import annotations
@@ -92,6 +99,21 @@ class Choices:
                     self._refreshing.discard(key)
 
         self.executor.submit(run)
+
+    def near(self, n0: int, at: float, n: int) -> bool:
+        """Whether what was computed at sample size ``n0`` at epoch time ``at`` may serve n
+        (the rule of a kept choice: within the factor, and younger than the maximum age)."""
+        return (n0 / self.factor <= n <= n0 * self.factor
+                and time.time() - at <= self.max_age_s)
+
+    def describe_simulation(self, n0: int, at: float | None) -> dict[str, Any]:
+        """What an answer says of bootstrap errors kept from a nearby state."""
+        return {"errors_simulated_at_n": n0,
+                "age_s": None if at is None else round(max(0.0, time.time() - at), 1),
+                "refresh": f"simulated again when n leaves [n/{self.factor:g}, "
+                           f"n·{self.factor:g}] of errors_simulated_at_n, or after "
+                           f"{self.max_age_s:g} s; kept errors are rescaled by "
+                           "sqrt(errors_simulated_at_n / n)"}
 
     def describe(self, choice: Choice) -> dict[str, Any]:
         """What an answer says of the choice it used."""

@@ -207,11 +207,73 @@ def _meta(ans: ldp_intervals.Answer, requested: str,
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class _Spread:
+    """A query shape's bootstrap errors as simulated for one state (``prepared``), at epoch
+    time ``at``: reused, rescaled, for the shape's nearby states (see :func:`_answer`)."""
+
+    prepared: ldp_intervals.Prepared
+    at: float
+
+    @property
+    def nbytes(self) -> int:
+        return self.prepared.nbytes
+
+
+@dataclasses.dataclass(frozen=True)
+class _Errors:
+    """Where a query shape's bootstrap errors are kept (:data:`SHARED`, beside its kept
+    choice's key) and the rule they are reused by: the choice's (:meth:`Choices.near`)."""
+
+    choice: ChoiceSlot
+    shape: tuple[Any, ...]
+
+    def spot(self, method: str) -> tuple[Any, ...]:  # not the state's n_effective
+        return ("spread", self.choice.key, method, self.shape[0])
+
+    def held(self, method: str) -> _Spread | None:
+        memo = SHARED.get()
+        held = None if memo is None else memo.get(self.spot(method))
+        return held if isinstance(held, _Spread) and held.prepared.method == method else None
+
+    def keep(self, prepared: ldp_intervals.Prepared | None) -> None:
+        """Keep errors simulated for a state (not errors rescaled from another)."""
+        memo = SHARED.get()
+        if memo is not None and prepared is not None and prepared.simulated_at_n is None:
+            memo.put(self.spot(prepared.method), _Spread(prepared, time.time()))
+
+    def prepare(self, oracle: Any, state: ldpcore.State, method: str, n: int,
+                idx: list[int] | None, n_effective: float | None) -> ldp_intervals.Prepared:
+        """The kept errors applied to this state if they are near enough, else simulated
+        afresh (and kept)."""
+        held = self.held(method)
+        if held is not None and self.choice.choices.near(held.prepared.n, held.at, n):
+            return ldp_intervals.prepare_kept(oracle, state, held.prepared, indices=idx,
+                                              n_effective=n_effective)
+        fresh = ldp_intervals.prepare(oracle, state, method=method, indices=idx,
+                                      n_effective=n_effective)
+        self.keep(fresh)
+        return fresh
+
+    def describe(self, ans: ldp_intervals.Answer) -> dict[str, Any]:
+        if ans.simulated_at_n is None:
+            return {}
+        held = self.held(ans.method)
+        return {"simulation": self.choice.choices.describe_simulation(
+            ans.simulated_at_n, None if held is None else held.at)}
+
+
 def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
             confidence: float, indices: Sequence[int] | None,
             n_effective: float | None = None, choice: ChoiceSlot | None = None
             ) -> tuple[ldp_intervals.Answer, dict[str, Any] | None]:
-    """The answer, and what it says of a kept ``auto`` choice (see :mod:`.choices`)."""
+    """The answer, and what it says of a kept ``auto`` choice (see :mod:`.choices`).
+
+    With a kept choice, the bootstrap errors of the query shape are kept too and applied,
+    rescaled to this state's n, to its nearby states (:class:`_Errors`,
+    :func:`ldpcore.intervals.prepare_kept`): the same rule as the choice — within the
+    factor of the n they were simulated at, younger than the choice's maximum age, else
+    simulated again at once.  The answer's ``method_choice.simulation`` says so."""
     z_value(confidence)  # the API's message for a bad level
     if isinstance(oracle, SetItemFrequencies):
         # Set-valued items: the fractions sum to the mean set size, not to 1.
@@ -224,7 +286,8 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
 
     shape = (None if idx is None else tuple(idx), n_effective)
 
-    def run(m: str) -> ldp_intervals.Answer:
+    def run(m: str, make: Callable[[], ldp_intervals.Prepared] | None = None
+            ) -> ldp_intervals.Answer:
         try:
             # Everything but the level is shared by the answers of this state; the method
             # auto chose for this state is prepared already: the kept choice uses that (the
@@ -232,8 +295,8 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
             chosen = None if m == AUTO else peek("prepared", oracle, state, (AUTO, *shape))
             prepared = chosen if chosen is not None and chosen.method == m else shared(
                 "prepared", oracle, state, (m, *shape),
-                lambda: ldp_intervals.prepare(oracle, state, method=m, indices=idx,
-                                              n_effective=n_effective))
+                make or (lambda: ldp_intervals.prepare(oracle, state, method=m, indices=idx,
+                                                       n_effective=n_effective)))
             return prepared.at(confidence)  # type: ignore[no-any-return]
         except ldpcore.ParameterError as exc:
             raise QueryError(str(exc), parameter="labels" if indices is not None
@@ -241,22 +304,24 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
 
     if method != AUTO or choice is None:
         return run(method), None
-    store, key = choice.choices, choice.key
+    store, key, errors = choice.choices, choice.key, _Errors(choice, shape)
     n = _n(state, n_effective)
     kept, stale = store.lookup(key, n)
     if kept is None:
         ans = run(AUTO)
         kept = Choice(ans.method, n, time.time(), ans.reason, dict(ans.mse))
         store.put(key, kept)
+        errors.keep(peek("prepared", oracle, state, (AUTO, *shape)))
         return ans, store.describe(kept)
     if stale:
         def again() -> Choice:
             fresh = run(AUTO)
             return Choice(fresh.method, n, time.time(), fresh.reason, dict(fresh.mse))
         store.refresh(key, again)
-    ans = run(kept.method)
+    method = kept.method
+    ans = run(method, lambda: errors.prepare(oracle, state, method, n, idx, n_effective))
     return (dataclasses.replace(ans, reason=ans.reason or kept.note, mse=kept.mse),
-            store.describe(kept))
+            {**store.describe(kept), **errors.describe(ans)})
 
 
 def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -102,20 +102,32 @@ class RangeMixin(RangeQueries):
             check(state)
         self._check_nonempty(state)
 
-    def _consistent_leaves(self, state: State) -> FloatArray:
-        """The consistent leaves, computed once per state (a one-entry cache keyed by the
-        state's fingerprint, n and counts: a live API asks cdf, range and quantiles of the
-        same state)."""
-        self._check_range_state(state)
-        cached: tuple[str, int, Any, FloatArray] | None = getattr(self, "_consistent_cache",
-                                                                   None)
+    def _per_state(self, name: str, state: State, make: Callable[[], Any]) -> Any:
+        """``make()`` for ``state``, kept for the last state asked under ``name`` (a
+        one-entry cache keyed by the state's fingerprint, n and counts: a live API asks
+        cdf, range, quantiles and histogram of the same state).  The value is shared:
+        callers do not modify it."""
+        memo: dict[str, tuple[str, int, Any, Any]] = self.__dict__.setdefault(
+            "_state_memo", {})
+        cached = memo.get(name)
         if (cached is not None and cached[0] == state.fingerprint and cached[1] == state.n
                 and np.array_equal(cached[2], state.counts)):
             return cached[3]
-        leaves = self._fit_consistent(state)
-        leaves.setflags(write=False)
-        self._consistent_cache = (state.fingerprint, state.n, state.counts.copy(), leaves)
-        return leaves
+        value = make()
+        memo[name] = (state.fingerprint, state.n, state.counts.copy(), value)
+        return value
+
+    def _consistent_leaves(self, state: State) -> FloatArray:
+        """The consistent leaves, computed once per state (:meth:`_per_state`)."""
+        self._check_range_state(state)
+
+        def fit() -> FloatArray:
+            leaves = self._fit_consistent(state)
+            leaves.setflags(write=False)
+            return leaves
+
+        out: FloatArray = self._per_state("consistent", state, fit)
+        return out
 
     def leaves(self, state: State, method: str = "unbiased") -> FloatArray:
         """Estimated frequency of every x in [0, D) (the histogram) under ``method``."""

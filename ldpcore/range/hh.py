@@ -244,14 +244,29 @@ class HierarchicalHistogram(LevelBlocks, RangeMixin, FrequencyOracle):
             leaves[:self.domain_size] = self._consistent_leaves(state)
             return [leaves.reshape(self.fanout**lv, -1).sum(axis=1)
                     for lv in range(1, self.height + 1)]
-        raw = self._raw_levels(state)
-        if not self.consistency:
-            return raw
-        return self._constrained_inference(raw)
+        return [x.copy() for x in self._unbiased_nodes(state)]
+
+    def _unbiased_nodes(self, state: State) -> list[FloatArray]:
+        """:meth:`node_estimates` (unbiased), made once per state (read-only, shared)."""
+        def make() -> list[FloatArray]:
+            raw = self._raw_levels(state)
+            nodes = raw if not self.consistency else self._constrained_inference(raw)
+            for x in nodes:
+                x.setflags(write=False)
+            return nodes
+
+        out: list[FloatArray] = self._per_state("unbiased-nodes", state, make)
+        return out
 
     def _raw_levels(self, state: State) -> list[FloatArray]:
+        """Per-level raw estimates (made once per state, with the unbiased nodes and the
+        consistent fit's input; fresh arrays: the caller may modify them)."""
         self.check_state(state)
         self._check_nonempty(state)
+        return [x.copy() for x in self._per_state("raw-levels", state,
+                                                  lambda: self._raw_levels_of(state))]
+
+    def _raw_levels_of(self, state: State) -> list[FloatArray]:
         counts = state.counts
         n_level = counts[self._offsets[-1]:]
         raw = []
@@ -314,7 +329,7 @@ class HierarchicalHistogram(LevelBlocks, RangeMixin, FrequencyOracle):
 
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:
         state = State(self.fingerprint, n, counts)
-        return self.node_estimates(state)[-1][:self.domain_size]
+        return self._unbiased_nodes(state)[-1][:self.domain_size].copy()
 
     def _unbiased_leaves(self, state: State) -> FloatArray:
         return self.estimate(state)
@@ -324,7 +339,7 @@ class HierarchicalHistogram(LevelBlocks, RangeMixin, FrequencyOracle):
         minimal B-adic decomposition (the nodes :meth:`range_query` uses): at the level of
         nodes spanning s leaves, the ``(y // s) % B`` nodes just left of ``y // s``; the
         root (total 1) when y spans the padded domain.  Vectorised over all x."""
-        nodes = self.node_estimates(state)
+        nodes = self._unbiased_nodes(state)
         y = np.arange(1, self.domain_size + 1)
         h, b = self.height, self.fanout
         total: FloatArray = (y // b**h).astype(float)  # the root, known to hold everything
@@ -340,7 +355,7 @@ class HierarchicalHistogram(LevelBlocks, RangeMixin, FrequencyOracle):
         if check_range_method(method) == "consistent":
             return super().range_query(state, lo, hi, method)
         lo, hi = self._check_range(lo, hi)
-        nodes = self.node_estimates(state)
+        nodes = self._unbiased_nodes(state)
         b, lv, ans = self.fanout, self.height, 0.0
         while lo <= hi:
             if lv == 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -270,3 +271,44 @@ def test_value_variances_equal_one_call_per_value(mechanism: str) -> None:
     for n in (1, 1000, 10**6):
         want = np.array([o.variance(n, float(x)) for x in f])
         np.testing.assert_allclose(intervals._value_variances(o, n, f), want, rtol=1e-12)
+
+
+def test_kept_errors_on_a_nearby_state_give_the_fresh_interval_rescaled() -> None:
+    # A later version of the same query (n up by 2 %): the kept errors, rescaled by
+    # sqrt(n0/n), give the interval a fresh simulation gives, to bootstrap noise.
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    f = np.arange(1, 65) ** -1.2 / (np.arange(1, 65) ** -1.2).sum()
+    s1 = o.sample_state(f, 50_000, rng=3)
+    s2 = s1 + o.sample_state(f, 1_000, rng=4)
+    kept = intervals.prepare(o, s1, method="norm-sub")
+    reused = intervals.prepare_kept(o, s2, kept)
+    fresh = intervals.prepare(o, s2, method="norm-sub")
+    assert reused.simulated_at_n == 50_000 and fresh.simulated_at_n is None
+    assert reused.method == "norm-sub" and reused.n == 51_000
+    np.testing.assert_array_equal(reused.point, fresh.point)  # the point is this state's
+    assert reused.errors is not None and kept.errors is not None
+    assert reused.errors is kept.errors  # shared, not copied: rescaled at .at()
+    assert reused.error_scale == pytest.approx(math.sqrt(50_000 / 51_000))
+    a, b = reused.at(0.95), fresh.at(0.95)
+    assert a.simulated_at_n == 50_000 and a.low is not None and b.low is not None
+    width_a, width_b = a.high - a.low, b.high - b.low  # type: ignore[operator]
+    assert abs(float(np.median(width_a / width_b)) - 1.0) < 0.1
+    # Chained: errors kept from a kept answer are still those of n0, rescaled once.
+    s3 = s2 + o.sample_state(f, 1_000, rng=5)
+    again = intervals.prepare_kept(o, s3, reused)
+    assert again.simulated_at_n == 50_000 and again.errors is kept.errors
+    assert again.error_scale == pytest.approx(math.sqrt(50_000 / 52_000))
+    copied = dataclasses.replace(again, errors=kept.errors * again.error_scale,
+                                 error_scale=1.0)  # the rescaled errors, written out
+    for a, b in ((again.at(0.9).low, copied.at(0.9).low),
+                 (again.at(0.9).high, copied.at(0.9).high)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-15)  # type: ignore[arg-type]
+
+
+def test_kept_analytic_answer_is_prepared_afresh() -> None:
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=16)
+    s = o.sample_state(ZIPF16, 20_000, rng=3)
+    base = intervals.prepare(o, s, method="base")
+    again = intervals.prepare_kept(o, s, base)
+    assert again.simulated_at_n is None and again.kind == "analytic"
+    np.testing.assert_array_equal(again.raw_se, base.raw_se)

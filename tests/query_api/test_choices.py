@@ -44,3 +44,13 @@ def test_a_refresh_runs_once_at_a_time_in_the_background() -> None:
         c.refresh("k", make)  # already under way: not submitted again
     assert calls == [1] and c.lookup("k", 7)[0] == Choice("power", 7, c.lookup("k", 7)[0].at)  # type: ignore[union-attr]
     assert "made again when n leaves" in c.describe(Choice("base", 1, time.time()))["refresh"]
+
+
+def test_kept_parts_follow_the_choices_rule_and_say_it() -> None:
+    c = Choices(factor=1.25, max_age_s=300)
+    now = time.time()
+    assert c.near(1000, now, 1200) and c.near(1000, now, 800)
+    assert not c.near(1000, now, 1300) and not c.near(1000, now - 301, 1000)
+    said = c.describe_simulation(1000, now - 5)
+    assert said["errors_simulated_at_n"] == 1000 and said["age_s"] >= 5
+    assert "n·1.25" in said["refresh"] and "300 s" in said["refresh"]

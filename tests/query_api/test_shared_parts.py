@@ -63,7 +63,8 @@ def test_a_new_state_is_a_new_part_never_the_old_answer(memo: ByteLRU) -> None:
     fresh = _freqs(o, s2, 0.9, Choices().slot("k"))
     E.SHARED.reset(token)
     assert a2["estimates"] == fresh["estimates"] != a1["estimates"]
-    assert len(memo) == 2
+    # One part per state (beside them, the shape's kept bootstrap errors: "spread").
+    assert sum(k[0] == "part" for k in memo._data) == 2
     # Equal counts under another object: the same key (content, not identity).
     copy = ldpcore.State(s2.fingerprint, s2.n, s2.counts.copy())
     assert E.state_digest(copy) == E.state_digest(s2) != E.state_digest(s1)
@@ -184,3 +185,48 @@ def test_range_answers_of_one_state_share_its_curves(memo: ByteLRU) -> None:
     kinds = sorted((k[1], k[4]) for k in memo._data)  # (curve, (method,)) per state
     assert kinds == [("cdf", ("consistent",)), ("cdf", ("unbiased",)),
                      ("leaves", ("consistent",)), ("leaves", ("unbiased",))]
+
+
+def test_a_kept_choice_keeps_its_bootstrap_errors_for_nearby_states(memo: ByteLRU) -> None:
+    # Under a live stream every flush is a new state: within the choice's factor the
+    # shape's simulated errors are reused (rescaled, and said); beyond it, simulated again.
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    f = _zipf(64)
+    s1 = o.sample_state(f, 50_000, rng=3)
+    slot = Choices(factor=1.25).slot("k")
+    first = _freqs(o, s1, 0.9, slot)
+    assert "simulation" not in first["method_choice"]  # type: ignore[operator]
+    if first["method"] == "base":
+        pytest.skip("auto kept base: analytic, nothing simulated to keep")
+    s2 = s1 + o.sample_state(f, 1_000, rng=4)
+    near = _freqs(o, s2, 0.9, slot)
+    said = near["method_choice"]["simulation"]  # type: ignore[index]
+    assert said["errors_simulated_at_n"] == 50_000 and "rescaled" in said["refresh"]
+    token = E.SHARED.set(None)
+    fresh = _freqs(o, s2, 0.9, Choices().slot("k"))
+    E.SHARED.reset(token)
+    assert [r["estimate"] for r in near["estimates"]] == [  # type: ignore[union-attr]
+        r["estimate"] for r in fresh["estimates"]]  # type: ignore[union-attr]
+    widths = [(a["ci_high"] - a["ci_low"]) / (b["ci_high"] - b["ci_low"])
+              for a, b in zip(near["estimates"], fresh["estimates"], strict=True)  # type: ignore[arg-type]
+              if b["ci_high"] > b["ci_low"]]
+    assert abs(float(np.median(widths)) - 1.0) < 0.1
+    s3 = s2 + o.sample_state(f, 20_000, rng=5)  # n up by 1.39: beyond the factor
+    far = _freqs(o, s3, 0.9, slot)
+    assert "simulation" not in far["method_choice"]  # type: ignore[operator]
+    s4 = s3 + o.sample_state(f, 1_000, rng=6)  # near s3 now: s3's errors, not s1's
+    assert far["method_choice"]["chosen_at_n"] == s3.n  # type: ignore[index]
+    assert _freqs(o, s4, 0.9, slot)["method_choice"]["simulation"][  # type: ignore[index]
+        "errors_simulated_at_n"] == s3.n
+
+
+def test_kept_errors_are_simulated_again_after_the_maximum_age(memo: ByteLRU) -> None:
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    f = _zipf(64)
+    s1 = o.sample_state(f, 50_000, rng=3)
+    choices = Choices(max_age_s=0.0)  # every kept spread is too old at once
+    first = _freqs(o, s1, 0.9, choices.slot("k"))
+    s2 = s1 + o.sample_state(f, 1_000, rng=4)
+    again = _freqs(o, s2, 0.9, choices.slot("k"))
+    assert "simulation" not in again["method_choice"]  # type: ignore[operator]
+    assert first["method_choice"] is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -197,15 +198,11 @@ def test_interval_collections_hand_their_interval_to_numeric_oracles() -> None:
                                              "bins": 4}})
 
 
-@pytest.mark.parametrize("bins", [32, 256])
-def test_accelerated_ems_reaches_the_plain_fixed_point_in_fewer_steps(bins: int) -> None:
+@pytest.fixture
+def em_steps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """EM/EMS steps taken (``em._em_step`` calls), counted into the one entry."""
     from ldpcore.numeric import em
 
-    o = ldpcore.make_oracle("sw", epsilon=1.0, bins=bins, low=0.0, high=1.0)
-    x = (np.arange(bins) + 0.5) / bins
-    truth = x * (1 - x) ** 4 / (x * (1 - x) ** 4).sum()
-    c = o.sample_state(truth, 200_000, rng=4).counts.astype(float)
-    m = o.matrix()
     calls = [0]
     step = em._em_step
 
@@ -213,18 +210,57 @@ def test_accelerated_ems_reaches_the_plain_fixed_point_in_fewer_steps(bins: int)
         calls[0] += 1
         return step(*a, **k)  # type: ignore[arg-type]
 
-    em._em_step = counted  # type: ignore[assignment]
-    try:
-        plain = em.em_reconstruct(m, c, accelerate=False)
-        slow, calls[0] = calls[0], 0
-        fast = em.em_reconstruct(m, c)
-        warm = em.em_reconstruct(m, c + o.sample_state(truth, 2000, rng=5).counts, start=fast)
-    finally:
-        em._em_step = step  # type: ignore[assignment]
+    monkeypatch.setattr(em, "_em_step", counted)
+    return calls
+
+
+def _smooth_case(bins: int) -> tuple[Any, np.ndarray, np.ndarray]:
+    """A Square Wave oracle of ``bins`` bins, a smooth truth and the channel matrix."""
+    o = ldpcore.make_oracle("sw", epsilon=1.0, bins=bins, low=0.0, high=1.0)
+    x = (np.arange(bins) + 0.5) / bins
+    return o, x * (1 - x) ** 4 / (x * (1 - x) ** 4).sum(), o.matrix()
+
+
+@pytest.mark.parametrize("bins", [32, 256])
+def test_accelerated_ems_reaches_the_plain_fixed_point_in_fewer_steps(
+        bins: int, em_steps: list[int]) -> None:
+    from ldpcore.numeric import em
+
+    o, truth, m = _smooth_case(bins)
+    c = o.sample_state(truth, 200_000, rng=4).counts.astype(float)
+    em_steps[0] = 0
+    plain = em.em_reconstruct(m, c, accelerate=False)
+    slow, em_steps[0] = em_steps[0], 0
+    fast = em.em_reconstruct(m, c)
+    fast_steps = em_steps[0]
+    warm = em.em_reconstruct(m, c + o.sample_state(truth, 2000, rng=5).counts, start=fast)
 
     def ll(v: np.ndarray) -> float:
         return float(c @ np.log(m @ v))
 
-    assert calls[0] * 2 < slow  # at least 2x fewer EM steps (4-5x at 1,024 bins)
+    assert fast_steps * 2 < slow  # at least 2x fewer EM steps (4-5x at 1,024 bins)
     assert 0.5 * np.abs(fast - plain).sum() < 0.01 and ll(fast) >= ll(plain) - 1e-6 * c.sum()
     assert 0.5 * np.abs(warm - fast).sum() < 0.01
+
+
+def test_warm_started_ems_along_a_chain_of_flushes_stays_at_the_cold_answer(
+        em_steps: list[int]) -> None:
+    # Under a live stream each flush's reconstruction starts from the previous one: it
+    # must stay within the stopping rule's distance of a cold start (TV < 0.01, as above)
+    # however many flushes are chained, and take a few steps where a cold start takes ~100.
+    from ldpcore.numeric import em
+
+    o, truth, m = _smooth_case(256)
+    c = o.sample_state(truth, 200_000, rng=4).counts.astype(float)
+    warm = em.em_reconstruct(m, c)
+    warm_steps = []
+    for k in range(10):
+        c = c + o.sample_state(truth, 500, rng=10 + k).counts
+        em_steps[0] = 0
+        warm = em.em_reconstruct(m, c, start=warm)
+        warm_steps.append(em_steps[0])
+    em_steps[0] = 0
+    cold = em.em_reconstruct(m, c)
+    cold_steps = em_steps[0]
+    assert 0.5 * np.abs(warm - cold).sum() < 0.01
+    assert sorted(warm_steps)[len(warm_steps) // 2] * 3 < cold_steps, (warm_steps, cold_steps)

@@ -186,3 +186,31 @@ def test_cdf_answers_each_prefix_with_the_same_nodes_as_range_query(
     np.testing.assert_allclose(cdf, prefixes, atol=1e-12)
     if b ** o.height == d:  # the whole padded domain is the root: exactly 1
         assert cdf[-1] == 1.0
+
+
+def test_answers_of_one_state_estimate_its_levels_once_and_equal_a_fresh_oracles() -> None:
+    # A live API asks range, cdf, quantiles and histogram of each new state: the per-level
+    # estimates (a transform per level) are made once per state, never reused for another.
+    o = ldpcore.make_oracle("hh", epsilon=1.0, domain_size=D)
+    s1 = o.aggregate(o.perturb(cauchy_values(D, 20_000, seed=3), rng=1))
+    s2 = s1 + o.aggregate(o.perturb(cauchy_values(D, 2_000, seed=4), rng=2))
+    made = []
+    levels = o._raw_levels_of
+
+    def counted(state: ldpcore.State) -> list[np.ndarray]:
+        made.append(state.n)
+        return levels(state)
+
+    o._raw_levels_of = counted  # type: ignore[method-assign]
+    for s in (s1, s2):
+        got = [o.range_query(s, 3, D // 2), o.range_query(s, 3, D // 2, method="consistent"),
+               o.cdf(s), o.cdf(s, "consistent"), o.leaves(s), o.estimate(s)]
+        nodes = o.node_estimates(s)
+        nodes[0][:] = 7.0  # a caller's copy: the kept nodes stay as they were
+        fresh = ldpcore.make_oracle("hh", epsilon=1.0, domain_size=D)
+        want = [fresh.range_query(s, 3, D // 2),
+                fresh.range_query(s, 3, D // 2, method="consistent"), fresh.cdf(s),
+                fresh.cdf(s, "consistent"), fresh.leaves(s), fresh.estimate(s)]
+        for a, b in zip([*got, o.cdf(s)], [*want, want[2]], strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert made == [s1.n, s2.n]

@@ -74,20 +74,13 @@ final class Canonical {
     StringBuilder b = new StringBuilder("\"");
     for (int i = 0; i < s.length(); i++) {
       char c = s.charAt(i);
-      switch (c) {
-        case '"': b.append("\\\""); break;
-        case '\\': b.append("\\\\"); break;
-        case '\n': b.append("\\n"); break;
-        case '\r': b.append("\\r"); break;
-        case '\t': b.append("\\t"); break;
-        case '\b': b.append("\\b"); break;
-        case '\f': b.append("\\f"); break;
-        default:
-          if (c < 0x20 || c > 0x7e) {
-            b.append(String.format("\\u%04x", (int) c));
-          } else {
-            b.append(c);
-          }
+      int k = c == '/' ? -1 : Json.ESCAPED_CHARS.indexOf(c);
+      if (k >= 0) {
+        b.append('\\').append(Json.ESCAPE_LETTERS.charAt(k));
+      } else if (c < 0x20 || c > 0x7e) {
+        b.append(String.format("\\u%04x", (int) c));
+      } else {
+        b.append(c);
       }
     }
     return b.append('"').toString();

@@ -1,8 +1,8 @@
 package org.ldpstream.sdk;
 
 import static org.ldpstream.sdk.Draws.bernoulli;
-import static org.ldpstream.sdk.Draws.uniform;
 import static org.ldpstream.sdk.Mechanisms.col;
+import static org.ldpstream.sdk.Mechanisms.dithered;
 import static org.ldpstream.sdk.Mechanisms.report;
 
 import java.util.Map;
@@ -20,7 +20,7 @@ final class Duchi extends AbstractOracle {
 
   @Override
   public Map<String, Object> perturb(long v, DrawSource src) {
-    double t = 2 * ((v + uniform(src)) / bins) - 1;
+    double t = 2 * dithered(v, bins, src) - 1;
     return report("y", bernoulli(src, ((e - 1) * t + e + 1) / (2 * (e + 1))) ? 1L : 0L);
   }
 }

@@ -11,16 +11,12 @@ import static org.ldpstream.sdk.Mechanisms.u16or32;
 
 import java.util.Map;
 
-final class Hrr extends AbstractOracle implements Rerandomizer {
+final class Hrr extends RandomizedResponse {
   final long dd;
-  final double p;
-  double p1;
 
   Hrr(double eps, long d) {
-    super("hrr");
+    super("hrr", signKeep(eps));
     dd = nextPow2(d);
-    double e = Math.exp(eps);
-    p = e / (e + 1);
     columns.add(col("j", u16or32(dd)));
     columns.add(col("b", "uint8"));
   }
@@ -32,9 +28,15 @@ final class Hrr extends AbstractOracle implements Rerandomizer {
     return report("j", j, "b", (long) (parity(j & v) ^ (flip ? 1 : 0)));
   }
 
-  void instant(double eps1) {
-    double e1 = Math.exp(eps1);
-    p1 = e1 / (e1 + 1);
+  @Override
+  double keep(double eps) {
+    return signKeep(eps);
+  }
+
+  /** The sign bit is binary randomized response: e^eps / (e^eps + 1). */
+  private static double signKeep(double eps) {
+    double e = Math.exp(eps);
+    return e / (e + 1);
   }
 
   @Override

@@ -14,6 +14,14 @@ import java.util.Map;
  * ({@link Double}), plus String, Boolean and null.
  */
 final class Json {
+  /**
+   * The two-character escapes of JSON strings (RFC 8259 §7): the letter after the backslash
+   * and, at the same position, the character it stands for. The reader takes them all; the
+   * writer ({@link Canonical#pyString}) writes all but '/', which Python writes bare.
+   */
+  static final String ESCAPE_LETTERS = "\"\\/bfnrt";
+  static final String ESCAPED_CHARS = "\"\\/\b\f\n\r\t";
+
   private final String s;
   private int at;
 
@@ -140,21 +148,14 @@ final class Json {
         continue;
       }
       char e = s.charAt(at++);
-      switch (e) {
-        case '"': b.append('"'); break;
-        case '\\': b.append('\\'); break;
-        case '/': b.append('/'); break;
-        case 'b': b.append('\b'); break;
-        case 'f': b.append('\f'); break;
-        case 'n': b.append('\n'); break;
-        case 'r': b.append('\r'); break;
-        case 't': b.append('\t'); break;
-        case 'u':
-          b.append((char) Integer.parseInt(s.substring(at, at + 4), 16));
-          at += 4;
-          break;
-        default:
-          throw error("bad escape");
+      int k = ESCAPE_LETTERS.indexOf(e);
+      if (k >= 0) {
+        b.append(ESCAPED_CHARS.charAt(k));
+      } else if (e == 'u') {
+        b.append((char) Integer.parseInt(s.substring(at, at + 4), 16));
+        at += 4;
+      } else {
+        throw error("bad escape");
       }
     }
   }

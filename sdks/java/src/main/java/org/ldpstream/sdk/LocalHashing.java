@@ -12,20 +12,16 @@ import static org.ldpstream.sdk.Mechanisms.u16or32;
 
 import java.util.Map;
 
-final class LocalHashing extends AbstractOracle implements Rerandomizer {
+final class LocalHashing extends RandomizedResponse {
   final long g;
   final int r;
   final long nHashes;
-  final double p;
-  double p1;
 
   LocalHashing(String mech, double eps, long d, long g) {
-    super(mech);
+    super(mech, keepOf(eps, g));
     this.g = g;
     r = digitsNeeded(g, d);
     nHashes = pow(g, r);
-    double e = Math.exp(eps);
-    p = e / (e + g - 1);
     columns.add(col("a", u16or32(nHashes)));
     columns.add(col("t", g <= 256 ? "uint8" : "uint16"));
   }
@@ -54,9 +50,9 @@ final class LocalHashing extends AbstractOracle implements Rerandomizer {
     return report("a", a, "t", grrLike(src, hash(a, v), g, p));
   }
 
-  void instant(double eps1) {
-    double e1 = Math.exp(eps1);
-    p1 = e1 / (e1 + g - 1);
+  @Override
+  double keep(double eps) {
+    return keepOf(eps, g);
   }
 
   @Override

@@ -2,8 +2,8 @@ package org.ldpstream.sdk;
 
 import static org.ldpstream.sdk.Draws.below;
 import static org.ldpstream.sdk.Draws.bernoulli;
+import static org.ldpstream.sdk.Draws.uniform;
 
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -99,7 +99,13 @@ final class Mechanisms {
     return (v + 1 + below(src, k - 1)) % k;
   }
 
-  static Map<String, Object> report(Object... kv) {
+  /** Bin v of {@code bins} as a point of [0, 1), uniform within the bin (the numeric
+   * mechanisms' input). */
+  static double dithered(long v, long bins, DrawSource src) {
+    return (v + uniform(src)) / bins;
+  }
+
+    static Map<String, Object> report(Object... kv) {
     Map<String, Object> out = new LinkedHashMap<>();
     for (int i = 0; i < kv.length; i += 2) {
       out.put((String) kv[i], kv[i + 1]);
@@ -168,17 +174,13 @@ final class Mechanisms {
    * draws against is usable (not NaN, 0 or 1), else {@link SpecException}. */
   static void usable(Oracle o) {
     String m = o.mechanism();
-    if (o instanceof Grr) {
-      Limits.checkProbability(((Grr) o).p, m + ": p");
+    if (o instanceof RandomizedResponse) {
+      Limits.checkProbability(((RandomizedResponse) o).p, m + ": p");
     } else if (o instanceof Unary) {
       Limits.checkProbability(((Unary) o).p, m + ": p");
       Limits.checkProbability(((Unary) o).q, m + ": q");
-    } else if (o instanceof LocalHashing) {
-      Limits.checkProbability(((LocalHashing) o).p, m + ": p");
     } else if (o instanceof Hr) {
       Limits.checkProbability(((Hr) o).p, m + ": p");
-    } else if (o instanceof Hrr) {
-      Limits.checkProbability(((Hrr) o).p, m + ": p");
     } else if (o instanceof Ss) {
       Limits.checkProbability(((Ss) o).p, m + ": p");
     } else if (o instanceof Sketch) {
@@ -290,14 +292,6 @@ final class Mechanisms {
     return out;
   }
 
-  static long[] toLongs(List<Long> l) {
-    long[] a = new long[l.size()];
-    for (int i = 0; i < a.length; i++) {
-      a[i] = l.get(i);
-    }
-    return a;
-  }
-
   /** Sorted distinct item indices. */
   static long[] itemsOf(long[] values) {
     long[] a = values.clone();
@@ -318,33 +312,35 @@ final class Mechanisms {
       for (long x : items) {
         have.add(x);
       }
-      List<Long> out = new ArrayList<>();
+      long[] out = new long[itemsets.length];
+      int n = 0;
       for (int j = 0; j < itemsets.length; j++) {
         boolean all = true;
         for (long x : itemsets[j]) {
           all &= have.contains(x);
         }
         if (all) {
-          out.add((long) j);
+          out[n++] = j;
         }
       }
-      return toLongs(out);
+      return Arrays.copyOf(out, n);
     }
     if (candidates != null) {
       Map<Long, Long> pos = new java.util.HashMap<>();
       for (int i = 0; i < candidates.length; i++) {
         pos.put(candidates[i], (long) i);
       }
-      List<Long> out = new ArrayList<>();
+      long[] out = new long[items.length];
+      int n = 0;
       for (long x : items) {
         Long at = pos.get(x);
         if (at != null) {
-          out.add(at);
+          out[n++] = at;
         }
       }
-      long[] a = toLongs(out);
-      Arrays.sort(a);
-      return a;
+      out = Arrays.copyOf(out, n);
+      Arrays.sort(out);
+      return out;
     }
     return items;
   }
@@ -370,14 +366,10 @@ final class Mechanisms {
 
   /** The two-level instantaneous channel at epsilon_1 (sets it on the oracle, returns it). */
   static Rerandomizer rerandomizer(Oracle oracle, double epsilon1) {
-    if (oracle instanceof Grr) {
-      ((Grr) oracle).instant(epsilon1);
+    if (oracle instanceof RandomizedResponse) {
+      ((RandomizedResponse) oracle).instant(epsilon1);
     } else if (oracle instanceof Unary) {
       ((Unary) oracle).instant(epsilon1);
-    } else if (oracle instanceof LocalHashing) {
-      ((LocalHashing) oracle).instant(epsilon1);
-    } else if (oracle instanceof Hrr) {
-      ((Hrr) oracle).instant(epsilon1);
     } else {
       throw new IllegalArgumentException("memoization 'two-level' needs a mechanism in "
           + TWO_LEVEL_MECHANISMS + ", got " + oracle.mechanism());

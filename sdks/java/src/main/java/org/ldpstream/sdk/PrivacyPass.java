@@ -394,18 +394,14 @@ public final class PrivacyPass {
    * window; the challenge is computed here (the issuer cannot tag it).
    */
   public static final class Wallet {
-    private final String url;
-    private final String credential;
-    private final String fleetKey;
+    private final Issuer issuer;
     private String issuerName = "ldpstream";
     private final Map<String, long[]> windows = new HashMap<>();  // id -> {window, seconds}
     private final Map<String, RsaKey> keys = new HashMap<>();
     private final Map<String, List<byte[]>> tokens = new HashMap<>();
 
     public Wallet(String issuerUrl, byte[] deviceSecret, String fleetKey) {
-      this.url = issuerUrl.replaceAll("/+$", "");
-      this.credential = deviceCredential(deviceSecret);
-      this.fleetKey = fleetKey;
+      issuer = new Issuer(issuerUrl, deviceSecret, fleetKey);
     }
 
     private String find(String collection, long nowS, Long window) {
@@ -423,10 +419,7 @@ public final class PrivacyPass {
     public long[] window(String collection, long nowS, Long window) throws IOException {
       String id = find(collection, nowS, window);
       if (id == null) {
-        HttpURLConnection c = (HttpURLConnection) new URL(url
-            + "/.well-known/private-token-issuer-directory?collection="
-            + URLEncoder.encode(collection, "UTF-8")).openConnection();
-        Map<?, ?> doc = (Map<?, ?>) Json.parse(new String(read(c), StandardCharsets.UTF_8));
+        Map<?, ?> doc = issuer.directory(collection);
         Object name = doc.get("ldp-issuer-name");
         issuerName = name instanceof String ? (String) name : "ldpstream";
         for (Object o : (List<?>) doc.get("token-keys")) {
@@ -469,20 +462,7 @@ public final class PrivacyPass {
           pending.add(r);
           body.write(r.request, 0, r.request.length);
         }
-        HttpURLConnection c = (HttpURLConnection) new URL(url + "/token-request?collection="
-            + URLEncoder.encode(collection, "UTF-8") + "&window=" + w[0]).openConnection();
-        c.setRequestMethod("POST");
-        c.setDoOutput(true);
-        c.setRequestProperty("Content-Type", "application/private-token-request");
-        c.setRequestProperty("Accept", "application/private-token-response");
-        c.setRequestProperty("X-LDP-Device", credential);
-        if (fleetKey != null) {
-          c.setRequestProperty("Authorization", "Bearer " + fleetKey);
-        }
-        try (OutputStream out = c.getOutputStream()) {
-          out.write(body.toByteArray());
-        }
-        byte[] resp = read(c);
+        byte[] resp = issuer.sign(collection, w[0], body.toByteArray());
         if (resp.length != NK * count) {
           throw new IOException("short TokenResponse");
         }
@@ -494,6 +474,45 @@ public final class PrivacyPass {
       List<byte[]> out = new ArrayList<>(have.subList(0, n));
       have.subList(0, n).clear();
       return out;
+    }
+  }
+
+  /** The issuer's two HTTP calls, as this device (its credential) and fleet (its key). */
+  private static final class Issuer {
+    private final String url;
+    private final String credential;
+    private final String fleetKey;
+
+    Issuer(String issuerUrl, byte[] deviceSecret, String fleetKey) {
+      url = issuerUrl.replaceAll("/+$", "");
+      credential = deviceCredential(deviceSecret);
+      this.fleetKey = fleetKey;
+    }
+
+    /** The issuer directory, asked for the keys of {@code collection}. */
+    Map<?, ?> directory(String collection) throws IOException {
+      HttpURLConnection c = (HttpURLConnection) new URL(url
+          + "/.well-known/private-token-issuer-directory?collection="
+          + URLEncoder.encode(collection, "UTF-8")).openConnection();
+      return (Map<?, ?>) Json.parse(new String(read(c), StandardCharsets.UTF_8));
+    }
+
+    /** The TokenResponses to the concatenated TokenRequests {@code body} of a window. */
+    byte[] sign(String collection, long window, byte[] body) throws IOException {
+      HttpURLConnection c = (HttpURLConnection) new URL(url + "/token-request?collection="
+          + URLEncoder.encode(collection, "UTF-8") + "&window=" + window).openConnection();
+      c.setRequestMethod("POST");
+      c.setDoOutput(true);
+      c.setRequestProperty("Content-Type", "application/private-token-request");
+      c.setRequestProperty("Accept", "application/private-token-response");
+      c.setRequestProperty("X-LDP-Device", credential);
+      if (fleetKey != null) {
+        c.setRequestProperty("Authorization", "Bearer " + fleetKey);
+      }
+      try (OutputStream out = c.getOutputStream()) {
+        out.write(body);
+      }
+      return read(c);
     }
 
     private static byte[] read(HttpURLConnection c) throws IOException {

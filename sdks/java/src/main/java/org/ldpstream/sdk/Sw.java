@@ -3,6 +3,7 @@ package org.ldpstream.sdk;
 import static org.ldpstream.sdk.Draws.bernoulli;
 import static org.ldpstream.sdk.Draws.uniform;
 import static org.ldpstream.sdk.Mechanisms.col;
+import static org.ldpstream.sdk.Mechanisms.dithered;
 import static org.ldpstream.sdk.Mechanisms.report;
 
 import java.util.Map;
@@ -25,7 +26,7 @@ final class Sw extends AbstractOracle {
 
   @Override
   public Map<String, Object> perturb(long v, DrawSource src) {
-    double u = (v + uniform(src)) / bins;
+    double u = dithered(v, bins, src);
     boolean near = bernoulli(src, 2 * b * p);
     double t = uniform(src);
     double y = near ? u - b + 2 * b * t : (t < u ? -b + t : b + t);

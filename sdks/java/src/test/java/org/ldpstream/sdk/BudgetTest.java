@@ -84,9 +84,8 @@ class BudgetTest {
   }
 
   static CollectionSpec spec(String id, String memo, double eps) {
-    return CollectionSpec.parse("{\"id\":\"" + id + "\",\"oracle\":{\"mechanism\":\"grr\","
-        + "\"epsilon\":" + eps + ",\"domain_size\":4},\"domain\":{\"kind\":\"categories\","
-        + "\"labels\":[\"a\",\"b\",\"c\",\"d\"]},\"memoization\":\"" + memo + "\"}");
+    return Specs.collection(id, Specs.oracle("grr", eps, 4, ""),
+        Specs.categories("a", "b", "c", "d"), ",\"memoization\":\"" + memo + "\"");
   }
 
   static Device device(CollectionSpec s, DeviceStore store, Double budget, double[] now) {

@@ -7,6 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.ldpstream.sdk.Specs.categories;
+import static org.ldpstream.sdk.Specs.collection;
+import static org.ldpstream.sdk.Specs.integers;
+import static org.ldpstream.sdk.Specs.oracle;
 
 import java.io.File;
 import java.io.IOException;
@@ -25,9 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
 /** Device: permanent answers from the secret, cadence and queue in the store, refused specs. */
 class DeviceTest {
   static CollectionSpec spec(String extra) {
-    return CollectionSpec.parse("{\"id\":\"os\",\"oracle\":{\"mechanism\":\"grr\",\"epsilon\":1.0,"
-        + "\"domain_size\":3},\"domain\":{\"kind\":\"categories\",\"labels\":[\"linux\",\"mac\","
-        + "\"win\"]}" + extra + "}");
+    return collection("os", oracle("grr", 1.0, 3, ""), categories("linux", "mac", "win"), extra);
   }
 
   static Device device(CollectionSpec s, DeviceStore store) {
@@ -50,9 +52,7 @@ class DeviceTest {
 
   @Test
   void aRestartOnTheSameStoreDerivesTheSameAnswers(@TempDir Path dir) throws IOException {
-    CollectionSpec s = CollectionSpec.parse("{\"id\":\"u\",\"oracle\":{\"mechanism\":\"oue\","
-        + "\"epsilon\":1.0,\"domain_size\":8},\"domain\":{\"kind\":\"integers\",\"low\":0,"
-        + "\"high\":7}}");
+    CollectionSpec s = collection("u", oracle("oue", 1.0, 8, ""), integers(8), "");
     File f = dir.resolve("store.json").toFile();
     String[] first = new String[8];
     for (int v = 0; v < 8; v++) {
@@ -87,9 +87,8 @@ class DeviceTest {
 
   @Test
   void twoLevelReRandomizesEveryReport() throws IOException {
-    CollectionSpec s = CollectionSpec.parse("{\"id\":\"tl\",\"oracle\":{\"mechanism\":\"oue\","
-        + "\"epsilon\":4.0,\"domain_size\":16},\"domain\":{\"kind\":\"integers\",\"low\":0,"
-        + "\"high\":15},\"memoization\":\"two-level\",\"epsilon_1\":1.0}");
+    CollectionSpec s = collection("tl", oracle("oue", 4.0, 16, ""), integers(16),
+        ",\"memoization\":\"two-level\",\"epsilon_1\":1.0");
     Device dev = device(s, new MemoryStore());
     Set<String> seen = new HashSet<>();
     for (int i = 0; i < 20; i++) {
@@ -149,9 +148,8 @@ class DeviceTest {
           start.await();
           FileStore store = new FileStore(f);
           for (int i = 0; i < 20; i++) {
-            CollectionSpec own = CollectionSpec.parse("{\"id\":\"t" + me + "-" + i + "\","
-                + "\"oracle\":{\"mechanism\":\"grr\",\"epsilon\":1.0,\"domain_size\":3},"
-                + "\"domain\":{\"kind\":\"integers\",\"low\":0,\"high\":2}}");
+            CollectionSpec own = collection("t" + me + "-" + i, oracle("grr", 1.0, 3, ""),
+                integers(3), "");
             if (!Device.builder(own).store(store).clock(() -> 60.0).build().enqueue(1L)) {
               throw new AssertionError("cadence refused");
             }
@@ -219,20 +217,16 @@ class DeviceTest {
   void unsafeSpecsAreRefusedNamingTheParameter() {
     for (double eps : new double[] {40, 1000, 29.81, 0.0005, Double.NaN}) {
       String e = Double.isNaN(eps) ? "\"NaN\"" : Double.toString(eps);
-      SpecException x = assertThrows(SpecException.class, () -> CollectionSpec.parse(
-          "{\"id\":\"x\",\"oracle\":{\"mechanism\":\"grr\",\"epsilon\":" + e + ",\"domain_size\":3},"
-          + "\"domain\":{\"kind\":\"categories\",\"labels\":[\"a\",\"b\",\"c\"]}}"), e);
+      SpecException x = assertThrows(SpecException.class,
+          () -> collection("x", oracle("grr", e, 3, ""), categories("a", "b", "c"), ""), e);
       assertEquals("oracle.epsilon", x.parameter());
       if (!Double.isNaN(eps)) {
         assertTrue(x.getMessage().contains("[0.001, 29.8] for grr"), x.getMessage());
       }
     }
-    assertNotNull(CollectionSpec.parse("{\"id\":\"x\",\"oracle\":{\"mechanism\":\"grr\","
-        + "\"epsilon\":29.8,\"domain_size\":3},\"domain\":{\"kind\":\"categories\",\"labels\":"
-        + "[\"a\",\"b\",\"c\"]}}"));
-    SpecException oue = assertThrows(SpecException.class, () -> CollectionSpec.parse(
-        "{\"id\":\"o\",\"oracle\":{\"mechanism\":\"oue\",\"epsilon\":9.8,\"domain_size\":4},"
-        + "\"domain\":{\"kind\":\"integers\",\"low\":0,\"high\":3}}"));
+    assertNotNull(collection("x", oracle("grr", 29.8, 3, ""), categories("a", "b", "c"), ""));
+    SpecException oue = assertThrows(SpecException.class,
+        () -> collection("o", oracle("oue", 9.8, 4, ""), integers(4), ""));
     assertTrue(oue.getMessage().contains("9.7"), oue.getMessage());
   }
 
@@ -296,9 +290,8 @@ class DeviceTest {
 
   @Test
   void aSetValuedDeviceDerivesOneAnswerPerSet() throws IOException {
-    CollectionSpec s = CollectionSpec.parse("{\"id\":\"apps\",\"oracle\":{\"mechanism\":"
-        + "\"ps\",\"epsilon\":1.0,\"domain_size\":4,\"length\":2,\"inner\":\"grr\"},"
-        + "\"domain\":{\"kind\":\"categories\",\"labels\":[\"a\",\"b\",\"c\",\"d\"]}}");
+    CollectionSpec s = collection("apps", oracle("ps", 1.0, 4, ",\"length\":2,\"inner\":\"grr\""),
+        categories("a", "b", "c", "d"), "");
     MemoryStore store = new MemoryStore();
     Device dev = device(s, store);
     Map<String, Object> first = dev.report(Arrays.asList("b", "a"));

@@ -123,9 +123,8 @@ class GatewayClientTest {
 
   @Test
   void queuedReportsSurviveRestartsAndKeepTheirKeys(@TempDir Path dir) throws IOException {
-    CollectionSpec spec = CollectionSpec.parse("{\"id\":\"q\",\"oracle\":{\"mechanism\":"
-        + "\"grr\",\"epsilon\":1.0,\"domain_size\":3},\"domain\":{\"kind\":\"categories\","
-        + "\"labels\":[\"a\",\"b\",\"c\"]},\"window_seconds\":60,\"memoization\":\"none\"}");
+    CollectionSpec spec = Specs.collection("q", Specs.oracle("grr", 1.0, 3, ""),
+        Specs.categories("a", "b", "c"), ",\"window_seconds\":60,\"memoization\":\"none\"");
     File f = dir.resolve("store.json").toFile();
     final double[] now = {0};
     Device dev = Device.builder(spec).store(new FileStore(f)).clock(() -> now[0]).build();

@@ -33,10 +33,9 @@ class QueueTokensTest {
   private static final long T0 = 1800000000L;  // a window start
   private static final String DEAD = "http://127.0.0.1:9";
   private static final byte[] SECRET = new byte[16];
-  private static final CollectionSpec SPEC = CollectionSpec.parse("{\"id\":\"qt\",\"oracle\":"
-      + "{\"mechanism\":\"grr\",\"epsilon\":1.0,\"domain_size\":3},\"domain\":{\"kind\":"
-      + "\"categories\",\"labels\":[\"a\",\"b\",\"c\"]},\"window_seconds\":600,"
-      + "\"memoization\":\"none\",\"reports_per_window\":3}");
+  private static final CollectionSpec SPEC = Specs.collection("qt",
+      Specs.oracle("grr", 1.0, 3, ""), Specs.categories("a", "b", "c"),
+      ",\"window_seconds\":600,\"memoization\":\"none\",\"reports_per_window\":3");
 
   @SuppressWarnings("unchecked")
   private static Map<String, Object> vector() throws IOException {

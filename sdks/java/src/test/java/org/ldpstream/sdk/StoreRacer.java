@@ -14,9 +14,8 @@ public final class StoreRacer {
     File f = new File(args[0]);
     FileStore store = new FileStore(f);
     for (int i = 0; i < 30; i++) {
-      CollectionSpec own = CollectionSpec.parse("{\"id\":\"" + args[1] + "-" + i + "\","
-          + "\"oracle\":{\"mechanism\":\"grr\",\"epsilon\":1.0,\"domain_size\":3},"
-          + "\"domain\":{\"kind\":\"integers\",\"low\":0,\"high\":2}}");
+      CollectionSpec own = Specs.collection(args[1] + "-" + i, Specs.oracle("grr", 1.0, 3, ""),
+          Specs.integers(3), "");
       if (!Device.builder(own).store(store).clock(() -> 60.0).build().enqueue(1L)) {
         throw new IllegalStateException("cadence refused");
       }

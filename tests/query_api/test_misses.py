@@ -20,7 +20,7 @@ from ldpcore.collection import CollectionSpec
 from query_api import estimates as E
 from query_api.config import ApiSettings
 from query_api.metrics import ApiMetrics
-from query_api.service import Service, _encode
+from query_api.service import Service, encode
 from query_api.store import Store
 
 from .states import register, write_window
@@ -134,5 +134,5 @@ def test_a_new_version_is_answered_from_the_previous_state_only_within_max_stale
 def test_the_fast_encoder_writes_the_values_json_writes() -> None:
     body = {"a": [0.1, 1e-7, 1e16, 5e-324, 2.5, None, True, "é"], "n": 2**63 - 1,
             "big": {"k": 2**70}}
-    assert json.loads(_encode(body)) == body
-    assert json.loads(_encode({"x": 0.30000000000000004})) == {"x": 0.30000000000000004}
+    assert json.loads(encode(body)) == body
+    assert json.loads(encode({"x": 0.30000000000000004})) == {"x": 0.30000000000000004}

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -38,6 +39,7 @@ from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
+import orjson
 
 import ldpcore
 from ldpcore import intervals as ldp_intervals
@@ -191,6 +193,87 @@ def _rows(ans: ldp_intervals.Answer, order: np.ndarray, labels: Sequence[str] | 
                                              col(ans.low), col(ans.high), strict=True)]
 
 
+class EncodedRows:
+    """Answer rows as their JSON text (``text``: a JSON array): what :func:`frequencies`
+    gives with ``encoded=True``.  The service's encoder splices the text in as is
+    (:func:`query_api.service.encode`); the bytes are those the rows' dicts encode to.
+    (Not a dataclass: orjson would encode a dataclass as an object of its fields.)"""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: bytes) -> None:
+        self.text = text
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The rows as dicts (what ``encoded=False`` gives)."""
+        out: list[dict[str, Any]] = orjson.loads(self.text)
+        return out
+
+
+_HEADS_HELD = 64
+"""Row heads (:func:`_row_heads`) kept: per (estimate, standard errors, labels) arrays."""
+
+_ROW_HEADS: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], list[bytes]]] = OrderedDict()
+_ROW_HEADS_LOCK = threading.Lock()
+
+
+def _texts(values: list[Any]) -> list[bytes]:
+    """Each number's JSON text, as orjson writes it (numbers hold no comma; a non-finite
+    float is ``null``, as orjson writes it in a dict)."""
+    out: list[bytes] = orjson.dumps(values)[1:-1].split(b",") if values else []
+    return out
+
+
+def _row_heads(ans: ldp_intervals.Answer, labels: Sequence[str] | None,
+               name: str) -> list[bytes]:
+    """Per entry of the domain, the level-free start of its row's JSON, up to the value
+    of ``ci_low``: the same for every level of one prepared answer (whose arrays are
+    shared by its answers at every level), so made once for them and kept (by the arrays'
+    identity; the arrays are held, so an id is not reused while kept)."""
+    held = (ans.estimate, ans.std_error, labels, name)
+    key = tuple(id(x) for x in held[:3]) + (hash(name),)
+    with _ROW_HEADS_LOCK:
+        hit = _ROW_HEADS.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], held, strict=True)):
+            _ROW_HEADS.move_to_end(key)
+            return hit[1]
+    d = int(np.asarray(ans.estimate).size)
+    names = ([orjson.dumps(str(i)) for i in range(d)] if labels is None
+             else [orjson.dumps(labels[i]) for i in range(d)])
+    est = _texts(np.asarray(ans.estimate).tolist())
+    se = ([b"null"] * d if ans.std_error is None
+          else _texts(np.asarray(ans.std_error).tolist()))
+    start = b',{' + orjson.dumps(name) + b':'
+    heads = [b"%s%s,\"index\":%d,\"estimate\":%s,\"std_error\":%s,\"ci_low\":"
+             % (start, lab, i, e, s)
+             for i, (lab, e, s) in enumerate(zip(names, est, se, strict=True))]
+    with _ROW_HEADS_LOCK:
+        _ROW_HEADS[key] = (held, heads)
+        while len(_ROW_HEADS) > _HEADS_HELD:
+            _ROW_HEADS.popitem(last=False)
+    return heads
+
+
+def _encoded_rows(ans: ldp_intervals.Answer, order: np.ndarray,
+                  labels: Sequence[str] | None, name: str) -> EncodedRows:
+    """:func:`_rows` as JSON text: the level-free start of each row made once per prepared
+    answer (:func:`_row_heads`), at a level only the two interval columns are written
+    (two ``orjson.dumps`` and a join: no dict per row)."""
+    heads = _row_heads(ans, labels, name)
+    idx = np.asarray(order)
+    k = int(idx.size)
+    if k == 0:
+        return EncodedRows(b"[]")
+    nulls = [b"null"] * k
+    parts: list[bytes] = [b""] * (5 * k)
+    parts[0::5] = [heads[i] for i in idx.tolist()]
+    parts[1::5] = nulls if ans.low is None else _texts(np.asarray(ans.low)[idx].tolist())
+    parts[2::5] = [b',"ci_high":'] * k
+    parts[3::5] = nulls if ans.high is None else _texts(np.asarray(ans.high)[idx].tolist())
+    parts[4::5] = [b"}"] * k
+    return EncodedRows(b"[" + b"".join(parts)[1:] + b"]")
+
+
 def _meta(ans: ldp_intervals.Answer, requested: str,
           choice: dict[str, Any] | None = None) -> dict[str, Any]:
     # No "n" here: the service states n (reports summed) and n_effective (behind the
@@ -327,20 +410,23 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
 def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
                 labels: Sequence[str] | None, method: str, confidence: float,
                 top: int | None = None, n_effective: float | None = None,
-                choice: ChoiceSlot | None = None) -> dict[str, Any]:
-    """Per-label estimate, standard error and confidence interval (see the module notes)."""
+                choice: ChoiceSlot | None = None, encoded: bool = False) -> dict[str, Any]:
+    """Per-label estimate, standard error and confidence interval (see the module notes).
+
+    ``encoded``: the rows as :class:`EncodedRows` (their JSON text, for the service's
+    encoder: a new level of a computed answer then writes two columns, not d dicts)."""
     _need_frequencies(oracle, "frequency")
     method = _check_method(method)
     if top is not None and top < 1:
         raise QueryError(f"top must be an integer >= 1, got {top}", parameter="top")
     if _reconstructs(oracle) and method == AUTO:
-        return _ems_frequencies(oracle, state, labels=labels, top=top)
+        return _ems_frequencies(oracle, state, labels=labels, top=top, encoded=encoded)
     ans, kept = _answer(oracle, state, method, confidence, None, n_effective, choice)
     est = ans.estimate
     order = np.argsort(-est, kind="stable") if top is not None else np.arange(est.size)
     if top is not None:
         order = order[:top]
-    rows = _rows(ans, order, labels, "label")
+    rows = (_encoded_rows if encoded else _rows)(ans, order, labels, "label")
     return {**_meta(ans, method, kept), "estimates": rows, "sum": float(est.sum()),
             **_set_estimand(oracle)}
 
@@ -546,16 +632,17 @@ def _reconstructs(oracle: Any) -> bool:
 
 
 def _ems_frequencies(oracle: Any, state: ldpcore.State, *, labels: Sequence[str] | None,
-                     top: int | None) -> dict[str, Any]:
+                     top: int | None, encoded: bool = False) -> dict[str, Any]:
     """Frequencies of a Square Wave collection: the EMS (or EM) reconstruction per bin
     (the default ``auto``; a named post-processing method still post-processes the
-    unbiased inverse)."""
+    unbiased inverse; ``encoded``: see :func:`frequencies`)."""
     if state.n <= 0:
         raise QueryError("no reports to reconstruct from", parameter="since")
     est = _distribution(oracle, state)
     order = np.argsort(-est, kind="stable")[:top] if top is not None else np.arange(est.size)
-    rows = _rows(ldp_intervals.Answer(_reconstruction(oracle), est, None, None, None, None,
-                                      None, int(state.n), 0.95, 0), order, labels, "label")
+    rows = (_encoded_rows if encoded else _rows)(
+        ldp_intervals.Answer(_reconstruction(oracle), est, None, None, None, None, None,
+                             int(state.n), 0.95, 0), order, labels, "label")
     return {"method": _reconstruction(oracle), "method_requested": "auto",
             "confidence": None, "interval": None, "interval_reason": _NUMERIC_REASON,
             "replicates": 0, "estimates": rows, "sum": float(est.sum())}

@@ -140,7 +140,8 @@ async def attribute_frequencies(svc: ServiceDep, spec: SpecDep, window: WindowDe
     return await _answer(svc, spec, window, name, "frequencies", (m, confidence, top),
                          lambda o, s, ne: E.frequencies(o, s, labels=labels, method=m,
                                                         confidence=confidence, top=top,
-                                                        n_effective=ne, choice=slot))
+                                                        n_effective=ne, choice=slot,
+                                                        encoded=True))
 
 
 @router.get("/collections/{cid}/attributes/{name}/subset", response_model=None,

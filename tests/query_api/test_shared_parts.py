@@ -230,3 +230,34 @@ def test_kept_errors_are_simulated_again_after_the_maximum_age(memo: ByteLRU) ->
     again = _freqs(o, s2, 0.9, choices.slot("k"))
     assert "simulation" not in again["method_choice"]  # type: ignore[operator]
     assert first["method_choice"] is not None
+
+
+@pytest.mark.parametrize("method", ["auto", "base", "power"])
+def test_encoded_rows_are_the_bytes_of_the_dict_rows_at_every_level(
+        memo: ByteLRU, method: str) -> None:
+    # The routes' rows as JSON text (level-free heads kept, two columns per level) must
+    # encode to the very bytes of the rows as dicts: labels with quotes and commas, no
+    # labels, a top-k order, a bootstrap, an analytic and an EMS (no interval) answer.
+    from query_api.service import encode
+
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    s = o.sample_state(_zipf(64), 20_000, rng=np.random.default_rng(3))
+    labels = [f'v"{i}",\\ é' for i in range(64)]
+    slot = Choices().slot(("k",))
+    for c in (0.95, 0.9, 0.5123, 0.999):
+        for lab in (labels, None):
+            for top in (None, 5):
+                args = dict(labels=lab, method=method, confidence=c, top=top,
+                            n_effective=float(s.n), choice=slot)
+                plain = E.frequencies(o, s, **args)  # type: ignore[arg-type]
+                spliced = E.frequencies(o, s, encoded=True, **args)  # type: ignore[arg-type]
+                assert isinstance(spliced["estimates"], E.EncodedRows)
+                assert encode(spliced) == encode(plain)
+                assert spliced["estimates"].rows() == plain["estimates"]
+    sw = ldpcore.make_oracle("sw", epsilon=1.0, bins=32)
+    x = (np.arange(32) + 0.5) / 32
+    st = sw.sample_state(x / x.sum(), 5_000, rng=np.random.default_rng(4))
+    for top in (None, 3):
+        plain = E.frequencies(sw, st, labels=None, method="auto", confidence=0.9, top=top)
+        assert encode(E.frequencies(sw, st, labels=None, method="auto", confidence=0.9,
+                                    top=top, encoded=True)) == encode(plain)

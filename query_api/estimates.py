@@ -29,13 +29,11 @@ interval and their JSON.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,11 +51,15 @@ from ldpcore.capabilities import (
 )
 from ldpcore.numeric.base import NumericOracle
 
-from .cache import ByteLRU
 from .capabilities import require
 from .choices import Choice, ChoiceSlot
 from .confidence import z_value
 from .errors import QueryError
+from .parts import SHARED as SHARED
+from .parts import STATE_KEY as STATE_KEY
+from .parts import peek as peek
+from .parts import shared as shared
+from .parts import state_digest as state_digest
 
 __all__ = [
     "z_value",
@@ -71,54 +73,6 @@ __all__ = [
     "heavy_hitters",
     "default_method",
 ]
-
-
-SHARED: ContextVar[ByteLRU | None] = ContextVar("ldp_shared_parts", default=None)
-"""The cache the answer computed on this thread shares its level-free parts in (the
-service sets it to its state cache, bounded by ``LDP_STATE_CACHE_MB``); None: not shared."""
-
-
-STATE_KEY: ContextVar[tuple[ldpcore.State, Hashable] | None] = ContextVar(
-    "ldp_state_key", default=None)
-"""(the state the answer on this thread is computed on, a key naming it): the service sets
-it to that state's version (equal versions, equal states: :mod:`query_api.store`), so the
-parts of that state are found without hashing its counts on every lookup."""
-
-
-def state_digest(state: ldpcore.State) -> Hashable:
-    """What names a state's content: the key :data:`STATE_KEY` gives it, else the SHA-256 of
-    its fingerprint, n, shape and counts (equal digests, equal states)."""
-    held = STATE_KEY.get()
-    if held is not None and held[0] is state:
-        return held[1]
-    h = hashlib.sha256()
-    counts = np.ascontiguousarray(state.counts, dtype="<i8")
-    h.update(f"{state.fingerprint}|{int(state.n)}|{counts.shape}".encode())
-    h.update(counts.tobytes())
-    return h.digest()
-
-
-def shared(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...],
-           make: Callable[[], Any]) -> Any:
-    """``make()``, kept in :data:`SHARED` (when set) under (part, the oracle's fingerprint,
-    the state's digest, params): what the answers of one state share."""
-    memo = SHARED.get()
-    if memo is None:
-        return make()
-    return memo.get_or_make(_part_key(part, oracle, state, params), make)
-
-
-def peek(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]) -> Any:
-    """The part :func:`shared` keeps under these arguments, or None (nothing is made)."""
-    memo = SHARED.get()
-    if memo is None:
-        return None
-    return memo.get(_part_key(part, oracle, state, params))
-
-
-def _part_key(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]
-              ) -> tuple[Any, ...]:
-    return ("part", part, oracle.fingerprint, state_digest(state), params)
 
 
 def _curve(kind: str, oracle: Any, state: ldpcore.State, method: str) -> np.ndarray:

@@ -261,3 +261,25 @@ def test_encoded_rows_are_the_bytes_of_the_dict_rows_at_every_level(
         plain = E.frequencies(sw, st, labels=None, method="auto", confidence=0.9, top=top)
         assert encode(E.frequencies(sw, st, labels=None, method="auto", confidence=0.9,
                                     top=top, encoded=True)) == encode(plain)
+
+
+def test_top_items_share_their_level_free_ranking_and_equal_the_unshared(
+        memo: ByteLRU) -> None:
+    from query_api import bench
+    from query_api import setvalued as SV
+
+    o = bench._spec("ps-shared", "ps").oracle()
+    rng = np.random.default_rng(5)
+    states = [bench._state(bench._spec("ps-shared", "ps"), "ps", 20_000, rng)
+              for _ in range(2)]
+    for s in states:
+        for c in (0.95, 0.9, 0.61):
+            shared = SV.top_items(o, s, 10, labels=None, confidence=c)
+            token = E.SHARED.set(None)
+            try:
+                alone = SV.top_items(o, s, 10, labels=None, confidence=c)
+            finally:
+                E.SHARED.reset(token)
+            assert shared == alone
+    # One ranking per state (and k), not one per level.
+    assert sum(1 for key in memo._data if key[:2] == ("part", "top_items")) == 2

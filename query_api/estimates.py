@@ -501,15 +501,17 @@ def range_answer(oracle: Any, state: ldpcore.State, low: int, high: int, *,
                          f"high={high}", parameter="low" if low < 0 or low > high else "high")
     z = z_value(confidence)
     n = _n(state, n_effective)
-    unbiased = float(oracle.range_query(state, low, high, method="unbiased"))
-    se = math.sqrt(float(oracle.range_variance(n, low, high)))
-    if method == "unbiased":
-        lo_, hi_ = _hull(unbiased, unbiased, se, z)
-        value, kind = unbiased, "analytic"
-    else:
-        value = float(oracle.range_query(state, low, high, method="consistent"))
-        lo_, hi_ = _hull(value, unbiased, se, z)
-        kind = _HULL
+
+    def make() -> tuple[float, float, float]:  # level-free: shared by every level
+        unbiased = float(oracle.range_query(state, low, high, method="unbiased"))
+        se = math.sqrt(float(oracle.range_variance(n, low, high)))
+        value = unbiased if method == "unbiased" else float(
+            oracle.range_query(state, low, high, method="consistent"))
+        return unbiased, se, value
+
+    unbiased, se, value = shared("range", oracle, state, (low, high, method, n), make)
+    lo_, hi_ = _hull(value, unbiased, se, z)
+    kind = "analytic" if method == "unbiased" else _HULL
     return {"low": low, "high": high, "method": method, "estimate": value, "std_error": se,
             "ci_low": float(lo_), "ci_high": float(hi_), "confidence": confidence,
             "interval": kind}
@@ -631,8 +633,9 @@ def mean(oracle: Any, state: ldpcore.State, *, confidence: float,
     """Mean of a numeric collection, with its (worst-case) analytic standard error."""
     require(oracle, MeanEstimates, "mean")
     z = z_value(confidence)
-    value = float(oracle.mean(state))
-    se = math.sqrt(float(oracle.mean_variance(_n(state, n_effective))))
+    n = _n(state, n_effective)
+    value, se = shared("mean", oracle, state, (n,), lambda: (
+        float(oracle.mean(state)), math.sqrt(float(oracle.mean_variance(n)))))
     return {"estimate": value, "confidence": confidence, "std_error": se,
             "ci_low": value - z * se, "ci_high": value + z * se,
             "interval": "analytic (worst-case variance)"}

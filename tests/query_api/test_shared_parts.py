@@ -283,3 +283,27 @@ def test_top_items_share_their_level_free_ranking_and_equal_the_unshared(
             assert shared == alone
     # One ranking per state (and k), not one per level.
     assert sum(1 for key in memo._data if key[:2] == ("part", "top_items")) == 2
+
+
+def test_range_and_mean_answers_share_their_level_free_parts_and_equal_the_unshared(
+        memo: ByteLRU) -> None:
+    hh = ldpcore.make_oracle("hh", epsilon=1.0, domain_size=64)
+    s = hh.sample_state(_zipf(64), 20_000, rng=np.random.default_rng(6))
+    sw = ldpcore.make_oracle("sw", epsilon=1.0, bins=32)
+    x = (np.arange(32) + 0.5) / 32
+    t = sw.sample_state(x / x.sum(), 5_000, rng=np.random.default_rng(7))
+    asks = [lambda c, m=m: E.range_answer(hh, s, 3, 40, confidence=c, method=m,
+                                          n_effective=15_000.0)
+            for m in ("unbiased", "consistent")]
+    asks.append(lambda c: E.mean(sw, t, confidence=c))
+    for ask in asks:
+        for c in (0.95, 0.8, 0.5):
+            shared = ask(c)
+            token = E.SHARED.set(None)
+            try:
+                assert shared == ask(c)
+            finally:
+                E.SHARED.reset(token)
+    made = {key[1] for key in memo._data if key[0] == "part"}
+    assert {"range", "mean"} <= made
+    assert sum(1 for key in memo._data if key[:2] == ("part", "range")) == 2

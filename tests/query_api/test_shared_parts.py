@@ -307,3 +307,35 @@ def test_range_and_mean_answers_share_their_level_free_parts_and_equal_the_unsha
     made = {key[1] for key in memo._data if key[0] == "part"}
     assert {"range", "mean"} <= made
     assert sum(1 for key in memo._data if key[:2] == ("part", "range")) == 2
+
+
+def test_an_attributes_sub_state_is_made_once_per_state_and_named_by_its_version(
+        memo: ByteLRU) -> None:
+    from query_api import bench
+    from query_api.routes.attributes import _per_attribute
+
+    spec = bench._spec("multi-shared", "multi")
+    o = spec.oracle()
+    s = bench._state(spec, "multi", 20_000, np.random.default_rng(8))
+
+    def ask(c: float) -> dict[str, Any]:
+        def fn(sub: Any, part: ldpcore.State, ne: float) -> dict[str, Any]:
+            return E.frequencies(sub, part, labels=None, method="auto", confidence=c,
+                                 n_effective=ne)
+        return _per_attribute("a", fn)(o, s, float(s.n))
+
+    token = E.STATE_KEY.set((s, ("version", "multi-shared", 1)))
+    try:
+        answers = [ask(c) for c in (0.95, 0.9, 0.7)]
+    finally:
+        E.STATE_KEY.reset(token)
+    alone = E.SHARED.set(None)
+    try:
+        assert answers == [ask(c) for c in (0.95, 0.9, 0.7)]
+    finally:
+        E.SHARED.reset(alone)
+    keys = list(memo._data)
+    assert sum(1 for k in keys if k[:2] == ("part", "attribute-state")) == 1
+    # The sub-state's parts are named by the version and the attribute (no hash of counts).
+    assert any(k[0] == "part" and k[3] == (("version", "multi-shared", 1), "attribute", "a")
+               for k in keys)

@@ -57,6 +57,7 @@ from .confidence import z_value
 from .errors import QueryError
 from .parts import SHARED as SHARED
 from .parts import STATE_KEY as STATE_KEY
+from .parts import fingerprint
 from .parts import peek as peek
 from .parts import shared as shared
 from .parts import state_digest as state_digest
@@ -457,7 +458,7 @@ None when the variance is not of the form c(r)/n."""
 def _unit_range_variances(oracle: Any) -> np.ndarray | None:
     """Every range oracle's variance bound is c(length)/n (hh, haar, flat): tabulated once
     per oracle, so a CDF's or histogram's d bands cost O(d), not d validated calls."""
-    key = oracle.fingerprint
+    key = fingerprint(oracle)
     if key in _UNIT_RANGE_VARIANCES:
         _UNIT_RANGE_VARIANCES.move_to_end(key)
         return _UNIT_RANGE_VARIANCES[key]

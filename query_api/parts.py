@@ -5,6 +5,8 @@ it, and import nothing of each other for it; see :mod:`query_api.estimates`)."""
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from contextvars import ContextVar
 from typing import Any
@@ -63,4 +65,25 @@ def peek(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]) 
 
 def _part_key(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]
               ) -> tuple[Any, ...]:
-    return ("part", part, oracle.fingerprint, state_digest(state), params)
+    return ("part", part, fingerprint(oracle), state_digest(state), params)
+
+
+_FINGERPRINTS: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+_FINGERPRINTS_LOCK = threading.Lock()
+
+
+def fingerprint(oracle: Any) -> str:
+    """``oracle.fingerprint`` (a SHA-256 of its canonical spec, ~30 µs), kept per oracle
+    object (by identity, the object held: the service builds one oracle per collection
+    spec and never changes it), for the 256 latest."""
+    with _FINGERPRINTS_LOCK:
+        held = _FINGERPRINTS.get(id(oracle))
+        if held is not None and held[0] is oracle:
+            _FINGERPRINTS.move_to_end(id(oracle))
+            return held[1]
+    out: str = oracle.fingerprint
+    with _FINGERPRINTS_LOCK:
+        _FINGERPRINTS[id(oracle)] = (oracle, out)
+        while len(_FINGERPRINTS) > 256:
+            _FINGERPRINTS.popitem(last=False)
+    return out

@@ -41,3 +41,10 @@ def test_a_part_is_made_once_per_state_while_shared_and_each_time_when_not() -> 
     finally:
         parts.SHARED.reset(token)
     assert len(made) == 2
+
+
+def test_an_oracles_fingerprint_is_kept_per_object_and_equals_its_own() -> None:
+    a = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=16)
+    b = ldpcore.make_oracle("olh", epsilon=2.0, domain_size=16)
+    for _ in range(2):
+        assert parts.fingerprint(a) == a.fingerprint != parts.fingerprint(b) == b.fingerprint

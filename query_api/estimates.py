@@ -219,12 +219,20 @@ def _encoded_rows(ans: ldp_intervals.Answer, order: np.ndarray,
     k = int(idx.size)
     if k == 0:
         return EncodedRows(b"[]")
-    nulls = [b"null"] * k
+    # The whole domain in its order (no top): the columns as they are, no gather.
+    whole = k == len(heads) and bool(idx[0] == 0 and idx[-1] == k - 1
+                                     and (k < 3 or np.all(np.diff(idx) == 1)))
+
+    def column(values: np.ndarray | None) -> list[bytes]:
+        if values is None:
+            return [b"null"] * k
+        return _texts((np.asarray(values) if whole else np.asarray(values)[idx]).tolist())
+
     parts: list[bytes] = [b""] * (5 * k)
-    parts[0::5] = [heads[i] for i in idx.tolist()]
-    parts[1::5] = nulls if ans.low is None else _texts(np.asarray(ans.low)[idx].tolist())
+    parts[0::5] = heads if whole else [heads[i] for i in idx.tolist()]
+    parts[1::5] = column(ans.low)
     parts[2::5] = [b',"ci_high":'] * k
-    parts[3::5] = nulls if ans.high is None else _texts(np.asarray(ans.high)[idx].tolist())
+    parts[3::5] = column(ans.high)
     parts[4::5] = [b"}"] * k
     return EncodedRows(b"[" + b"".join(parts)[1:] + b"]")
 

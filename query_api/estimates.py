@@ -29,15 +29,15 @@ interval and their JSON.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import orjson
 
 import ldpcore
 from ldpcore import intervals as ldp_intervals
@@ -51,11 +51,16 @@ from ldpcore.capabilities import (
 )
 from ldpcore.numeric.base import NumericOracle
 
-from .cache import ByteLRU
 from .capabilities import require
 from .choices import Choice, ChoiceSlot
 from .confidence import z_value
 from .errors import QueryError
+from .parts import SHARED as SHARED
+from .parts import STATE_KEY as STATE_KEY
+from .parts import fingerprint
+from .parts import peek as peek
+from .parts import shared as shared
+from .parts import state_digest as state_digest
 
 __all__ = [
     "z_value",
@@ -69,54 +74,6 @@ __all__ = [
     "heavy_hitters",
     "default_method",
 ]
-
-
-SHARED: ContextVar[ByteLRU | None] = ContextVar("ldp_shared_parts", default=None)
-"""The cache the answer computed on this thread shares its level-free parts in (the
-service sets it to its state cache, bounded by ``LDP_STATE_CACHE_MB``); None: not shared."""
-
-
-STATE_KEY: ContextVar[tuple[ldpcore.State, Hashable] | None] = ContextVar(
-    "ldp_state_key", default=None)
-"""(the state the answer on this thread is computed on, a key naming it): the service sets
-it to that state's version (equal versions, equal states: :mod:`query_api.store`), so the
-parts of that state are found without hashing its counts on every lookup."""
-
-
-def state_digest(state: ldpcore.State) -> Hashable:
-    """What names a state's content: the key :data:`STATE_KEY` gives it, else the SHA-256 of
-    its fingerprint, n, shape and counts (equal digests, equal states)."""
-    held = STATE_KEY.get()
-    if held is not None and held[0] is state:
-        return held[1]
-    h = hashlib.sha256()
-    counts = np.ascontiguousarray(state.counts, dtype="<i8")
-    h.update(f"{state.fingerprint}|{int(state.n)}|{counts.shape}".encode())
-    h.update(counts.tobytes())
-    return h.digest()
-
-
-def shared(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...],
-           make: Callable[[], Any]) -> Any:
-    """``make()``, kept in :data:`SHARED` (when set) under (part, the oracle's fingerprint,
-    the state's digest, params): what the answers of one state share."""
-    memo = SHARED.get()
-    if memo is None:
-        return make()
-    return memo.get_or_make(_part_key(part, oracle, state, params), make)
-
-
-def peek(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]) -> Any:
-    """The part :func:`shared` keeps under these arguments, or None (nothing is made)."""
-    memo = SHARED.get()
-    if memo is None:
-        return None
-    return memo.get(_part_key(part, oracle, state, params))
-
-
-def _part_key(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, ...]
-              ) -> tuple[Any, ...]:
-    return ("part", part, oracle.fingerprint, state_digest(state), params)
 
 
 def _curve(kind: str, oracle: Any, state: ldpcore.State, method: str) -> np.ndarray:
@@ -189,6 +146,95 @@ def _rows(ans: ldp_intervals.Answer, order: np.ndarray, labels: Sequence[str] | 
              "ci_high": hi}
             for lab, i, e, se, lo, hi in zip(names, idx, col(ans.estimate), col(ans.std_error),
                                              col(ans.low), col(ans.high), strict=True)]
+
+
+class EncodedRows:
+    """Answer rows as their JSON text (``text``: a JSON array): what :func:`frequencies`
+    gives with ``encoded=True``.  The service's encoder splices the text in as is
+    (:func:`query_api.service.encode`); the bytes are those the rows' dicts encode to.
+    (Not a dataclass: orjson would encode a dataclass as an object of its fields.)"""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: bytes) -> None:
+        self.text = text
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The rows as dicts (what ``encoded=False`` gives)."""
+        out: list[dict[str, Any]] = orjson.loads(self.text)
+        return out
+
+
+_HEADS_HELD = 64
+"""Row heads (:func:`_row_heads`) kept: per (estimate, standard errors, labels) arrays."""
+
+_ROW_HEADS: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], list[bytes]]] = OrderedDict()
+_ROW_HEADS_LOCK = threading.Lock()
+
+
+def _texts(values: list[Any]) -> list[bytes]:
+    """Each number's JSON text, as orjson writes it (numbers hold no comma; a non-finite
+    float is ``null``, as orjson writes it in a dict)."""
+    out: list[bytes] = orjson.dumps(values)[1:-1].split(b",") if values else []
+    return out
+
+
+def _row_heads(ans: ldp_intervals.Answer, labels: Sequence[str] | None,
+               name: str) -> list[bytes]:
+    """Per entry of the domain, the level-free start of its row's JSON, up to the value
+    of ``ci_low``: the same for every level of one prepared answer (whose arrays are
+    shared by its answers at every level), so made once for them and kept (by the arrays'
+    identity; the arrays are held, so an id is not reused while kept)."""
+    held = (ans.estimate, ans.std_error, labels, name)
+    key = tuple(id(x) for x in held[:3]) + (hash(name),)
+    with _ROW_HEADS_LOCK:
+        hit = _ROW_HEADS.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], held, strict=True)):
+            _ROW_HEADS.move_to_end(key)
+            return hit[1]
+    d = int(np.asarray(ans.estimate).size)
+    names = ([orjson.dumps(str(i)) for i in range(d)] if labels is None
+             else [orjson.dumps(labels[i]) for i in range(d)])
+    est = _texts(np.asarray(ans.estimate).tolist())
+    se = ([b"null"] * d if ans.std_error is None
+          else _texts(np.asarray(ans.std_error).tolist()))
+    start = b',{' + orjson.dumps(name) + b':'
+    heads = [b"%s%s,\"index\":%d,\"estimate\":%s,\"std_error\":%s,\"ci_low\":"
+             % (start, lab, i, e, s)
+             for i, (lab, e, s) in enumerate(zip(names, est, se, strict=True))]
+    with _ROW_HEADS_LOCK:
+        _ROW_HEADS[key] = (held, heads)
+        while len(_ROW_HEADS) > _HEADS_HELD:
+            _ROW_HEADS.popitem(last=False)
+    return heads
+
+
+def _encoded_rows(ans: ldp_intervals.Answer, order: np.ndarray,
+                  labels: Sequence[str] | None, name: str) -> EncodedRows:
+    """:func:`_rows` as JSON text: the level-free start of each row made once per prepared
+    answer (:func:`_row_heads`), at a level only the two interval columns are written
+    (two ``orjson.dumps`` and a join: no dict per row)."""
+    heads = _row_heads(ans, labels, name)
+    idx = np.asarray(order)
+    k = int(idx.size)
+    if k == 0:
+        return EncodedRows(b"[]")
+    # The whole domain in its order (no top): the columns as they are, no gather.
+    whole = k == len(heads) and bool(idx[0] == 0 and idx[-1] == k - 1
+                                     and (k < 3 or np.all(np.diff(idx) == 1)))
+
+    def column(values: np.ndarray | None) -> list[bytes]:
+        if values is None:
+            return [b"null"] * k
+        return _texts((np.asarray(values) if whole else np.asarray(values)[idx]).tolist())
+
+    parts: list[bytes] = [b""] * (5 * k)
+    parts[0::5] = heads if whole else [heads[i] for i in idx.tolist()]
+    parts[1::5] = column(ans.low)
+    parts[2::5] = [b',"ci_high":'] * k
+    parts[3::5] = column(ans.high)
+    parts[4::5] = [b"}"] * k
+    return EncodedRows(b"[" + b"".join(parts)[1:] + b"]")
 
 
 def _meta(ans: ldp_intervals.Answer, requested: str,
@@ -327,20 +373,23 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
 def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
                 labels: Sequence[str] | None, method: str, confidence: float,
                 top: int | None = None, n_effective: float | None = None,
-                choice: ChoiceSlot | None = None) -> dict[str, Any]:
-    """Per-label estimate, standard error and confidence interval (see the module notes)."""
+                choice: ChoiceSlot | None = None, encoded: bool = False) -> dict[str, Any]:
+    """Per-label estimate, standard error and confidence interval (see the module notes).
+
+    ``encoded``: the rows as :class:`EncodedRows` (their JSON text, for the service's
+    encoder: a new level of a computed answer then writes two columns, not d dicts)."""
     _need_frequencies(oracle, "frequency")
     method = _check_method(method)
     if top is not None and top < 1:
         raise QueryError(f"top must be an integer >= 1, got {top}", parameter="top")
     if _reconstructs(oracle) and method == AUTO:
-        return _ems_frequencies(oracle, state, labels=labels, top=top)
+        return _ems_frequencies(oracle, state, labels=labels, top=top, encoded=encoded)
     ans, kept = _answer(oracle, state, method, confidence, None, n_effective, choice)
     est = ans.estimate
     order = np.argsort(-est, kind="stable") if top is not None else np.arange(est.size)
     if top is not None:
         order = order[:top]
-    rows = _rows(ans, order, labels, "label")
+    rows = (_encoded_rows if encoded else _rows)(ans, order, labels, "label")
     return {**_meta(ans, method, kept), "estimates": rows, "sum": float(est.sum()),
             **_set_estimand(oracle)}
 
@@ -417,7 +466,7 @@ None when the variance is not of the form c(r)/n."""
 def _unit_range_variances(oracle: Any) -> np.ndarray | None:
     """Every range oracle's variance bound is c(length)/n (hh, haar, flat): tabulated once
     per oracle, so a CDF's or histogram's d bands cost O(d), not d validated calls."""
-    key = oracle.fingerprint
+    key = fingerprint(oracle)
     if key in _UNIT_RANGE_VARIANCES:
         _UNIT_RANGE_VARIANCES.move_to_end(key)
         return _UNIT_RANGE_VARIANCES[key]
@@ -461,15 +510,17 @@ def range_answer(oracle: Any, state: ldpcore.State, low: int, high: int, *,
                          f"high={high}", parameter="low" if low < 0 or low > high else "high")
     z = z_value(confidence)
     n = _n(state, n_effective)
-    unbiased = float(oracle.range_query(state, low, high, method="unbiased"))
-    se = math.sqrt(float(oracle.range_variance(n, low, high)))
-    if method == "unbiased":
-        lo_, hi_ = _hull(unbiased, unbiased, se, z)
-        value, kind = unbiased, "analytic"
-    else:
-        value = float(oracle.range_query(state, low, high, method="consistent"))
-        lo_, hi_ = _hull(value, unbiased, se, z)
-        kind = _HULL
+
+    def make() -> tuple[float, float, float]:  # level-free: shared by every level
+        unbiased = float(oracle.range_query(state, low, high, method="unbiased"))
+        se = math.sqrt(float(oracle.range_variance(n, low, high)))
+        value = unbiased if method == "unbiased" else float(
+            oracle.range_query(state, low, high, method="consistent"))
+        return unbiased, se, value
+
+    unbiased, se, value = shared("range", oracle, state, (low, high, method, n), make)
+    lo_, hi_ = _hull(value, unbiased, se, z)
+    kind = "analytic" if method == "unbiased" else _HULL
     return {"low": low, "high": high, "method": method, "estimate": value, "std_error": se,
             "ci_low": float(lo_), "ci_high": float(hi_), "confidence": confidence,
             "interval": kind}
@@ -546,16 +597,17 @@ def _reconstructs(oracle: Any) -> bool:
 
 
 def _ems_frequencies(oracle: Any, state: ldpcore.State, *, labels: Sequence[str] | None,
-                     top: int | None) -> dict[str, Any]:
+                     top: int | None, encoded: bool = False) -> dict[str, Any]:
     """Frequencies of a Square Wave collection: the EMS (or EM) reconstruction per bin
     (the default ``auto``; a named post-processing method still post-processes the
-    unbiased inverse)."""
+    unbiased inverse; ``encoded``: see :func:`frequencies`)."""
     if state.n <= 0:
         raise QueryError("no reports to reconstruct from", parameter="since")
     est = _distribution(oracle, state)
     order = np.argsort(-est, kind="stable")[:top] if top is not None else np.arange(est.size)
-    rows = _rows(ldp_intervals.Answer(_reconstruction(oracle), est, None, None, None, None,
-                                      None, int(state.n), 0.95, 0), order, labels, "label")
+    rows = (_encoded_rows if encoded else _rows)(
+        ldp_intervals.Answer(_reconstruction(oracle), est, None, None, None, None, None,
+                             int(state.n), 0.95, 0), order, labels, "label")
     return {"method": _reconstruction(oracle), "method_requested": "auto",
             "confidence": None, "interval": None, "interval_reason": _NUMERIC_REASON,
             "replicates": 0, "estimates": rows, "sum": float(est.sum())}
@@ -590,8 +642,9 @@ def mean(oracle: Any, state: ldpcore.State, *, confidence: float,
     """Mean of a numeric collection, with its (worst-case) analytic standard error."""
     require(oracle, MeanEstimates, "mean")
     z = z_value(confidence)
-    value = float(oracle.mean(state))
-    se = math.sqrt(float(oracle.mean_variance(_n(state, n_effective))))
+    n = _n(state, n_effective)
+    value, se = shared("mean", oracle, state, (n,), lambda: (
+        float(oracle.mean(state)), math.sqrt(float(oracle.mean_variance(n)))))
     return {"estimate": value, "confidence": confidence, "std_error": se,
             "ci_low": value - z * se, "ci_high": value + z * se,
             "interval": "analytic (worst-case variance)"}

@@ -35,6 +35,7 @@ from ldpcore.setvalued import phases
 from .capabilities import require
 from .confidence import z_value
 from .errors import QueryError
+from .parts import shared, state_digest
 
 __all__ = ["top_items", "top_itemsets", "set_sizes", "epsilon_note", "estimand",
            "subset_answer"]
@@ -143,7 +144,10 @@ def _top_k(find: Any, capability: type, oracle: Any, state: ldpcore.State, k: in
     require(oracle, capability, find.__name__.replace("_", "-"))
     _check_k(k)
     z = z_value(confidence)
-    return find(oracle, state, k, sizes), z
+    # Level-free: shared by the answers of one state at every level (read, not changed).
+    phase = () if sizes is None else (sizes[0].fingerprint, state_digest(sizes[1]))
+    return shared(find.__name__, oracle, state, (k, *phase),
+                  lambda: find(oracle, state, k, sizes)), z
 
 
 def top_items(oracle: Any, state: ldpcore.State, k: int, *, labels: Sequence[str] | None,

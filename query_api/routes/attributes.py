@@ -33,6 +33,7 @@ from ..capabilities import require, routes_of
 from ..deps import Confidence, ServiceDep, SpecDep, WindowDep, answer_response
 from ..domain import index_offset, labels_of, to_index
 from ..errors import NotEnoughReports, NotFound, QueryError
+from ..parts import STATE_KEY, shared
 from ..schemas import ERRORS
 from .estimates import NO_ESTIMATE, Compute, Method, RangeMethod, _curve, _method, _quantiles
 
@@ -68,11 +69,23 @@ def _per_attribute(name: str, fn: Compute) -> Compute:
     """``fn`` applied to the attribute's oracle and sub-state, at its effective size."""
 
     def compute(oracle: Any, state: ldpcore.State, n_eff: float) -> dict[str, Any]:
-        sub, part = oracle.attribute(name), oracle.attribute_state(state, name)
+        # The attribute's sub-state is level-free: made once per state (shared), and named
+        # by the state's own name (its version) and the attribute, so its parts are found
+        # without hashing its counts at every level.
+        sub = oracle.attribute(name)
+        part = shared("attribute-state", oracle, state, (name,),
+                      lambda: oracle.attribute_state(state, name))
         if part.n < 1:
             raise NotEnoughReports(0, 1)
         ne = oracle.attribute_effective_size(name, state.n, part.n) * min(1.0, n_eff / state.n)
-        out = fn(sub, part, max(1.0, ne))
+        held = STATE_KEY.get()
+        named = None if held is None or held[0] is not state else STATE_KEY.set(
+            (part, (held[1], "attribute", name)))
+        try:
+            out = fn(sub, part, max(1.0, ne))
+        finally:
+            if named is not None:
+                STATE_KEY.reset(named)
         return {**out, "attribute": name, "attribute_mechanism": sub.mechanism,
                 "attribute_epsilon": sub.epsilon, "n_attribute": part.n,
                 "n_total": state.n, "n_effective": round(ne, 1)}
@@ -140,7 +153,8 @@ async def attribute_frequencies(svc: ServiceDep, spec: SpecDep, window: WindowDe
     return await _answer(svc, spec, window, name, "frequencies", (m, confidence, top),
                          lambda o, s, ne: E.frequencies(o, s, labels=labels, method=m,
                                                         confidence=confidence, top=top,
-                                                        n_effective=ne, choice=slot))
+                                                        n_effective=ne, choice=slot,
+                                                        encoded=True))
 
 
 @router.get("/collections/{cid}/attributes/{name}/subset", response_model=None,

@@ -112,7 +112,8 @@ async def frequencies(svc: ServiceDep, spec: SpecDep, window: WindowDep, method:
     return answer_response(*await svc.answer(
         spec, "frequencies", (m, confidence, top), window.since, window.until,
         lambda o, s, ne: E.frequencies(o, s, labels=labels, method=m, confidence=confidence,
-                                       top=top, n_effective=ne, choice=slot),
+                                       top=top, n_effective=ne, choice=slot,
+                                       encoded=True),
         empty={"method": m, "method_requested": m, "confidence": confidence,
                "estimates": [], "sum": None}))
 

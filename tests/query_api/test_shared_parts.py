@@ -230,3 +230,112 @@ def test_kept_errors_are_simulated_again_after_the_maximum_age(memo: ByteLRU) ->
     again = _freqs(o, s2, 0.9, choices.slot("k"))
     assert "simulation" not in again["method_choice"]  # type: ignore[operator]
     assert first["method_choice"] is not None
+
+
+@pytest.mark.parametrize("method", ["auto", "base", "power"])
+def test_encoded_rows_are_the_bytes_of_the_dict_rows_at_every_level(
+        memo: ByteLRU, method: str) -> None:
+    # The routes' rows as JSON text (level-free heads kept, two columns per level) must
+    # encode to the very bytes of the rows as dicts: labels with quotes and commas, no
+    # labels, a top-k order, a bootstrap, an analytic and an EMS (no interval) answer.
+    from query_api.service import encode
+
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    s = o.sample_state(_zipf(64), 20_000, rng=np.random.default_rng(3))
+    labels = [f'v"{i}",\\ é' for i in range(64)]
+    slot = Choices().slot(("k",))
+    for c in (0.95, 0.9, 0.5123, 0.999):
+        for lab in (labels, None):
+            for top in (None, 5):
+                args = dict(labels=lab, method=method, confidence=c, top=top,
+                            n_effective=float(s.n), choice=slot)
+                plain = E.frequencies(o, s, **args)  # type: ignore[arg-type]
+                spliced = E.frequencies(o, s, encoded=True, **args)  # type: ignore[arg-type]
+                assert isinstance(spliced["estimates"], E.EncodedRows)
+                assert encode(spliced) == encode(plain)
+                assert spliced["estimates"].rows() == plain["estimates"]
+    sw = ldpcore.make_oracle("sw", epsilon=1.0, bins=32)
+    x = (np.arange(32) + 0.5) / 32
+    st = sw.sample_state(x / x.sum(), 5_000, rng=np.random.default_rng(4))
+    for top in (None, 3):
+        plain = E.frequencies(sw, st, labels=None, method="auto", confidence=0.9, top=top)
+        assert encode(E.frequencies(sw, st, labels=None, method="auto", confidence=0.9,
+                                    top=top, encoded=True)) == encode(plain)
+
+
+def test_top_items_share_their_level_free_ranking_and_equal_the_unshared(
+        memo: ByteLRU) -> None:
+    from query_api import bench
+    from query_api import setvalued as SV
+
+    o = bench._spec("ps-shared", "ps").oracle()
+    rng = np.random.default_rng(5)
+    states = [bench._state(bench._spec("ps-shared", "ps"), "ps", 20_000, rng)
+              for _ in range(2)]
+    for s in states:
+        for c in (0.95, 0.9, 0.61):
+            shared = SV.top_items(o, s, 10, labels=None, confidence=c)
+            token = E.SHARED.set(None)
+            try:
+                alone = SV.top_items(o, s, 10, labels=None, confidence=c)
+            finally:
+                E.SHARED.reset(token)
+            assert shared == alone
+    # One ranking per state (and k), not one per level.
+    assert sum(1 for key in memo._data if key[:2] == ("part", "top_items")) == 2
+
+
+def test_range_and_mean_answers_share_their_level_free_parts_and_equal_the_unshared(
+        memo: ByteLRU) -> None:
+    hh = ldpcore.make_oracle("hh", epsilon=1.0, domain_size=64)
+    s = hh.sample_state(_zipf(64), 20_000, rng=np.random.default_rng(6))
+    sw = ldpcore.make_oracle("sw", epsilon=1.0, bins=32)
+    x = (np.arange(32) + 0.5) / 32
+    t = sw.sample_state(x / x.sum(), 5_000, rng=np.random.default_rng(7))
+    asks = [lambda c, m=m: E.range_answer(hh, s, 3, 40, confidence=c, method=m,
+                                          n_effective=15_000.0)
+            for m in ("unbiased", "consistent")]
+    asks.append(lambda c: E.mean(sw, t, confidence=c))
+    for ask in asks:
+        for c in (0.95, 0.8, 0.5):
+            shared = ask(c)
+            token = E.SHARED.set(None)
+            try:
+                assert shared == ask(c)
+            finally:
+                E.SHARED.reset(token)
+    made = {key[1] for key in memo._data if key[0] == "part"}
+    assert {"range", "mean"} <= made
+    assert sum(1 for key in memo._data if key[:2] == ("part", "range")) == 2
+
+
+def test_an_attributes_sub_state_is_made_once_per_state_and_named_by_its_version(
+        memo: ByteLRU) -> None:
+    from query_api import bench
+    from query_api.routes.attributes import _per_attribute
+
+    spec = bench._spec("multi-shared", "multi")
+    o = spec.oracle()
+    s = bench._state(spec, "multi", 20_000, np.random.default_rng(8))
+
+    def ask(c: float) -> dict[str, Any]:
+        def fn(sub: Any, part: ldpcore.State, ne: float) -> dict[str, Any]:
+            return E.frequencies(sub, part, labels=None, method="auto", confidence=c,
+                                 n_effective=ne)
+        return _per_attribute("a", fn)(o, s, float(s.n))
+
+    token = E.STATE_KEY.set((s, ("version", "multi-shared", 1)))
+    try:
+        answers = [ask(c) for c in (0.95, 0.9, 0.7)]
+    finally:
+        E.STATE_KEY.reset(token)
+    alone = E.SHARED.set(None)
+    try:
+        assert answers == [ask(c) for c in (0.95, 0.9, 0.7)]
+    finally:
+        E.SHARED.reset(alone)
+    keys = list(memo._data)
+    assert sum(1 for k in keys if k[:2] == ("part", "attribute-state")) == 1
+    # The sub-state's parts are named by the version and the attribute (no hash of counts).
+    assert any(k[0] == "part" and k[3] == (("version", "multi-shared", 1), "attribute", "a")
+               for k in keys)

@@ -1,0 +1,50 @@
+"""The level-free parts of answers are named by their state's content (or its version)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import ldpcore
+from query_api import parts
+from query_api.cache import ByteLRU, size_of_state
+
+
+def test_a_state_is_named_by_its_content_or_by_the_key_it_is_given() -> None:
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=16)
+    a = o.sample_state(np.full(16, 1 / 16), 1_000, rng=np.random.default_rng(1))
+    same = ldpcore.State(a.fingerprint, a.n, a.counts.copy())
+    other = ldpcore.State(a.fingerprint, a.n, a.counts + 1)
+    assert parts.state_digest(a) == parts.state_digest(same) != parts.state_digest(other)
+    token = parts.STATE_KEY.set((a, ("version", 7)))
+    try:
+        assert parts.state_digest(a) == ("version", 7)
+        assert parts.state_digest(same) != ("version", 7)  # only the state it names
+    finally:
+        parts.STATE_KEY.reset(token)
+
+
+def test_a_part_is_made_once_per_state_while_shared_and_each_time_when_not() -> None:
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=16)
+    s = o.sample_state(np.full(16, 1 / 16), 1_000, rng=np.random.default_rng(2))
+    made: list[int] = []
+
+    def make() -> np.ndarray:
+        made.append(1)
+        return np.zeros(4)
+
+    parts.shared("p", o, s, (1,), make)
+    token = parts.SHARED.set(ByteLRU(1 << 20, getsizeof=size_of_state))
+    try:
+        first = parts.shared("p", o, s, (1,), make)
+        assert parts.shared("p", o, s, (1,), make) is first
+        assert parts.peek("p", o, s, (1,)) is first and parts.peek("p", o, s, (2,)) is None
+    finally:
+        parts.SHARED.reset(token)
+    assert len(made) == 2
+
+
+def test_an_oracles_fingerprint_is_kept_per_object_and_equals_its_own() -> None:
+    a = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=16)
+    b = ldpcore.make_oracle("olh", epsilon=2.0, domain_size=16)
+    for _ in range(2):
+        assert parts.fingerprint(a) == a.fingerprint != parts.fingerprint(b) == b.fingerprint

@@ -55,12 +55,7 @@ from .capabilities import require
 from .choices import Choice, ChoiceSlot
 from .confidence import z_value
 from .errors import QueryError
-from .parts import SHARED as SHARED
-from .parts import STATE_KEY as STATE_KEY
-from .parts import fingerprint
-from .parts import peek as peek
-from .parts import shared as shared
-from .parts import state_digest as state_digest
+from .parts import SHARED, fingerprint, peek, shared
 
 __all__ = [
     "z_value",

@@ -11,7 +11,7 @@ state, compute, encode and cache.  Equal versions mean equal states (see
   (``LDP_ANSWER_CACHE_MB``) and summed states (``LDP_STATE_CACHE_MB``), each an LRU
   whose use is the ``ldp_api_cache_bytes{cache}`` gauge.  The state cache also keeps
   what the answers of one state share whatever their level or k (estimate, ``auto``
-  method, simulated errors, EMS reconstruction; :data:`query_api.estimates.SHARED`),
+  method, simulated errors, EMS reconstruction; :data:`query_api.parts.SHARED`),
   keyed by the state's content: a miss for a new ``confidence`` costs only its interval
   and its JSON.
 * **A pool per answer kind**: answers are computed off the event loop on a thread
@@ -53,9 +53,10 @@ from .cache import ByteLRU, size_of_answer, size_of_state
 from .choices import Choices
 from .config import ApiSettings
 from .errors import NotEnoughReports, Unavailable, unknown_collection
-from .estimates import SHARED, STATE_KEY, EncodedRows
+from .estimates import EncodedRows
 from .fleet import FleetView
 from .metrics import ApiMetrics
+from .parts import SHARED, STATE_KEY
 from .store import StateVersion, Store
 
 __all__ = ["Service", "Compute", "lane_of", "encode"]
@@ -437,7 +438,7 @@ class Service:
 
         def work() -> tuple[bytes, float]:
             t0 = time.perf_counter()
-            # The answers of one state share their level-free parts (estimates.SHARED),
+            # The answers of one state share their level-free parts (parts.SHARED),
             # kept beside the states and bounded with them (LDP_STATE_CACHE_MB).
             # The state's version and n name it (the sum of the version's windows; one read
             # a moment after its version has a larger n): its parts are found without

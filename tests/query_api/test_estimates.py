@@ -16,6 +16,7 @@ import pytest
 
 import ldpcore
 from query_api import estimates as E
+from query_api import parts as P
 
 RUNS = 300
 LEVEL = 0.93  # the bar for a 95 % interval over RUNS collections (binomial s.e. 1.3 %)
@@ -129,17 +130,17 @@ def test_a_state_named_by_its_version_is_found_without_hashing_its_counts() -> N
     rng = np.random.default_rng(5)
     s = o.aggregate(o.perturb(rng.integers(0, 64, 5000), rng=rng))
     memo = ByteLRU(1 << 24, getsizeof=size_of_state)
-    shared, named = E.SHARED.set(memo), E.STATE_KEY.set((s, ("version", "c", "v1", s.n)))
+    shared, named = P.SHARED.set(memo), P.STATE_KEY.set((s, ("version", "c", "v1", s.n)))
     try:
-        assert E.state_digest(s) == ("version", "c", "v1", s.n)
+        assert P.state_digest(s) == ("version", "c", "v1", s.n)
         # Another state (a bucket of a series, a sub-state) is named by its content.
         copy = ldpcore.State(s.fingerprint, s.n, s.counts.copy())
-        assert isinstance(E.state_digest(copy), bytes)
+        assert isinstance(P.state_digest(copy), bytes)
         a = E.frequencies(o, s, labels=None, method="norm-sub", confidence=0.9)
         b = E.frequencies(o, s, labels=None, method="norm-sub", confidence=0.99)
         assert len(memo) == 1 and a["estimates"] != b["estimates"]  # one part, two levels
     finally:
-        E.STATE_KEY.reset(named)
-        E.SHARED.reset(shared)
+        P.STATE_KEY.reset(named)
+        P.SHARED.reset(shared)
     alone = E.frequencies(o, s, labels=None, method="norm-sub", confidence=0.9)
     assert alone == a  # the part kept under the version is the state's own

@@ -1,4 +1,4 @@
-"""The answers of one state share their level-free parts (query_api.estimates.SHARED):
+"""The answers of one state share their level-free parts (query_api.parts.SHARED):
 keyed by the state's content, bounded by the cache they live in, same answers as without."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 import ldpcore
 from query_api import estimates as E
+from query_api import parts as P
 from query_api.cache import ByteLRU, size_of_state
 from query_api.choices import Choices
 
@@ -19,9 +20,9 @@ from query_api.choices import Choices
 @pytest.fixture
 def memo() -> Iterator[ByteLRU]:
     cache = ByteLRU(64 << 20, getsizeof=size_of_state)
-    token = E.SHARED.set(cache)
+    token = P.SHARED.set(cache)
     yield cache
-    E.SHARED.reset(token)
+    P.SHARED.reset(token)
 
 
 def _zipf(d: int) -> np.ndarray:
@@ -39,9 +40,9 @@ def _freqs(o: ldpcore.FrequencyOracle, s: ldpcore.State, c: float,
 def test_shared_answers_equal_the_unshared_ones_at_every_level(memo: ByteLRU) -> None:
     o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
     s = o.sample_state(_zipf(64), 50_000, rng=3)
-    token = E.SHARED.set(None)
+    token = P.SHARED.set(None)
     alone = {c: _freqs(o, s, c) for c in (0.8, 0.95, 0.99)}
-    E.SHARED.reset(token)
+    P.SHARED.reset(token)
     shared = {c: _freqs(o, s, c) for c in (0.8, 0.95, 0.99)}
     assert shared == alone
     assert alone[0.8]["estimates"] != alone[0.99]["estimates"]  # the level matters
@@ -59,26 +60,26 @@ def test_a_new_state_is_a_new_part_never_the_old_answer(memo: ByteLRU) -> None:
     slot = Choices().slot("k")
     a1 = _freqs(o, s1, 0.9, slot)
     a2 = _freqs(o, s2, 0.9, slot)  # n grew by 1.4: the choice is made again
-    token = E.SHARED.set(None)
+    token = P.SHARED.set(None)
     fresh = _freqs(o, s2, 0.9, Choices().slot("k"))
-    E.SHARED.reset(token)
+    P.SHARED.reset(token)
     assert a2["estimates"] == fresh["estimates"] != a1["estimates"]
     # One part per state (beside them, the shape's kept bootstrap errors: "spread").
     assert sum(k[0] == "part" for k in memo._data) == 2
     # Equal counts under another object: the same key (content, not identity).
     copy = ldpcore.State(s2.fingerprint, s2.n, s2.counts.copy())
-    assert E.state_digest(copy) == E.state_digest(s2) != E.state_digest(s1)
+    assert P.state_digest(copy) == P.state_digest(s2) != P.state_digest(s1)
 
 
 def test_parts_are_bounded_by_their_cache_in_bytes() -> None:
     o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
     cache = ByteLRU(300_000, getsizeof=size_of_state)  # room for a few 200 x 64 parts
-    token = E.SHARED.set(cache)
+    token = P.SHARED.set(cache)
     try:
         for k in range(8):
             _freqs(o, o.sample_state(_zipf(64), 20_000, rng=10 + k), 0.95)
     finally:
-        E.SHARED.reset(token)
+        P.SHARED.reset(token)
     assert 0 < len(cache) < 8 and cache.currsize <= 300_000 and cache.evictions > 0
 
 
@@ -178,9 +179,9 @@ def test_range_answers_of_one_state_share_its_curves(memo: ByteLRU) -> None:
                           lambda o, s, confidence: E.quantiles(o, s, [0.5, 0.9],
                                                                confidence=confidence))]
 
-    token = E.SHARED.set(None)
+    token = P.SHARED.set(None)
     alone = answers()
-    E.SHARED.reset(token)
+    P.SHARED.reset(token)
     assert answers() == alone and alone[0] != alone[3]  # the level matters
     kinds = sorted((k[1], k[4]) for k in memo._data)  # (curve, (method,)) per state
     assert kinds == [("cdf", ("consistent",)), ("cdf", ("unbiased",)),
@@ -202,9 +203,9 @@ def test_a_kept_choice_keeps_its_bootstrap_errors_for_nearby_states(memo: ByteLR
     near = _freqs(o, s2, 0.9, slot)
     said = near["method_choice"]["simulation"]  # type: ignore[index]
     assert said["errors_simulated_at_n"] == 50_000 and "rescaled" in said["refresh"]
-    token = E.SHARED.set(None)
+    token = P.SHARED.set(None)
     fresh = _freqs(o, s2, 0.9, Choices().slot("k"))
-    E.SHARED.reset(token)
+    P.SHARED.reset(token)
     assert [r["estimate"] for r in near["estimates"]] == [  # type: ignore[union-attr]
         r["estimate"] for r in fresh["estimates"]]  # type: ignore[union-attr]
     widths = [(a["ci_high"] - a["ci_low"]) / (b["ci_high"] - b["ci_low"])
@@ -275,11 +276,11 @@ def test_top_items_share_their_level_free_ranking_and_equal_the_unshared(
     for s in states:
         for c in (0.95, 0.9, 0.61):
             shared = SV.top_items(o, s, 10, labels=None, confidence=c)
-            token = E.SHARED.set(None)
+            token = P.SHARED.set(None)
             try:
                 alone = SV.top_items(o, s, 10, labels=None, confidence=c)
             finally:
-                E.SHARED.reset(token)
+                P.SHARED.reset(token)
             assert shared == alone
     # One ranking per state (and k), not one per level.
     assert sum(1 for key in memo._data if key[:2] == ("part", "top_items")) == 2
@@ -299,11 +300,11 @@ def test_range_and_mean_answers_share_their_level_free_parts_and_equal_the_unsha
     for ask in asks:
         for c in (0.95, 0.8, 0.5):
             shared = ask(c)
-            token = E.SHARED.set(None)
+            token = P.SHARED.set(None)
             try:
                 assert shared == ask(c)
             finally:
-                E.SHARED.reset(token)
+                P.SHARED.reset(token)
     made = {key[1] for key in memo._data if key[0] == "part"}
     assert {"range", "mean"} <= made
     assert sum(1 for key in memo._data if key[:2] == ("part", "range")) == 2
@@ -324,16 +325,16 @@ def test_an_attributes_sub_state_is_made_once_per_state_and_named_by_its_version
                                  n_effective=ne)
         return _per_attribute("a", fn)(o, s, float(s.n))
 
-    token = E.STATE_KEY.set((s, ("version", "multi-shared", 1)))
+    token = P.STATE_KEY.set((s, ("version", "multi-shared", 1)))
     try:
         answers = [ask(c) for c in (0.95, 0.9, 0.7)]
     finally:
-        E.STATE_KEY.reset(token)
-    alone = E.SHARED.set(None)
+        P.STATE_KEY.reset(token)
+    alone = P.SHARED.set(None)
     try:
         assert answers == [ask(c) for c in (0.95, 0.9, 0.7)]
     finally:
-        E.SHARED.reset(alone)
+        P.SHARED.reset(alone)
     keys = list(memo._data)
     assert sum(1 for k in keys if k[:2] == ("part", "attribute-state")) == 1
     # The sub-state's parts are named by the version and the attribute (no hash of counts).

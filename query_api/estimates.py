@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -55,7 +54,7 @@ from .capabilities import require
 from .choices import Choice, ChoiceSlot
 from .confidence import z_value
 from .errors import QueryError
-from .parts import SHARED, fingerprint, peek, shared
+from .parts import SHARED, ByIdentity, fingerprint, peek, shared
 
 __all__ = [
     "z_value",
@@ -160,11 +159,8 @@ class EncodedRows:
         return out
 
 
-_HEADS_HELD = 64
+_ROW_HEADS = ByIdentity(64)
 """Row heads (:func:`_row_heads`) kept: per (estimate, standard errors, labels) arrays."""
-
-_ROW_HEADS: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], list[bytes]]] = OrderedDict()
-_ROW_HEADS_LOCK = threading.Lock()
 
 
 def _texts(values: list[Any]) -> list[bytes]:
@@ -180,13 +176,12 @@ def _row_heads(ans: ldp_intervals.Answer, labels: Sequence[str] | None,
     of ``ci_low``: the same for every level of one prepared answer (whose arrays are
     shared by its answers at every level), so made once for them and kept (by the arrays'
     identity; the arrays are held, so an id is not reused while kept)."""
-    held = (ans.estimate, ans.std_error, labels, name)
-    key = tuple(id(x) for x in held[:3]) + (hash(name),)
-    with _ROW_HEADS_LOCK:
-        hit = _ROW_HEADS.get(key)
-        if hit is not None and all(a is b for a, b in zip(hit[0], held, strict=True)):
-            _ROW_HEADS.move_to_end(key)
-            return hit[1]
+    return _ROW_HEADS.get_or_make((ans.estimate, ans.std_error, labels), name,
+                                  lambda: _make_row_heads(ans, labels, name))
+
+
+def _make_row_heads(ans: ldp_intervals.Answer, labels: Sequence[str] | None,
+                    name: str) -> list[bytes]:
     d = int(np.asarray(ans.estimate).size)
     names = ([orjson.dumps(str(i)) for i in range(d)] if labels is None
              else [orjson.dumps(labels[i]) for i in range(d)])
@@ -194,14 +189,9 @@ def _row_heads(ans: ldp_intervals.Answer, labels: Sequence[str] | None,
     se = ([b"null"] * d if ans.std_error is None
           else _texts(np.asarray(ans.std_error).tolist()))
     start = b',{' + orjson.dumps(name) + b':'
-    heads = [b"%s%s,\"index\":%d,\"estimate\":%s,\"std_error\":%s,\"ci_low\":"
-             % (start, lab, i, e, s)
-             for i, (lab, e, s) in enumerate(zip(names, est, se, strict=True))]
-    with _ROW_HEADS_LOCK:
-        _ROW_HEADS[key] = (held, heads)
-        while len(_ROW_HEADS) > _HEADS_HELD:
-            _ROW_HEADS.popitem(last=False)
-    return heads
+    return [b"%s%s,\"index\":%d,\"estimate\":%s,\"std_error\":%s,\"ci_low\":"
+            % (start, lab, i, e, s)
+            for i, (lab, e, s) in enumerate(zip(names, est, se, strict=True))]
 
 
 def _encoded_rows(ans: ldp_intervals.Answer, order: np.ndarray,

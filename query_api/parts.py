@@ -9,7 +9,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -17,7 +17,9 @@ import ldpcore
 
 from .cache import ByteLRU
 
-__all__ = ["SHARED", "STATE_KEY", "state_digest", "shared", "peek"]
+__all__ = ["SHARED", "STATE_KEY", "state_digest", "shared", "peek", "ByIdentity", "fingerprint"]
+
+T = TypeVar("T")
 
 
 SHARED: ContextVar[ByteLRU | None] = ContextVar("ldp_shared_parts", default=None)
@@ -68,22 +70,41 @@ def _part_key(part: str, oracle: Any, state: ldpcore.State, params: tuple[Any, .
     return ("part", part, fingerprint(oracle), state_digest(state), params)
 
 
-_FINGERPRINTS: OrderedDict[int, tuple[Any, str]] = OrderedDict()
-_FINGERPRINTS_LOCK = threading.Lock()
+class ByIdentity:
+    """Values made from objects, kept while those very objects are: an LRU of ``size``
+    entries under the objects' ids and an ``extra`` key.  The objects are held with the
+    value, so an id is not reused while kept, and a hit is checked by identity (for what
+    is built once per object and never changed: an oracle, a spec, a prepared answer)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._held: OrderedDict[tuple[Hashable, ...], tuple[tuple[Any, ...], Any]] = \
+            OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_make(self, objects: tuple[Any, ...], extra: Hashable,
+                    make: Callable[[], T]) -> T:
+        key = (*map(id, objects), extra)
+        with self._lock:
+            hit = self._held.get(key)
+            if hit is not None and all(a is b for a, b in zip(hit[0], objects, strict=True)):
+                self._held.move_to_end(key)
+                out: T = hit[1]
+                return out
+        value = make()
+        with self._lock:
+            self._held[key] = (objects, value)
+            while len(self._held) > self.size:
+                self._held.popitem(last=False)
+        return value
+
+
+_FINGERPRINTS = ByIdentity(256)
 
 
 def fingerprint(oracle: Any) -> str:
     """``oracle.fingerprint`` (a SHA-256 of its canonical spec, ~30 µs), kept per oracle
-    object (by identity, the object held: the service builds one oracle per collection
-    spec and never changes it), for the 256 latest."""
-    with _FINGERPRINTS_LOCK:
-        held = _FINGERPRINTS.get(id(oracle))
-        if held is not None and held[0] is oracle:
-            _FINGERPRINTS.move_to_end(id(oracle))
-            return held[1]
-    out: str = oracle.fingerprint
-    with _FINGERPRINTS_LOCK:
-        _FINGERPRINTS[id(oracle)] = (oracle, out)
-        while len(_FINGERPRINTS) > 256:
-            _FINGERPRINTS.popitem(last=False)
+    object (the service builds one oracle per collection spec and never changes it), for
+    the 256 latest."""
+    out: str = _FINGERPRINTS.get_or_make((oracle,), None, lambda: oracle.fingerprint)
     return out

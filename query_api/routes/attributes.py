@@ -33,7 +33,7 @@ from ..capabilities import require, routes_of
 from ..deps import Confidence, ServiceDep, SpecDep, WindowDep, answer_response
 from ..domain import index_offset, labels_of, to_index
 from ..errors import NotEnoughReports, NotFound, QueryError
-from ..parts import STATE_KEY, shared
+from ..parts import STATE_KEY, ByIdentity, shared
 from ..schemas import ERRORS
 from .estimates import NO_ESTIMATE, Compute, Method, RangeMethod, _curve, _method, _quantiles
 
@@ -43,26 +43,23 @@ AttrName = Annotated[str, Path(description="an attribute of the collection "
                                            "(GET /v1/collections/{cid}/attributes)")]
 
 
-_VIEWS: dict[tuple[int, str], tuple[CollectionSpec, CollectionSpec]] = {}
-"""Attribute views made, under (id of the collection's spec object, attribute): a spec
-object is the catalogue's as long as its JSON does not change, and building the view
-builds the collection's oracle (a fifth of a millisecond or more on every request)."""
+_VIEWS = ByIdentity(1024)
+"""Attribute views made, under (the collection's spec object, attribute): a spec object
+is the catalogue's as long as its JSON does not change, and building the view builds the
+collection's oracle (a fifth of a millisecond or more on every request)."""
 
 
 def _attribute(spec: CollectionSpec, name: str) -> CollectionSpec:
     """The attribute's view as a collection (labels, indices), or 409/404."""
-    hit = _VIEWS.get((id(spec), name))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
+    return _VIEWS.get_or_make((spec,), name, lambda: _make_attribute(spec, name))
+
+
+def _make_attribute(spec: CollectionSpec, name: str) -> CollectionSpec:
     require(spec.oracle(), AttributeEstimates, "per-attribute")
     if name not in spec.attribute_names:
         raise NotFound(f"collection {spec.id!r} has no attribute {name!r}; its attributes: "
                        f"{list(spec.attribute_names)}", parameter="name")
-    if len(_VIEWS) >= 1024:
-        _VIEWS.clear()
-    view = spec.attribute_spec(name)
-    _VIEWS[(id(spec), name)] = (spec, view)
-    return view
+    return spec.attribute_spec(name)
 
 
 def _per_attribute(name: str, fn: Compute) -> Compute:

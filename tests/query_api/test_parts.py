@@ -48,3 +48,22 @@ def test_an_oracles_fingerprint_is_kept_per_object_and_equals_its_own() -> None:
     b = ldpcore.make_oracle("olh", epsilon=2.0, domain_size=16)
     for _ in range(2):
         assert parts.fingerprint(a) == a.fingerprint != parts.fingerprint(b) == b.fingerprint
+
+
+def test_by_identity_keeps_a_value_for_the_very_objects_and_the_latest_few() -> None:
+    memo = parts.ByIdentity(2)
+    made: list[str] = []
+
+    def make(tag: str) -> str:
+        made.append(tag)
+        return tag
+
+    a, equal_to_a, b, c = [1, 2], [1, 2], [3], [4]
+    assert memo.get_or_make((a,), "x", lambda: make("a")) == "a"
+    assert memo.get_or_make((a,), "x", lambda: make("again")) == "a"  # kept
+    assert memo.get_or_make((equal_to_a,), "x", lambda: make("equal")) == "equal"  # not `is`
+    assert memo.get_or_make((a,), "y", lambda: make("a-y")) == "a-y"  # another extra key
+    memo.get_or_make((b,), "x", lambda: make("b"))
+    memo.get_or_make((c,), "x", lambda: make("c"))
+    assert memo.get_or_make((a,), "x", lambda: make("a2")) == "a2"  # evicted: size 2
+    assert made == ["a", "equal", "a-y", "b", "c", "a2"]

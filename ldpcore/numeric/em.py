@@ -203,10 +203,12 @@ def em_reconstruct(m: FloatArray | Channel, counts: FloatArray, *, smoothing: bo
     uniform) is the first x: a nearby state's reconstruction converges in fewer steps.
     Plain EM's multiplicative steps cannot revive a 0, so there it is mixed with 5 % of
     the uniform; EMS's smoothing spreads mass to every neighbour at each step, so its
-    start is taken nearly as is (0.1 % of the uniform): the next flush's reconstruction
+    start is taken nearly as is (0.01 % of the uniform): the next flush's reconstruction
     (0.1 % more reports) then stops within the stopping rule's distance of the cold one
-    in a few steps instead of ~85 (tests/ldpcore/numeric/test_sw.py holds the total
-    variation between them below 0.01, also along a chain of flushes).
+    in a few steps instead of ~100 (tests/ldpcore/numeric/test_sw.py holds the total
+    variation between them below 0.01, also along a chain of flushes).  A 0.1 % mix
+    took twice the steps (16 instead of 9 a version at 1,024 bins, the API bench's
+    collection), spent lowering the tails it had lifted.
 
     >>> import numpy as np
     >>> m = np.array([[0.9, 0.1], [0.1, 0.9]])
@@ -222,7 +224,7 @@ def em_reconstruct(m: FloatArray | Channel, counts: FloatArray, *, smoothing: bo
     if n <= 0:
         return x
     if start is not None and start.shape == (d,) and np.all(np.isfinite(start)):
-        mix = 0.001 if smoothing else 0.05
+        mix = 1e-4 if smoothing else 0.05
         x = ((1.0 - mix) * np.clip(start, 0.0, None) / max(float(start.sum()), 1e-300)
              + mix * x)
     prev = -np.inf

@@ -247,7 +247,7 @@ def test_warm_started_ems_along_a_chain_of_flushes_stays_at_the_cold_answer(
         em_steps: list[int]) -> None:
     # Under a live stream each flush's reconstruction starts from the previous one: it
     # must stay within the stopping rule's distance of a cold start (TV < 0.01, as above)
-    # however many flushes are chained, and take a few steps where a cold start takes ~100.
+    # however many flushes are chained, and take a few steps where a cold start takes ~130.
     from ldpcore.numeric import em
 
     o, truth, m = _smooth_case(256)
@@ -263,4 +263,5 @@ def test_warm_started_ems_along_a_chain_of_flushes_stays_at_the_cold_answer(
     cold = em.em_reconstruct(m, c)
     cold_steps = em_steps[0]
     assert 0.5 * np.abs(warm - cold).sum() < 0.01
-    assert sorted(warm_steps)[len(warm_steps) // 2] * 3 < cold_steps, (warm_steps, cold_steps)
+    # a few SQUAREM rounds (4 steps each), not ~20 steps lowering tails the start lifted
+    assert sorted(warm_steps)[len(warm_steps) // 2] * 10 < cold_steps, (warm_steps, cold_steps)

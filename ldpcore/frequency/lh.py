@@ -22,6 +22,12 @@ MAX_STATE_CELLS = 1 << 24
 _MR_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
 
 
+SUBSET_WEIGHTS_KEPT = 16
+"""Sets whose :meth:`LocalHashing.subset_variance` weights an oracle keeps."""
+
+SUBSET_WEIGHTS_MAX_D = 1 << 16
+"""Weights are kept up to this domain size (two d-vectors per set: 1 MiB at most)."""
+
 SMALL_G = 5
 """Up to this g the transform applies the g-point DFT matrix axis by axis (about 2x faster
 than ``rfftn`` at g = 3; slower from g = 7)."""
@@ -185,7 +191,7 @@ class LocalHashing(FrequencyOracle):
         return np.bincount(flat, minlength=self.n_hashes * self.g).astype(np.int64).reshape(
             self.state_shape)
 
-    def support(self, counts: IntArray) -> FloatArray:
+    def support(self, counts: IntArray | FloatArray) -> FloatArray:
         """:math:`S(v) = \\sum_a C[a, h_a(v)]` for every v in [0, d), via the g-ary transform."""
         g, d = self.g, self.domain_size
         if g == 2:
@@ -197,7 +203,7 @@ class LocalHashing(FrequencyOracle):
         res: FloatArray = self._support_rows(counts[None])[0]
         return res
 
-    def _support_rows(self, counts: IntArray) -> FloatArray:
+    def _support_rows(self, counts: IntArray | FloatArray) -> FloatArray:
         r"""S(v) for every row of counts (size, g^r, g), g >= 3, by the real g-ary DFT.
 
         :math:`S(v) = \frac1g\sum_{k} \hat C(k\,\mathrm{digits}(v), -k)`; the counts are
@@ -301,15 +307,43 @@ class LocalHashing(FrequencyOracle):
         n = self._check_variance_args(n, 0.0)[0]
         f = self.check_distribution(distribution)
         idx = np.asarray(indices, dtype=np.int64)
+        # Over the cells' probabilities P(a, t) = (q + (p - q) F_a(t)) / g^r, with
+        # F_a(t) = sum_v f(v) [h_a(v) = t]: E[Y^k] = (q sum Y^k + (p - q) f . W_k) / g^r,
+        # W_k(v) = sum_a Y_S(a, h_a(v))^k depending on the oracle and S alone (kept).
+        sum1, sum2, w1, w2 = self._subset_weights(idx)
+        scale = (self.p - self.q) / self.n_hashes
+        mean = self.q * sum1 / self.n_hashes + scale * float(f @ w1)
+        second = self.q * sum2 / self.n_hashes + scale * float(f @ w2)
+        f_s = float(f[idx].sum())
+        out: float = max(second - mean**2 - f_s * (1 - f_s), 0.0) / n
+        return out
+
+    def _subset_weights(self, idx: np.ndarray) -> tuple[float, float, FloatArray, FloatArray]:
+        r"""For the set S = ``idx``: :math:`\sum_{a,t} Y_S`, :math:`\sum_{a,t} Y_S^2` and, per
+        value v, :math:`W_k(v) = \sum_a Y_S(a, h_a(v))^k` (k = 1, 2; the support transform
+        of :math:`Y_S^k`), kept for the latest :data:`SUBSET_WEIGHTS_KEPT` sets while they
+        fit :data:`SUBSET_WEIGHTS_MAX_D` (a live service asks the same sets of every state)."""
+        key = idx.tobytes()
+        kept: dict[bytes, tuple[float, float, FloatArray, FloatArray]] = \
+            self.__dict__.setdefault("_subset_weights_kept", {})
+        hit = kept.get(key)
+        if hit is not None:
+            return hit
         g = self.g
         a = np.arange(self.n_hashes, dtype=np.int64)
         flat = (a[:, None] * g + self.hash_values(a[:, None], idx[None, :])).reshape(-1)
         hits = np.bincount(flat, minlength=self.n_hashes * g).reshape(self.n_hashes, g)
-        y = (hits - idx.size / g) / (self.p - 1.0 / g)
-        probs = (self.q + (self.p - self.q) * self.hashed_mass(f)) / self.n_hashes
-        mean = float((probs * y).sum())
-        f_s = float(f[idx].sum())
-        return max(float((probs * y**2).sum()) - mean**2 - f_s * (1 - f_s), 0.0) / n
+        y: FloatArray = (hits - idx.size / g) / np.float64(self.p - 1.0 / g)
+        y2: FloatArray = y**2
+        w1, w2 = self.support(y), self.support(y2)
+        w1.setflags(write=False)
+        w2.setflags(write=False)
+        out = (float(y.sum()), float(y2.sum()), w1, w2)
+        if self.domain_size <= SUBSET_WEIGHTS_MAX_D:
+            while len(kept) >= SUBSET_WEIGHTS_KEPT:
+                kept.pop(next(iter(kept)))
+            kept[key] = out
+        return out
 
 
 class BLH(LocalHashing):

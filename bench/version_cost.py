@@ -1,0 +1,209 @@
+"""CPU the query API spends per *new state version*, per collection kind (no HTTP, no Redis).
+
+The collections of ``ldpstream bench api`` (d = 1,024, n ≈ 10^6: OLH, HH, a two-attribute
+``multi``; :func:`query_api.bench._spec`, :func:`~query_api.bench._state`) each get their
+answer kinds of :data:`query_api.bench.KIND_PATHS` computed as the service computes them
+(its shared-parts cache set, the state named by its version, kept ``auto`` choices), once
+to make the choices, then for ``--versions`` new versions (a flush of 1,000 reports each)
+at a fresh confidence level: the CPU (``time.process_time``) of one version's answers.
+
+``--baseline CHECKOUT`` runs the same measurement on another checkout's code (a child
+process with that checkout first on the path, this environment), the two interleaved
+round by round, and prints them side by side::
+
+    .venv/bin/python bench/version_cost.py --baseline ../main
+    .venv/bin/python bench/version_cost.py --profile olh     # cProfile of the versions
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+KINDS = ("olh", "hh", "multi")
+HERE = Path(__file__).resolve().parents[1]
+
+
+def _answers(kind: str, spec: Any, choices: Any) -> list[tuple[str, Any]]:
+    """(answer kind, f(oracle, state, n_eff, confidence)) as the routes call them."""
+    from query_api import estimates as E
+    from query_api.domain import index_offset, labels_of
+
+    if kind == "olh":
+        labels = labels_of(spec)
+        full = choices.slot(("x", "full"))
+        sub = choices.slot(("x", "subset", (3, 10)))
+        return [
+            ("frequencies", lambda o, s, ne, c: E.frequencies(
+                o, s, labels=labels, method="auto", confidence=c, n_effective=ne,
+                choice=full, encoded=True)),
+            ("subset", lambda o, s, ne, c: E.subset(
+                o, s, [3, 10], method="auto", confidence=c, n_effective=ne, choice=sub)),
+            ("heavy-hitters", lambda o, s, ne, c: E.heavy_hitters(
+                o, s, 10, labels=labels, offset=index_offset(spec), confidence=c,
+                n_effective=ne, choice=full)),
+        ]
+    if kind == "hh":
+        return [
+            ("range", lambda o, s, ne, c: E.range_answer(o, s, 100, 600, confidence=c,
+                                                         method=None, n_effective=ne)),
+            ("quantiles", lambda o, s, ne, c: E.quantiles(o, s, [0.5, 0.9], confidence=c,
+                                                          n_effective=ne)),
+            ("cdf", lambda o, s, ne, c: E.cdf(o, s, confidence=c, n_effective=ne)),
+            ("histogram", lambda o, s, ne, c: E.histogram(o, s, confidence=c, n_effective=ne)),
+        ]
+    from query_api.routes.attributes import _per_attribute
+
+    labels = labels_of(spec.attribute_spec("a"))
+    slot = choices.slot(("x", "attribute", "a", "full"))
+    compute = _per_attribute("a", lambda o, s, ne: E.frequencies(
+        o, s, labels=labels, method="auto", confidence=CONF[0], n_effective=ne, choice=slot,
+        encoded=True))
+
+    def attr(o: Any, s: Any, ne: float, c: float) -> Any:
+        CONF[0] = c
+        return compute(o, s, ne)
+
+    return [("attribute frequencies", attr)]
+
+
+CONF = [0.95]
+
+
+def measure(kind: str, versions: int, profile: bool = False) -> dict[str, Any]:
+    from query_api import bench as B
+    from query_api.cache import ByteLRU, size_of_state
+    from query_api.choices import Choices
+    from query_api.parts import SHARED, STATE_KEY
+
+    spec = B._spec("x", kind)
+    oracle = spec.oracle()
+    rng = np.random.default_rng(1)
+    state = B._state(spec, kind, B.N, rng)
+    deltas = [B._state(spec, kind, B.FLUSH_REPORTS, rng) for _ in range(4)]
+    memo = ByteLRU(1 << 30, getsizeof=size_of_state)
+    answers = _answers(kind, spec, Choices())
+    per: dict[str, list[float]] = {name: [] for name, _ in answers}
+    outputs: list[Any] = []
+
+    def run(tag: int, st: Any, confidence: float, record: bool) -> None:
+        token = SHARED.set(memo)
+        named = STATE_KEY.set((st, ("version", kind, tag, st.n)))
+        try:
+            for name, f in answers:
+                t0 = time.process_time()
+                out = f(oracle, st, float(st.n), confidence)
+                if record:
+                    per[name].append(1e3 * (time.process_time() - t0))
+                    outputs.append(out)
+        finally:
+            STATE_KEY.reset(named)
+            SHARED.reset(token)
+
+    run(0, state, 0.95, False)  # the collection's first answers: auto choices made
+    prof: Any = None
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
+    for v in range(1, versions + 1):
+        state = state + deltas[v % len(deltas)]
+        run(v, state, 0.9 + v * 1e-4, True)
+    if prof is not None:
+        prof.disable()
+        import pstats
+
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+    total = [sum(x) for x in zip(*per.values(), strict=True)]
+    return {"total": float(np.median(total)),
+            "per": {k: float(np.median(v)) for k, v in per.items()},
+            "digest": _digest(outputs)}
+
+
+def _digest(outputs: list[Any]) -> str:
+    """A SHA-256 of the answers (bytes of encoded rows included): equal digests, equal
+    answers, bit for bit."""
+    import hashlib
+
+    import orjson
+
+    def enc(x: Any) -> Any:
+        if hasattr(x, "text") and isinstance(getattr(x, "text"), bytes):
+            return x.text.decode()
+        if isinstance(x, dict):  # an age in seconds differs from run to run
+            return {k: enc(v) for k, v in x.items() if k != "age_s"}
+        if isinstance(x, list):
+            return [enc(v) for v in x]
+        return x
+
+    data = orjson.dumps([enc(o) for o in outputs], option=orjson.OPT_SERIALIZE_NUMPY)
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _child(root: Path, kind: str, versions: int) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", kind,
+                          "--versions", str(versions)], cwd=root, env=env, check=True,
+                         capture_output=True, text=True).stdout
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--versions", type=int, default=8)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--baseline", metavar="CHECKOUT")
+    p.add_argument("--kinds", nargs="*", default=list(KINDS), choices=KINDS)
+    p.add_argument("--profile", choices=KINDS)
+    p.add_argument("--child", choices=KINDS, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.child, args.versions)))
+        return 0
+    if args.profile:
+        sys.path.insert(0, str(HERE))
+        print(json.dumps(measure(args.profile, args.versions, profile=True)))
+        return 0
+    roots = {"this": HERE}
+    if args.baseline:
+        roots = {"baseline": Path(args.baseline).resolve(), **roots}
+    res: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for _ in range(args.rounds):  # interleaved: the machine's load falls on both alike
+        for kind in args.kinds:
+            for name, root in roots.items():
+                res.setdefault((kind, name), []).append(_child(root, kind, args.versions))
+    print(f"CPU ms per new state version (process_time, median of {args.versions} versions, "
+          f"best of {args.rounds} rounds)\n")
+    names = list(roots)
+    print(f"{'kind':<28}" + "".join(f"{n:>12}" for n in names)
+          + ("   ratio" if len(names) > 1 else "") + "   answers")
+    for kind in args.kinds:
+        best = {n: min(res[(kind, n)], key=lambda r: r["total"]) for n in names}
+        rows = [("TOTAL " + kind, {n: best[n]["total"] for n in names})]
+        rows += [(f"  {a}", {n: min(r["per"][a] for r in res[(kind, n)]) for n in names})
+                 for a in best[names[0]]["per"]]
+        same = len({best[n]["digest"] for n in names}) == 1
+        for i, (label, vals) in enumerate(rows):
+            ratio = (f"{vals[names[0]] / max(vals[names[-1]], 1e-9):>8.2f}"
+                     if len(names) > 1 else "")
+            tail = ("   identical" if same else "   DIFFER") if i == 0 and len(names) > 1 else ""
+            print(f"{label:<28}" + "".join(f"{vals[n]:>12.2f}" for n in names) + ratio + tail)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

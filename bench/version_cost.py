@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -128,38 +130,58 @@ def measure(kind: str, versions: int, profile: bool = False) -> dict[str, Any]:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
         pstats.Stats(prof).sort_stats("tottime").print_stats(30)
     total = [sum(x) for x in zip(*per.values(), strict=True)]
+    if os.environ.get("VERSION_COST_DUMP"):  # the answers, to compare two checkouts'
+        Path(os.environ["VERSION_COST_DUMP"]).write_text(_dump(outputs))
     return {"total": float(np.median(total)),
-            "per": {k: float(np.median(v)) for k, v in per.items()},
-            "digest": _digest(outputs)}
+            "per": {k: float(np.median(v)) for k, v in per.items()}}
 
 
-def _digest(outputs: list[Any]) -> str:
-    """A SHA-256 of the answers (bytes of encoded rows included): equal digests, equal
-    answers, bit for bit."""
-    import hashlib
-
+def _dump(outputs: list[Any]) -> str:
+    """The answers as JSON (encoded rows as their rows; no ``age_s``: it differs from run
+    to run)."""
     import orjson
 
     def enc(x: Any) -> Any:
         if hasattr(x, "text") and isinstance(getattr(x, "text"), bytes):
-            return x.text.decode()
+            return enc(orjson.loads(x.text))  # encoded rows: their numbers
         if isinstance(x, dict):  # an age in seconds differs from run to run
             return {k: enc(v) for k, v in x.items() if k != "age_s"}
         if isinstance(x, list):
             return [enc(v) for v in x]
         return x
 
-    data = orjson.dumps([enc(o) for o in outputs], option=orjson.OPT_SERIALIZE_NUMPY)
-    return hashlib.sha256(data).hexdigest()[:16]
+    return orjson.dumps([enc(o) for o in outputs], option=orjson.OPT_SERIALIZE_NUMPY
+                        | orjson.OPT_INDENT_2).decode()
 
 
 def _child(root: Path, kind: str, versions: int) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", kind,
-                          "--versions", str(versions)], cwd=root, env=env, check=True,
-                         capture_output=True, text=True).stdout
-    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    with tempfile.NamedTemporaryFile(suffix=".json") as dump:
+        env = {**os.environ, "PYTHONPATH": str(root), "VERSION_COST_DUMP": dump.name}
+        out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", kind,
+                              "--versions", str(versions)], cwd=root, env=env, check=True,
+                             capture_output=True, text=True).stdout
+        result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+        result["answers"] = json.loads(Path(dump.name).read_text())
     return result
+
+
+def _difference(a: Any, b: Any) -> float:
+    """The largest relative difference between two answers' numbers (inf: other shapes or
+    other strings)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return math.inf
+        return max((_difference(a[k], b[k]) for k in a), default=0.0)
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return math.inf
+        return max((_difference(x, y) for x, y in zip(a, b, strict=True)), default=0.0)
+    if (isinstance(a, (int, float)) and isinstance(b, (int, float))
+            and not isinstance(a, bool) and not isinstance(b, bool)):
+        if a == b:
+            return 0.0
+        return abs(a - b) / max(abs(a), abs(b))
+    return 0.0 if a == b else math.inf
 
 
 def main() -> int:
@@ -196,11 +218,13 @@ def main() -> int:
         rows = [("TOTAL " + kind, {n: best[n]["total"] for n in names})]
         rows += [(f"  {a}", {n: min(r["per"][a] for r in res[(kind, n)]) for n in names})
                  for a in best[names[0]]["per"]]
-        same = len({best[n]["digest"] for n in names}) == 1
+        first = [res[(kind, n)][0]["answers"] for n in names]
+        diff = _difference(first[0], first[-1])
         for i, (label, vals) in enumerate(rows):
             ratio = (f"{vals[names[0]] / max(vals[names[-1]], 1e-9):>8.2f}"
                      if len(names) > 1 else "")
-            tail = ("   identical" if same else "   DIFFER") if i == 0 and len(names) > 1 else ""
+            tail = ("" if i or len(names) < 2 else "   identical" if diff == 0
+                    else f"   max relative difference {diff:.1e}")
             print(f"{label:<28}" + "".join(f"{vals[n]:>12.2f}" for n in names) + ratio + tail)
     return 0
 

@@ -540,6 +540,7 @@ class _Head:
     raw_se: FloatArray
     exact: Any
     _fit: FloatArray | None = None
+    _kept: _StateEstimate | None = None
 
     @classmethod
     def of(cls, oracle: FrequencyOracle, state: State,
@@ -552,22 +553,78 @@ class _Head:
             n = max(1, min(n, int(math.floor(check_float("n_effective", n_effective, low=1.0,
                                                                   high=float(2**62))))))
         idx = _check_indices(indices, oracle.domain_size)
-        raw = oracle.estimate(state)
+        kept = _StateEstimate.of(oracle, state)
+        raw = kept.raw
         var0 = oracle.variance(n)
         slope = oracle.variance(n, 1.0) - var0
         raw_ans = method_answers(raw[None, :], "base", idx, variance=var0)[0]
         raw_se = _analytic_se(oracle, n, raw, idx)
         exact = getattr(oracle, "subset_variance", None)
-        head = cls(oracle, state, n, idx, raw, var0, slope, raw_ans, raw_se, exact)
+        head = cls(oracle, state, n, idx, raw, var0, slope, raw_ans, raw_se, exact,
+                   _kept=kept)
         if idx is not None and exact is not None:  # the covariances in closed form
             head.raw_se = np.array([math.sqrt(exact(n, idx, head.fit()))])
         return head
 
     def fit(self) -> FloatArray:
-        """Norm-Sub of the unbiased estimate (:func:`fit_distribution`), made once."""
+        """Norm-Sub of the unbiased estimate (:func:`fit_distribution`), made once per
+        state (read-only)."""
         if self._fit is None:
-            self._fit = simplex_projection_rows(self.raw[None, :])[0]
+            self._fit = self._kept.fit() if self._kept is not None else _norm_sub(self.raw)
         return self._fit
+
+
+def _norm_sub(raw: FloatArray) -> FloatArray:
+    out: FloatArray = simplex_projection_rows(raw[None, :])[0]
+    out.setflags(write=False)
+    return out
+
+
+STATE_ESTIMATES_KEPT = 2
+"""States whose unbiased estimate (and Norm-Sub fit) an oracle keeps for its answers."""
+
+STATE_ESTIMATES_MAX_CELLS = 1 << 21
+"""States of at most this many cells are kept (a copy of the counts identifies one)."""
+
+
+class _StateEstimate:
+    """A state's unbiased estimate and its Norm-Sub fit, read-only, made once for all the
+    answers of that state (a live service asks frequencies, a subset and heavy hitters of
+    each new state: one estimate, one fit, not one per answer).  Kept on the oracle for
+    its :data:`STATE_ESTIMATES_KEPT` latest states, each identified by fingerprint, n and
+    a copy of its counts (a state's counts may be changed in place; a copy may not)."""
+
+    __slots__ = ("fingerprint", "n", "counts", "raw", "_fit")
+
+    def __init__(self, state: State, raw: FloatArray) -> None:
+        self.fingerprint, self.n = state.fingerprint, state.n
+        self.counts = state.counts.copy()
+        raw.setflags(write=False)
+        self.raw = raw
+        self._fit: FloatArray | None = None
+
+    def fit(self) -> FloatArray:
+        if self._fit is None:
+            self._fit = _norm_sub(self.raw)
+        return self._fit
+
+    def holds(self, state: State) -> bool:
+        return (self.fingerprint == state.fingerprint and self.n == state.n
+                and np.array_equal(self.counts, state.counts))
+
+    @classmethod
+    def of(cls, oracle: FrequencyOracle, state: State) -> _StateEstimate:
+        """The oracle's kept estimate of ``state`` (``state`` checked by the caller), or a
+        new one (kept if the state is small enough)."""
+        kept: list[_StateEstimate] = oracle.__dict__.setdefault("_state_estimates", [])
+        for entry in list(kept):
+            if entry.holds(state):
+                return entry
+        entry = cls(state, np.array(oracle.estimate(state), dtype=np.float64))
+        if state.counts.size <= STATE_ESTIMATES_MAX_CELLS:
+            # A new list, swapped in whole: threads reading the old one see a whole list.
+            oracle.__dict__["_state_estimates"] = [entry, *kept][:STATE_ESTIMATES_KEPT]
+        return entry
 
 
 def _near(oracle: FrequencyOracle, n: int, f_fit: FloatArray, truth: FloatArray,

@@ -28,6 +28,9 @@ SUBSET_WEIGHTS_KEPT = 16
 SUBSET_WEIGHTS_MAX_D = 1 << 16
 """Weights are kept up to this domain size (two d-vectors per set: 1 MiB at most)."""
 
+SUPPORT_INDEX_MAX = 1 << 20
+"""The support transform's gather indices are kept per oracle up to this many (8 MiB)."""
+
 SMALL_G = 5
 """Up to this g the transform applies the g-point DFT matrix axis by axis (about 2x faster
 than ``rfftn`` at g = 3; slower from g = 7)."""
@@ -226,16 +229,31 @@ class LocalHashing(FrequencyOracle):
         else:
             spec = np.fft.rfftn(counts.reshape((size,) + (g,) * (r + 1)).astype(np.float64),
                                 axes=tuple(range(1, r + 2))).reshape(size, -1)
+        total = np.repeat(spec[:, :1].real, d, axis=1)  # k = 0: every report, n
+        for k, idx in enumerate(self._support_index(), start=1):
+            total += (1.0 if 2 * k == g else 2.0) * spec[:, idx].real
+        res: FloatArray = total / g
+        return res
+
+    def _support_index(self) -> list[IntArray]:
+        """For k = 1 … g//2, where each value's term sits in the flattened half spectrum
+        (depends on the oracle alone: kept while the g//2 arrays of d indices hold at most
+        :data:`SUPPORT_INDEX_MAX` entries)."""
+        kept: list[IntArray] | None = self.__dict__.get("_support_index_kept")
+        if kept is not None:
+            return kept
+        g, r, d = self.g, self.r, self.domain_size
+        half = g // 2 + 1
         v = np.arange(d, dtype=np.int64)
         digits = np.stack([(v // g**j) % g for j in range(r)], axis=1)  # (d, r)
         # Digit j of the hash index sits on axis r-1-j: hash index sum_j w_j g^j, t last.
         strides = g ** np.arange(r, dtype=np.int64) * half
-        total = np.repeat(spec[:, :1].real, d, axis=1)  # k = 0: every report, n
-        for k in range(1, half):
-            idx = ((-k * digits) % g) @ strides + k
-            total += (1.0 if 2 * k == g else 2.0) * spec[:, idx].real
-        res: FloatArray = total / g
-        return res
+        out: list[IntArray] = [((-k * digits) % g) @ strides + k for k in range(1, half)]
+        for idx in out:
+            idx.setflags(write=False)
+        if (half - 1) * d <= SUPPORT_INDEX_MAX:
+            self.__dict__["_support_index_kept"] = out
+        return out
 
     def hashed_mass(self, distribution: FloatArray) -> FloatArray:
         r""":math:`F_a(t) = \sum_v f(v)\,[h_a(v) = t]` for every hash a, shape (g^r, g).

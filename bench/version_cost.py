@@ -37,6 +37,35 @@ KINDS = ("olh", "hh", "multi")
 HERE = Path(__file__).resolve().parents[1]
 
 
+WINDOWS: list[Any] = []
+"""OLH: the four windows of its state (the newest one flushed into), for the series."""
+
+
+def series(labels: Any, slot: Any) -> Any:
+    """``series?top=5``: the whole range's ranking (its state summed from the windows'),
+    and the newest window's (the one a flush changed) frequencies; the other windows'
+    answers are cached."""
+    from query_api import estimates as E
+    from query_api.parts import STATE_KEY
+    from query_api.routes.series import _ranking
+
+    def answer(o: Any, s: Any, ne: float, c: float) -> Any:
+        whole = o.new_state()
+        for w in WINDOWS:
+            whole += w
+        order = _ranking(o, whole)
+        last = WINDOWS[-1]
+        named = STATE_KEY.set((last, ("bucket", last.n)))
+        try:
+            rows = E.frequencies(o, last, labels=labels, method="auto", confidence=c,
+                                 n_effective=float(last.n), choice=slot)
+        finally:
+            STATE_KEY.reset(named)
+        return {"rows": [rows["estimates"][i] for i in order[:5].tolist()]}
+
+    return answer
+
+
 def _answers(kind: str, spec: Any, choices: Any) -> list[tuple[str, Any]]:
     """(answer kind, f(oracle, state, n_eff, confidence)) as the routes call them."""
     from query_api import estimates as E
@@ -55,6 +84,7 @@ def _answers(kind: str, spec: Any, choices: Any) -> list[tuple[str, Any]]:
             ("heavy-hitters", lambda o, s, ne, c: E.heavy_hitters(
                 o, s, 10, labels=labels, offset=index_offset(spec), confidence=c,
                 n_effective=ne, choice=full)),
+            ("series (4 windows)", series(labels, choices.slot(("x", "bucket", "full")))),
         ]
     if kind == "hh":
         return [
@@ -92,7 +122,13 @@ def measure(kind: str, versions: int, profile: bool = False) -> dict[str, Any]:
     spec = B._spec("x", kind)
     oracle = spec.oracle()
     rng = np.random.default_rng(1)
-    state = B._state(spec, kind, B.N, rng)
+    if kind == "olh":  # four windows, as the bench writes them (the series reads them)
+        WINDOWS[:] = [B._state(spec, kind, B.N // 4, rng) for _ in range(4)]
+        state = oracle.new_state()
+        for w in WINDOWS:
+            state += w
+    else:
+        state = B._state(spec, kind, B.N, rng)
     deltas = [B._state(spec, kind, B.FLUSH_REPORTS, rng) for _ in range(4)]
     memo = ByteLRU(1 << 30, getsizeof=size_of_state)
     answers = _answers(kind, spec, Choices())
@@ -122,6 +158,8 @@ def measure(kind: str, versions: int, profile: bool = False) -> dict[str, Any]:
         prof.enable()
     for v in range(1, versions + 1):
         state = state + deltas[v % len(deltas)]
+        if WINDOWS:
+            WINDOWS[-1] = WINDOWS[-1] + deltas[v % len(deltas)]
         run(v, state, 0.9 + v * 1e-4, True)
     if prof is not None:
         prof.disable()

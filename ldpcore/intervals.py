@@ -90,7 +90,7 @@ from typing import Any
 import numpy as np
 
 from ._validate import as_rng, check_float, check_int
-from .base import FloatArray, FrequencyOracle, State
+from .base import FloatArray, FrequencyOracle, KeptEstimate, State
 from .consistency import METHODS
 from .consistency.batch import postprocess_rows, simplex_projection_rows
 from .errors import ParameterError, StateError
@@ -540,7 +540,7 @@ class _Head:
     raw_se: FloatArray
     exact: Any
     _fit: FloatArray | None = None
-    _kept: _StateEstimate | None = None
+    _kept: KeptEstimate | None = None
 
     @classmethod
     def of(cls, oracle: FrequencyOracle, state: State,
@@ -553,7 +553,7 @@ class _Head:
             n = max(1, min(n, int(math.floor(check_float("n_effective", n_effective, low=1.0,
                                                                   high=float(2**62))))))
         idx = _check_indices(indices, oracle.domain_size)
-        kept = _StateEstimate.of(oracle, state)
+        kept = _kept_estimate(oracle, state)
         raw = kept.raw
         var0 = oracle.variance(n)
         slope = oracle.variance(n, 1.0) - var0
@@ -570,61 +570,22 @@ class _Head:
         """Norm-Sub of the unbiased estimate (:func:`fit_distribution`), made once per
         state (read-only)."""
         if self._fit is None:
-            self._fit = self._kept.fit() if self._kept is not None else _norm_sub(self.raw)
+            parts = {} if self._kept is None else self._kept.parts
+            fit = parts.get("norm-sub")
+            if fit is None:
+                fit = parts["norm-sub"] = simplex_projection_rows(self.raw[None, :])[0]
+                fit.setflags(write=False)
+            self._fit = fit
         return self._fit
 
 
-def _norm_sub(raw: FloatArray) -> FloatArray:
-    out: FloatArray = simplex_projection_rows(raw[None, :])[0]
-    out.setflags(write=False)
-    return out
-
-
-STATE_ESTIMATES_KEPT = 2
-"""States whose unbiased estimate (and Norm-Sub fit) an oracle keeps for its answers."""
-
-STATE_ESTIMATES_MAX_CELLS = 1 << 21
-"""States of at most this many cells are kept (a copy of the counts identifies one)."""
-
-
-class _StateEstimate:
-    """A state's unbiased estimate and its Norm-Sub fit, read-only, made once for all the
-    answers of that state (a live service asks frequencies, a subset and heavy hitters of
-    each new state: one estimate, one fit, not one per answer).  Kept on the oracle for
-    its :data:`STATE_ESTIMATES_KEPT` latest states, each identified by fingerprint, n and
-    a copy of its counts (a state's counts may be changed in place; a copy may not)."""
-
-    __slots__ = ("fingerprint", "n", "counts", "raw", "_fit")
-
-    def __init__(self, state: State, raw: FloatArray) -> None:
-        self.fingerprint, self.n = state.fingerprint, state.n
-        self.counts = state.counts.copy()
-        raw.setflags(write=False)
-        self.raw = raw
-        self._fit: FloatArray | None = None
-
-    def fit(self) -> FloatArray:
-        if self._fit is None:
-            self._fit = _norm_sub(self.raw)
-        return self._fit
-
-    def holds(self, state: State) -> bool:
-        return (self.fingerprint == state.fingerprint and self.n == state.n
-                and np.array_equal(self.counts, state.counts))
-
-    @classmethod
-    def of(cls, oracle: FrequencyOracle, state: State) -> _StateEstimate:
-        """The oracle's kept estimate of ``state`` (``state`` checked by the caller), or a
-        new one (kept if the state is small enough)."""
-        kept: list[_StateEstimate] = oracle.__dict__.setdefault("_state_estimates", [])
-        for entry in list(kept):
-            if entry.holds(state):
-                return entry
-        entry = cls(state, np.array(oracle.estimate(state), dtype=np.float64))
-        if state.counts.size <= STATE_ESTIMATES_MAX_CELLS:
-            # A new list, swapped in whole: threads reading the old one see a whole list.
-            oracle.__dict__["_state_estimates"] = [entry, *kept][:STATE_ESTIMATES_KEPT]
-        return entry
+def _kept_estimate(oracle: FrequencyOracle, state: State) -> KeptEstimate:
+    """The state's unbiased estimate, kept by the oracle for every answer of that state
+    (:meth:`~ldpcore.base.FrequencyOracle.kept_estimate`) unless its class estimates
+    otherwise (then made afresh)."""
+    if type(oracle).estimate is FrequencyOracle.estimate:
+        return oracle.kept_estimate(state)
+    return KeptEstimate(state, np.array(oracle.estimate(state), dtype=np.float64))
 
 
 def _near(oracle: FrequencyOracle, n: int, f_fit: FloatArray, truth: FloatArray,

@@ -91,3 +91,25 @@ def test_local_hashing_pushes_the_distribution_through_every_hash() -> None:
     for v in range(20):
         np.add.at(brute, (a, oracle.hash_values(a, np.full_like(a, v))), f[v])
     np.testing.assert_allclose(mass, brute, atol=1e-12)
+
+
+def test_estimate_is_made_once_per_state_and_each_caller_gets_its_own_copy() -> None:
+    from ldpcore.base import KEPT_ESTIMATES
+
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=32)
+    s = o.sample_state(np.full(32, 1 / 32), 20_000, rng=2)
+    calls = []
+    inner = o._estimate
+    o._estimate = lambda c, n: calls.append(n) or inner(c, n)  # type: ignore[method-assign]
+    first = o.estimate(s)
+    first[:] = 7.0  # the caller's copy: the kept estimate is not changed
+    again = o.estimate(ldpcore.State(s.fingerprint, s.n, s.counts.copy()))
+    assert len(calls) == 1 and np.array_equal(again, inner(s.counts, s.n))
+    assert not o.kept_estimate(s).raw.flags.writeable
+    # Counts changed in place are another state: estimated again.
+    s.counts[0, 0] += 100
+    assert np.array_equal(o.estimate(s), inner(s.counts, s.n)) and len(calls) == 2
+    # Only the latest states are kept.
+    for k in range(KEPT_ESTIMATES + 2):
+        o.estimate(o.sample_state(np.full(32, 1 / 32), 1000 + k, rng=k))
+    assert len(o.__dict__["_kept_estimates"]) == KEPT_ESTIMATES

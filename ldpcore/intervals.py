@@ -232,16 +232,32 @@ def _value_variances(oracle: FrequencyOracle, n: int, freqs: FloatArray) -> Floa
     else one call per value (d validated calls cost ~40 µs each at d = 1,024).
     """
     f = np.clip(np.asarray(freqs, dtype=np.float64), 0.0, 1.0)
+    poly = _variance_polynomial(oracle, n)
+    if poly is not None:
+        v0, b, c = poly
+        out: FloatArray = v0 + f * (b + c * (f - 0.5))
+        return out
+    return np.array([oracle.variance(n, float(x)) for x in f])
+
+
+def _variance_polynomial(oracle: FrequencyOracle, n: int) -> tuple[float, float, float] | None:
+    """(v0, b, c) of :func:`_value_variances`' quadratic at n, or None; kept by the oracle
+    for its 4 latest n (every answer of a state asks it at that state's n, several times)."""
+    kept: dict[int, tuple[float, float, float] | None] = oracle.__dict__.get(
+        "_variance_polynomials", {})
+    if n in kept:
+        return kept[n]
     v0, v1 = oracle.variance(n, 0.0), oracle.variance(n, 1.0)
     half = oracle.variance(n, 0.5)
     # Newton form through (0, v0), (1/2, half), (1, v1): v0 + b f + c f (f − 1/2).
     b = 2.0 * (half - v0)
     c = 2.0 * (v1 - half) - b
-    if all(math.isclose(oracle.variance(n, x), v0 + b * x + c * x * (x - 0.5),
-                        rel_tol=1e-9, abs_tol=0.0) for x in (0.125, 0.8)):
-        out: FloatArray = v0 + f * (b + c * (f - 0.5))
-        return out
-    return np.array([oracle.variance(n, float(x)) for x in f])
+    poly = (v0, b, c) if all(
+        math.isclose(oracle.variance(n, x), v0 + b * x + c * x * (x - 0.5), rel_tol=1e-9,
+                     abs_tol=0.0) for x in (0.125, 0.8)) else None
+    # A new dict swapped in whole: a thread reading the old one sees a whole dict.
+    oracle.__dict__["_variance_polynomials"] = {**dict(list(kept.items())[-3:]), n: poly}
+    return poly
 
 
 def simulated_estimates(oracle: FrequencyOracle, dist: FloatArray, n: int, size: int,

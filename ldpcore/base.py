@@ -358,6 +358,19 @@ class Mechanism(ABC):
         return [{"domain_size": 6}, {"domain_size": 37}, {"domain_size": 64}]
 
 
+def owned(obj: Any, name: str) -> Any:
+    """What :func:`own` kept on ``obj`` under ``name``, or None.  A (shallow) copy of obj
+    does not see it: a copy may change the parameters the value depends on (the composed
+    channel of :mod:`ldpcore.longitudinal` is a copy with other p and q)."""
+    held = obj.__dict__.get(name)
+    return held[1] if held is not None and held[0] == id(obj) else None
+
+
+def own(obj: Any, name: str, value: Any) -> None:
+    """Keep ``value`` on ``obj`` for obj itself (:func:`owned`)."""
+    obj.__dict__[name] = (id(obj), value)
+
+
 KEPT_ESTIMATES = 3
 """States whose estimate a frequency oracle keeps (:meth:`FrequencyOracle.kept_estimate`)."""
 
@@ -405,7 +418,7 @@ class FrequencyOracle(Mechanism, FrequencyEstimates):
         states: a live service estimates each new state for several answers (frequencies,
         a subset, heavy hitters, a series' ranking), and the intervals keep what they
         derive from it beside it (:attr:`KeptEstimate.parts`)."""
-        kept: list[KeptEstimate] = self.__dict__.get("_kept_estimates", [])
+        kept: list[KeptEstimate] = owned(self, "_kept_estimates") or []
         for entry in kept:
             if entry.holds(state):
                 return entry
@@ -413,7 +426,7 @@ class FrequencyOracle(Mechanism, FrequencyEstimates):
                                              dtype=np.float64))
         if state.counts.nbytes + entry.raw.nbytes <= KEPT_ESTIMATE_MAX_BYTES:
             # A new list swapped in whole: a thread reading the old one sees a whole list.
-            self.__dict__["_kept_estimates"] = [entry, *kept][:KEPT_ESTIMATES]
+            own(self, "_kept_estimates", [entry, *kept][:KEPT_ESTIMATES])
         return entry
 
     @abstractmethod

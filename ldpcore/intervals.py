@@ -90,7 +90,7 @@ from typing import Any
 import numpy as np
 
 from ._validate import as_rng, check_float, check_int
-from .base import FloatArray, FrequencyOracle, KeptEstimate, State
+from .base import FloatArray, FrequencyOracle, KeptEstimate, State, own, owned
 from .consistency import METHODS
 from .consistency.batch import postprocess_rows, simplex_projection_rows
 from .errors import ParameterError, StateError
@@ -243,8 +243,8 @@ def _value_variances(oracle: FrequencyOracle, n: int, freqs: FloatArray) -> Floa
 def _variance_polynomial(oracle: FrequencyOracle, n: int) -> tuple[float, float, float] | None:
     """(v0, b, c) of :func:`_value_variances`' quadratic at n, or None; kept by the oracle
     for its 4 latest n (every answer of a state asks it at that state's n, several times)."""
-    kept: dict[int, tuple[float, float, float] | None] = oracle.__dict__.get(
-        "_variance_polynomials", {})
+    kept: dict[int, tuple[float, float, float] | None] = owned(
+        oracle, "_variance_polynomials") or {}
     if n in kept:
         return kept[n]
     v0, v1 = oracle.variance(n, 0.0), oracle.variance(n, 1.0)
@@ -256,7 +256,7 @@ def _variance_polynomial(oracle: FrequencyOracle, n: int) -> tuple[float, float,
         math.isclose(oracle.variance(n, x), v0 + b * x + c * x * (x - 0.5), rel_tol=1e-9,
                      abs_tol=0.0) for x in (0.125, 0.8)) else None
     # A new dict swapped in whole: a thread reading the old one sees a whole dict.
-    oracle.__dict__["_variance_polynomials"] = {**dict(list(kept.items())[-3:]), n: poly}
+    own(oracle, "_variance_polynomials", {**dict(list(kept.items())[-3:]), n: poly})
     return poly
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from .._bounds import EPSILON_MAX_64, EPSILON_MIN, ranges
 from .._transforms import fwht
 from .._validate import check_int
-from ..base import Column, FloatArray, FrequencyOracle, IntArray
+from ..base import Column, FloatArray, FrequencyOracle, IntArray, own, owned
 from ..errors import ParameterError
 
 __all__ = ["LocalHashing", "BLH", "OLH", "is_prime", "nearest_prime", "olh_variance"]
@@ -342,8 +342,11 @@ class LocalHashing(FrequencyOracle):
         of :math:`Y_S^k`), kept for the latest :data:`SUBSET_WEIGHTS_KEPT` sets while they
         fit :data:`SUBSET_WEIGHTS_MAX_D` (a live service asks the same sets of every state)."""
         key = idx.tobytes()
-        kept: dict[bytes, tuple[float, float, FloatArray, FloatArray]] = \
-            self.__dict__.setdefault("_subset_weights_kept", {})
+        kept: dict[bytes, tuple[float, float, FloatArray, FloatArray]] | None = owned(
+            self, "_subset_weights_kept")
+        if kept is None:  # not a copy's: p and q may differ (ldpcore.longitudinal)
+            kept = {}
+            own(self, "_subset_weights_kept", kept)
         hit = kept.get(key)
         if hit is not None:
             return hit

@@ -10,6 +10,7 @@ against real perturb + aggregate, with tolerances from those variances.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -94,7 +95,7 @@ def test_local_hashing_pushes_the_distribution_through_every_hash() -> None:
 
 
 def test_estimate_is_made_once_per_state_and_each_caller_gets_its_own_copy() -> None:
-    from ldpcore.base import KEPT_ESTIMATES
+    from ldpcore.base import KEPT_ESTIMATES, owned
 
     o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=32)
     s = o.sample_state(np.full(32, 1 / 32), 20_000, rng=2)
@@ -112,4 +113,32 @@ def test_estimate_is_made_once_per_state_and_each_caller_gets_its_own_copy() -> 
     # Only the latest states are kept.
     for k in range(KEPT_ESTIMATES + 2):
         o.estimate(o.sample_state(np.full(32, 1 / 32), 1000 + k, rng=k))
-    assert len(o.__dict__["_kept_estimates"]) == KEPT_ESTIMATES
+    assert len(owned(o, "_kept_estimates")) == KEPT_ESTIMATES
+
+
+def test_a_copy_with_other_probabilities_keeps_nothing_of_the_original() -> None:
+    # ldpcore.longitudinal's composed channel is a shallow copy with other p and q: the
+    # estimate, variances and subset weights the original kept are not the copy's.
+    import copy
+
+    from ldpcore import intervals
+
+    o: Any = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=32)
+    f = np.full(32, 1 / 32)
+    s = o.sample_state(f, 20_000, rng=3)
+    n = s.n
+    for oracle in (o, o):  # made, then kept
+        mine = (oracle.estimate(s), intervals._value_variances(oracle, n, f),
+                oracle.subset_variance(n, [1, 2], f))
+    c: Any = copy.copy(o)
+    c.p, c.q = 0.9, 0.05
+    twin: Any = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=32)
+    twin.p, twin.q = 0.9, 0.05  # the same probabilities, nothing kept before
+    assert np.array_equal(c.estimate(s), twin.estimate(s))
+    assert np.array_equal(intervals._value_variances(c, n, f),
+                          intervals._value_variances(twin, n, f))
+    assert c.subset_variance(n, [1, 2], f) == twin.subset_variance(n, [1, 2], f)
+    assert not np.array_equal(c.estimate(s), mine[0])
+    # The original still has its own.
+    assert np.array_equal(o.estimate(s), mine[0])
+    assert o.subset_variance(n, [1, 2], f) == mine[2]

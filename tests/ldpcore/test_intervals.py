@@ -10,6 +10,7 @@ import pytest
 
 import ldpcore
 from ldpcore import intervals
+from ldpcore.base import owned
 from ldpcore.consistency.batch import ROW_METHODS, postprocess_rows
 from ldpcore.intervals import answer, choose_method, method_answers
 
@@ -271,7 +272,7 @@ def test_value_variances_equal_one_call_per_value(mechanism: str) -> None:
     for n in (1, 1000, 10**6, 1000, 7, 1, 10**6):  # again: from the kept quadratics
         want = np.array([o.variance(n, float(x)) for x in f])
         np.testing.assert_allclose(intervals._value_variances(o, n, f), want, rtol=1e-12)
-    assert len(o.__dict__["_variance_polynomials"]) <= 4
+    assert len(owned(o, "_variance_polynomials")) <= 4
 
 
 def test_kept_errors_on_a_nearby_state_give_the_fresh_interval_rescaled() -> None:

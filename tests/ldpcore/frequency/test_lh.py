@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ldpcore
+from ldpcore.base import owned
 from ldpcore.frequency.lh import OLH, is_prime, nearest_prime
 
 
@@ -116,4 +117,4 @@ def test_subset_variance_by_kept_weights_equals_the_cell_by_cell_definition(
             # Twice: the weights made, then kept (the same answer).
             for _ in range(2):
                 assert o.subset_variance(1000, idx, f) == pytest.approx(want, rel=1e-9)
-    assert len(o.__dict__["_subset_weights_kept"]) <= 16
+    assert len(owned(o, "_subset_weights_kept")) <= 16

@@ -28,6 +28,9 @@ Every request asks the route's default (``auto``, ``consistent``, EMS) with its 
    whose parts are being computed may be answered from the previous state (``X-Cache:
    stale``, that state's n and version).  Printed: the server's CPU per request (from
    ``/proc``) and the ``X-Cache`` of the answers (``none``: ``/series``, which has none).
+   ``--replicas N`` runs N API processes for this case, each on its own port with its own
+   caches, as replicas behind a load balancer (connection i to replica i mod N; the CPU
+   column sums them).
 3. **Cached, closed loop**: ``--clients`` keep-alive clients as fast as they can on one
    cached answer (the maximum throughput of one process).
 
@@ -130,14 +133,16 @@ async def _client_paced(host: str, port: int, paths: list[str], start: float, ra
         writer.close()
 
 
-async def _paced(port: int, paths: list[str], clients: int, total_rate: float,
+async def _paced(ports: list[int], paths: list[str], clients: int, total_rate: float,
                  seconds: float) -> tuple[np.ndarray, int, float]:
-    """Open loop over ``clients`` connections; connection i sends paths i, i+C, i+2C, …"""
+    """Open loop over ``clients`` connections; connection i sends paths i, i+C, i+2C, …
+    to ``ports[i % len(ports)]`` (replicas behind a connection-balancing proxy)."""
     lat: list[float] = []
     errors: list[int] = []
     t0 = time.perf_counter() + 0.2
     per = total_rate / clients
-    await asyncio.gather(*(_client_paced("127.0.0.1", port, paths[i::clients],
+    await asyncio.gather(*(_client_paced("127.0.0.1", ports[i % len(ports)],
+                                         paths[i::clients],
                                          t0 + i / total_rate, per, t0 + seconds, lat, errors)
                            for i in range(clients)))
     return np.array(lat), len(errors), seconds
@@ -375,7 +380,7 @@ FLUSH_REPORTS = 1000
 choice stays valid, as between nearby flushes of a live collection)."""
 
 
-def _every_miss(servers: dict[str, ApiServer], writer: Writer, rng: np.random.Generator,
+def _every_miss(servers: dict[str, Replicas], writer: Writer, rng: np.random.Generator,
                 rate: float, seconds: float, clients: int, flush_rate: float) -> None:
     kinds = list(KIND_PATHS)
     specs = []
@@ -392,21 +397,23 @@ def _every_miss(servers: dict[str, ApiServer], writer: Writer, rng: np.random.Ge
           f"{'p99 ms':>10}{'max ms':>10}{'errors':>8}{'flushes':>9}{'CPU ms/req':>11}"
           "  X-Cache")
     for name, server in servers.items():
-        port = server.port
         for spec, kind in specs:  # each collection answered once: its auto choice is made
             for _, route in KIND_PATHS[kind]:
-                asyncio.run(_once(port, f"/v1/collections/{spec.id}/{route}"))
+                for port in server.ports:
+                    asyncio.run(_once(port, f"/v1/collections/{spec.id}/{route}"))
         CACHE.clear()
         flusher = Flusher(writer, specs, flush_rate, rng) if flush_rate > 0 else None
         if flusher is not None:
             flusher.start(time.perf_counter() + 0.2, seconds)
         cpu0 = server.cpu_seconds()
         try:
-            lat, errors, secs = asyncio.run(_paced(port, paths, clients, rate, seconds))
+            lat, errors, secs = asyncio.run(_paced(server.ports, paths, clients, rate,
+                                                   seconds))
         finally:
             if flusher is not None:
                 flusher.stop()
-        print(f"{name:<12}{rate:>14,.0f}{lat.size / secs:>10,.0f}"
+        label = name if len(server.ports) == 1 else f"{name} x{len(server.ports)}"
+        print(f"{label:<12}{rate:>14,.0f}{lat.size / secs:>10,.0f}"
               + "".join(f"{1e3 * np.percentile(lat, q):>10.1f}" for q in (50, 90, 99))
               + f"{1e3 * lat.max():>10.1f}{errors:>8}"
               + f"{flusher.done if flusher is not None else 0:>9}"
@@ -509,6 +516,29 @@ class ApiServer:
             self._child.join(10)
 
 
+class Replicas:
+    """``count`` API processes of one checkout, each on its own port (as replicas behind a
+    load balancer: own caches, own metrics); ``port`` is the first one's."""
+
+    def __init__(self, root: Path, redis_url: str, settings: dict[str, str],
+                 count: int) -> None:
+        self.servers = [ApiServer(root, redis_url, settings) for _ in range(count)]
+        self.ports = [s.port for s in self.servers]
+        self.port = self.ports[0]
+
+    def wait(self) -> None:
+        for server in self.servers:
+            server.wait()
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU of all the replicas."""
+        return sum(server.cpu_seconds() for server in self.servers)
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+
 def run_from_args(args: argparse.Namespace) -> int:
     from ldpstream.dev.servers import start_redis
 
@@ -517,11 +547,11 @@ def run_from_args(args: argparse.Namespace) -> int:
     roots = {"this": ROOT}
     if args.baseline is not None:  # another checkout's API, same Redis, side by side
         roots["baseline"] = Path(args.baseline).resolve()
-    servers: dict[str, ApiServer] = {}
+    servers: dict[str, Replicas] = {}
 
-    def start(settings: dict[str, str]) -> dict[str, ApiServer]:
+    def start(settings: dict[str, str], replicas: int = 1) -> dict[str, Replicas]:
         for name, root in roots.items():
-            servers[name] = ApiServer(root, redis_server.url, settings)
+            servers[name] = Replicas(root, redis_server.url, settings, replicas)
         for server in servers.values():
             server.wait()
         return dict(servers)
@@ -540,7 +570,7 @@ def run_from_args(args: argparse.Namespace) -> int:
             _cold_and_warm({n: s.port for n, s in running.items()}, writer, rng)
             stop()  # fresh processes: a timed-out answer may still hold a server's thread
         stale = {} if args.max_stale_ms is None else {"LDP_MAX_STALE_MS": str(args.max_stale_ms)}
-        running = start(stale)
+        running = start(stale, args.replicas)
         _every_miss(running, writer, rng, args.miss_rate, args.seconds, args.clients,
                     args.flush_rate)
         if not args.skip_kinds:
@@ -570,6 +600,10 @@ def add_bench_api_parser(bsub: Any) -> None:
     p.add_argument("--max-stale-ms", type=int, default=None, metavar="MS",
                    help="LDP_MAX_STALE_MS of the API in the every-request-a-miss case "
                         "(default: the API's default; the cold/warm table always runs with 0)")
+    p.add_argument("--replicas", type=int, default=1, metavar="N",
+                   help="API processes in the every-request-a-miss case, each on its own port "
+                        "with its own caches (replicas behind a load balancer); connection i "
+                        "goes to replica i mod N, the CPU column sums them (default 1)")
     p.add_argument("--skip-kinds", action="store_true",
                    help="only the every-request-a-miss case")
     p.add_argument("--baseline", metavar="CHECKOUT",

@@ -68,7 +68,6 @@ class Window:
 
 
 async def get_window(
-        spec: SpecDep,
         since: Annotated[str | None, Query(
             pattern=TIME_PATTERN,
             description="start: epoch seconds, ISO 8601, 'now' or relative (-1h, -7d); "

@@ -222,6 +222,16 @@ def _encoded_rows(ans: ldp_intervals.Answer, order: np.ndarray,
     return EncodedRows(b"[" + b"".join(parts)[1:] + b"]")
 
 
+def _order(est: np.ndarray, top: int | None, only: Sequence[int] | None) -> np.ndarray:
+    """Which rows an answer holds, in order: ``only`` as given, else the ``top`` largest
+    estimates (ties by index), else every entry by index."""
+    if only is not None:
+        return np.asarray(only, dtype=np.intp)
+    if top is not None:
+        return np.argsort(-est, kind="stable")[:top]
+    return np.arange(est.size)
+
+
 def _meta(ans: ldp_intervals.Answer, requested: str,
           choice: dict[str, Any] | None = None) -> dict[str, Any]:
     # No "n" here: the service states n (reports summed) and n_effective (behind the
@@ -358,22 +368,24 @@ def _answer(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, method: str,
 def frequencies(oracle: ldpcore.FrequencyOracle, state: ldpcore.State, *,
                 labels: Sequence[str] | None, method: str, confidence: float,
                 top: int | None = None, n_effective: float | None = None,
-                choice: ChoiceSlot | None = None, encoded: bool = False) -> dict[str, Any]:
+                choice: ChoiceSlot | None = None, encoded: bool = False,
+                only: Sequence[int] | None = None) -> dict[str, Any]:
     """Per-label estimate, standard error and confidence interval (see the module notes).
 
     ``encoded``: the rows as :class:`EncodedRows` (their JSON text, for the service's
-    encoder: a new level of a computed answer then writes two columns, not d dicts)."""
+    encoder: a new level of a computed answer then writes two columns, not d dicts).
+    ``only``: the rows of these indices, in this order (a series follows a few values:
+    their rows, not d); ``top`` is then not used."""
     _need_frequencies(oracle, "frequency")
     method = _check_method(method)
     if top is not None and top < 1:
         raise QueryError(f"top must be an integer >= 1, got {top}", parameter="top")
     if _reconstructs(oracle) and method == AUTO:
-        return _ems_frequencies(oracle, state, labels=labels, top=top, encoded=encoded)
+        return _ems_frequencies(oracle, state, labels=labels, top=top, encoded=encoded,
+                                only=only)
     ans, kept = _answer(oracle, state, method, confidence, None, n_effective, choice)
     est = ans.estimate
-    order = np.argsort(-est, kind="stable") if top is not None else np.arange(est.size)
-    if top is not None:
-        order = order[:top]
+    order = _order(est, top, only)
     rows = (_encoded_rows if encoded else _rows)(ans, order, labels, "label")
     return {**_meta(ans, method, kept), "estimates": rows, "sum": float(est.sum()),
             **_set_estimand(oracle)}
@@ -582,14 +594,15 @@ def _reconstructs(oracle: Any) -> bool:
 
 
 def _ems_frequencies(oracle: Any, state: ldpcore.State, *, labels: Sequence[str] | None,
-                     top: int | None, encoded: bool = False) -> dict[str, Any]:
+                     top: int | None, encoded: bool = False,
+                     only: Sequence[int] | None = None) -> dict[str, Any]:
     """Frequencies of a Square Wave collection: the EMS (or EM) reconstruction per bin
     (the default ``auto``; a named post-processing method still post-processes the
-    unbiased inverse; ``encoded``: see :func:`frequencies`)."""
+    unbiased inverse; ``encoded``, ``only``: see :func:`frequencies`)."""
     if state.n <= 0:
         raise QueryError("no reports to reconstruct from", parameter="since")
     est = _distribution(oracle, state)
-    order = np.argsort(-est, kind="stable")[:top] if top is not None else np.arange(est.size)
+    order = _order(est, top, only)
     rows = (_encoded_rows if encoded else _rows)(
         ldp_intervals.Answer(_reconstruction(oracle), est, None, None, None, None, None,
                              int(state.n), 0.95, 0), order, labels, "label")

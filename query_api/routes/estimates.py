@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 import ldpcore
 from ldpcore.collection import CollectionSpec
 
 from .. import estimates as E
+from ..access import require_reader
 from ..deps import Confidence, ServiceDep, SpecDep, WindowDep, answer_response
 from ..domain import index_offset, index_value, labels_of, to_index
 from ..errors import QueryError
@@ -219,7 +220,8 @@ async def histogram(svc: ServiceDep, spec: SpecDep, window: WindowDep,
         empty={"bins": [], "labels": None, "confidence": confidence}))
 
 
-@router.get("/methods", response_model=None, responses={200: {"model": Methods}})
+@router.get("/methods", response_model=None, responses={200: {"model": Methods}},
+            dependencies=[Depends(require_reader)])
 async def methods() -> dict[str, Any]:
     """Post-processing methods and the paper's guideline per task."""
     return {"methods": list(ldpcore.POSTPROCESS_METHODS),
@@ -227,7 +229,8 @@ async def methods() -> dict[str, Any]:
 
 
 @router.get("/mechanisms", response_model=None,
-            responses={200: {"description": "every mechanism: capabilities, parameter ranges"}})
+            responses={200: {"description": "every mechanism: capabilities, parameter ranges"}},
+            dependencies=[Depends(require_reader)])
 async def mechanisms() -> dict[str, Any]:
     """What a collection spec may declare: each mechanism's capabilities, the routes they
     answer and the allowed range of ε and of every other parameter."""

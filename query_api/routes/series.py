@@ -155,12 +155,11 @@ def _span(spec: CollectionSpec, window: Window, version: StateVersion | None,
     return Span(int(math.floor(since / size) * size), int(math.ceil(until / size) * size), size)
 
 
-def _frequencies_plan(svc: Service, spec: CollectionSpec, items: list[str], top: int | None,
-                      whole: ldpcore.State | None, m: str, confidence: float,
-                      whole_key: tuple[Any, ...] = ()) -> Plan:
+async def _frequencies_plan(svc: Service, spec: CollectionSpec, items: list[str],
+                            top: int | None, version: StateVersion, span: Span, m: str,
+                            confidence: float) -> Plan:
     """Follow ``labels=`` (all, or their ``top`` over the whole range) or the ``top``
-    (default 5) values of the whole range (ranked once per ``whole_key``: the range's
-    version and bounds)."""
+    (default 5) values of the whole range (ranked once per version and span)."""
     names = labels_of(spec)
     if len(items) > MAX_SERIES:
         raise QueryError(f"labels names {len(items)} values, at most {MAX_SERIES}",
@@ -168,29 +167,41 @@ def _frequencies_plan(svc: Service, spec: CollectionSpec, items: list[str], top:
     idx = [to_index(spec, x, "labels") for x in items]
     if top is not None or not items:
         k = top or 5
-        if whole is None:  # too few reports to rank: no series yet
+        order = await _ranking_of(svc, spec, version, span)
+        if order is None:  # too few reports to rank: no series yet
             idx = idx[:k]
-        else:  # ranked by the whole range's estimate (EMS for a numeric reconstruction)
-            order: np.ndarray = svc.states.get_or_make(
-                ("ranking", spec.id, spec.fingerprint, *whole_key),
-                lambda: _ranking(svc.oracle(spec), whole))
-            if idx:
-                rank = np.empty_like(order)
-                rank[order] = np.arange(order.size)
-                idx = sorted(idx, key=lambda i: int(rank[i]))[:k]
-            else:
-                idx = order[:k].tolist()
+        elif idx:
+            rank = np.empty_like(order)
+            rank[order] = np.arange(order.size)
+            idx = sorted(idx, key=lambda i: int(rank[i]))[:k]
+        else:
+            idx = order[:k].tolist()
 
     def compute(slot: Any) -> Compute:
         def run(o: Any, s: ldpcore.State, ne: float) -> dict[str, Any]:
             rows = E.frequencies(o, s, labels=names, method=m, confidence=confidence,
-                                 n_effective=ne, choice=slot)
-            return {"rows": [_row(rows["estimates"][i]["label"], rows["estimates"][i])
-                             for i in idx]}
+                                 n_effective=ne, choice=slot, only=idx)
+            return {"rows": [_row(r["label"], r) for r in rows["estimates"]]}
         return run
 
     return Plan((m, confidence, tuple(idx)), compute,
                 [names[i] if names else str(i) for i in idx], m, ("full",))
+
+
+async def _ranking_of(svc: Service, spec: CollectionSpec, version: StateVersion,
+                      span: Span) -> np.ndarray | None:
+    """The whole range's values by decreasing estimate, kept per version and span (the
+    range's state is summed only when the ranking is not kept); None below the minimum."""
+    key = ("ranking", spec.id, spec.fingerprint, version.tag, span.since, span.end,
+           span.bucket)
+    kept: np.ndarray | None = svc.states.get(key)
+    if kept is not None:
+        return kept
+    whole = await _whole(svc, spec, version, span)
+    if whole is None:
+        return None
+    order: np.ndarray = svc.states.get_or_make(key, lambda: _ranking(svc.oracle(spec), whole))
+    return order
 
 
 def _ranking(o: Any, whole: ldpcore.State) -> np.ndarray:
@@ -298,7 +309,8 @@ async def _points(svc: Service, spec: CollectionSpec, kind: str, plan: Plan,
     out: list[dict[str, Any]] = []
     for (start, bv), (counts, rows, reason) in zip(buckets, answers, strict=True):
         base = {"start": start, "end": start + span.bucket, "time": _iso(start), "n": bv.n,
-                "n_effective": round(svc.effective_n(spec, bv, bv.n), 1),
+                "n_effective": svc.head(spec, bv, bv.n, start, start + span.bucket)[
+                    "n_effective"],
                 "windows": len(bv.windows)} | counts
         if rows is None:
             rows = [{"series": s, "estimate": None, "std_error": None, "ci_low": None,
@@ -373,9 +385,7 @@ async def series(
     span = first if window.since is not None else _span(spec, window, version, bucket,
                                                         points, now)  # from the oldest
     if kind == "frequencies":
-        plan = _frequencies_plan(svc, spec, items, top,
-                                 await _whole(svc, spec, version, span), m, confidence,
-                                 (version.tag, span.since, span.end, span.bucket))
+        plan = await _frequencies_plan(svc, spec, items, top, version, span, m, confidence)
     elif kind == "subset":
         plan = _subset_plan(spec, items, m, confidence)
     elif kind == "range":
@@ -392,7 +402,9 @@ async def series(
             "method": plan.method, "confidence": confidence,
             "window_seconds": spec.window_seconds, "bucket_seconds": span.bucket,
             "since": span.since, "until": span.end, "min_reports": spec.min_reports,
-            "n": version.n, "n_effective": round(svc.effective_n(spec, version, version.n), 1),
+            "n": version.n,
+            "n_effective": svc.head(spec, version, version.n, span.since, span.end)[
+                "n_effective"],
             "series": plan.names, "budget": await svc.call(svc.fleet.fields(spec)),
             "as_of": (_iso(version.last_flush_ms / 1000) if version.last_flush_ms else None),
             "points": await _points(svc, spec, kind, plan, version, span)}

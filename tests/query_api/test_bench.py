@@ -36,3 +36,31 @@ def test_zipf_and_the_table_cells() -> None:
     assert bench._cell(0.0123, 8) == "    12.3"
     assert bench._cell(float("inf"), 8).strip().startswith(">")
     assert bench._ms(0.5).strip() == "500.0"
+
+
+def test_paced_connections_go_round_robin_to_the_replicas() -> None:
+    import asyncio
+
+    seen: dict[int, int] = {}
+
+    async def run() -> tuple[np.ndarray, int]:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            port = writer.get_extra_info("sockname")[1]
+            while await reader.readuntil(b"\r\n\r\n"):
+                seen[port] = seen.get(port, 0) + 1
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                await writer.drain()
+
+        servers = [await asyncio.start_server(serve, "127.0.0.1", 0) for _ in range(2)]
+        ports = [s.sockets[0].getsockname()[1] for s in servers]
+        try:
+            lat, errors, _ = await bench._paced(ports, [f"/p{i}" for i in range(40)], 4,
+                                                100.0, 0.4)
+            return lat, errors
+        finally:
+            for s in servers:
+                s.close()
+
+    lat, errors = asyncio.run(run())
+    assert errors == 0 and lat.size == 40
+    assert sorted(seen.values()) == [20, 20]  # connections 0, 2 -> first; 1, 3 -> second

@@ -144,3 +144,16 @@ def test_a_state_named_by_its_version_is_found_without_hashing_its_counts() -> N
         P.SHARED.reset(shared)
     alone = E.frequencies(o, s, labels=None, method="norm-sub", confidence=0.9)
     assert alone == a  # the part kept under the version is the state's own
+
+
+def test_only_gives_the_rows_of_those_values_as_the_whole_answer_states_them() -> None:
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    sw = ldpcore.make_oracle("sw", epsilon=1.0, low=0.0, high=1.0, bins=16)
+    rng = np.random.default_rng(6)
+    for oracle, values in ((o, rng.integers(0, 64, 4000)), (sw, rng.integers(0, 16, 4000))):
+        s = oracle.aggregate(oracle.perturb(values, rng=rng))
+        whole = E.frequencies(oracle, s, labels=None, method="auto", confidence=0.9)
+        some = E.frequencies(oracle, s, labels=None, method="auto", confidence=0.9,
+                             top=2, only=[7, 3, 12])
+        assert some["estimates"] == [whole["estimates"][i] for i in (7, 3, 12)]
+        assert some["sum"] == whole["sum"]

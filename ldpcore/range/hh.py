@@ -332,7 +332,9 @@ class HierarchicalHistogram(LevelBlocks, RangeMixin, FrequencyOracle):
         return self._unbiased_nodes(state)[-1][:self.domain_size].copy()
 
     def _unbiased_leaves(self, state: State) -> FloatArray:
-        return self.estimate(state)
+        # The per-state nodes (not estimate(): it would keep a second copy of the state).
+        self._check_range_state(state)
+        return self._unbiased_nodes(state)[-1][:self.domain_size].copy()
 
     def _unbiased_cdf(self, state: State) -> FloatArray:
         """P[X <= x] for all x, each prefix [0, x] = [0, y) with y = x + 1 answered by its

@@ -37,7 +37,7 @@ from .errors import ParameterError, ReportError, StateError
 from .state import FloatArray, IntArray, State
 
 __all__ = ["Column", "Reports", "State", "IntArray", "FloatArray", "Mechanism", "FrequencyOracle",
-           "canonical_json", "spec_fingerprint"]
+           "KeptEstimate", "canonical_json", "spec_fingerprint"]
 
 _SAMPLE_CHUNK = 1 << 16
 
@@ -358,6 +358,47 @@ class Mechanism(ABC):
         return [{"domain_size": 6}, {"domain_size": 37}, {"domain_size": 64}]
 
 
+def owned(obj: Any, name: str) -> Any:
+    """What :func:`own` kept on ``obj`` under ``name``, or None.  A (shallow) copy of obj
+    does not see it: a copy may change the parameters the value depends on (the composed
+    channel of :mod:`ldpcore.longitudinal` is a copy with other p and q)."""
+    held = obj.__dict__.get(name)
+    return held[1] if held is not None and held[0] == id(obj) else None
+
+
+def own(obj: Any, name: str, value: Any) -> None:
+    """Keep ``value`` on ``obj`` for obj itself (:func:`owned`)."""
+    obj.__dict__[name] = (id(obj), value)
+
+
+KEPT_ESTIMATES = 3
+"""States whose estimate a frequency oracle keeps (:meth:`FrequencyOracle.kept_estimate`)."""
+
+KEPT_ESTIMATE_MAX_BYTES = 4 << 20
+"""A state is kept if its counts (copied: they identify it) and estimate fit this many bytes."""
+
+
+class KeptEstimate:
+    """A state's unbiased estimate (read-only), identified by the state's fingerprint, n
+    and a copy of its counts (a state's counts may be changed in place, the copy not),
+    with ``parts`` derived from it (e.g. its Norm-Sub fit: :mod:`ldpcore.intervals`)."""
+
+    __slots__ = ("fingerprint", "n", "counts", "raw", "parts")
+
+    def __init__(self, state: State, raw: FloatArray) -> None:
+        self.fingerprint, self.n = state.fingerprint, int(state.n)
+        self.counts = state.counts.copy()
+        raw.setflags(write=False)
+        self.raw = raw
+        self.parts: dict[str, Any] = {}
+
+    def holds(self, state: State) -> bool:
+        """Whether this is ``state``'s estimate (same fingerprint, n and counts)."""
+        return (self.fingerprint == state.fingerprint and self.n == state.n
+                and self.counts.shape == state.counts.shape
+                and np.array_equal(self.counts, state.counts))
+
+
 class FrequencyOracle(Mechanism, FrequencyEstimates):
     """An ε-LDP frequency oracle: a mechanism that estimates every value's frequency.
 
@@ -369,7 +410,24 @@ class FrequencyOracle(Mechanism, FrequencyEstimates):
         self.check_state(state)
         if state.n <= 0:
             raise StateError("cannot estimate from an empty state (n = 0)")
-        return self._estimate(state.counts, state.n)
+        return self.kept_estimate(state).raw.copy()
+
+    def kept_estimate(self, state: State) -> KeptEstimate:
+        """The unbiased estimate of ``state`` (a non-empty state of this oracle: checked by
+        the caller), read-only, made once for the oracle's :data:`KEPT_ESTIMATES` latest
+        states: a live service estimates each new state for several answers (frequencies,
+        a subset, heavy hitters, a series' ranking), and the intervals keep what they
+        derive from it beside it (:attr:`KeptEstimate.parts`)."""
+        kept: list[KeptEstimate] = owned(self, "_kept_estimates") or []
+        for entry in kept:
+            if entry.holds(state):
+                return entry
+        entry = KeptEstimate(state, np.array(self._estimate(state.counts, state.n),
+                                             dtype=np.float64))
+        if state.counts.nbytes + entry.raw.nbytes <= KEPT_ESTIMATE_MAX_BYTES:
+            # A new list swapped in whole: a thread reading the old one sees a whole list.
+            own(self, "_kept_estimates", [entry, *kept][:KEPT_ESTIMATES])
+        return entry
 
     @abstractmethod
     def _estimate(self, counts: IntArray, n: int) -> FloatArray:

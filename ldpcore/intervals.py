@@ -90,7 +90,7 @@ from typing import Any
 import numpy as np
 
 from ._validate import as_rng, check_float, check_int
-from .base import FloatArray, FrequencyOracle, State
+from .base import FloatArray, FrequencyOracle, KeptEstimate, State, own, owned
 from .consistency import METHODS
 from .consistency.batch import postprocess_rows, simplex_projection_rows
 from .errors import ParameterError, StateError
@@ -232,16 +232,32 @@ def _value_variances(oracle: FrequencyOracle, n: int, freqs: FloatArray) -> Floa
     else one call per value (d validated calls cost ~40 µs each at d = 1,024).
     """
     f = np.clip(np.asarray(freqs, dtype=np.float64), 0.0, 1.0)
+    poly = _variance_polynomial(oracle, n)
+    if poly is not None:
+        v0, b, c = poly
+        out: FloatArray = v0 + f * (b + c * (f - 0.5))
+        return out
+    return np.array([oracle.variance(n, float(x)) for x in f])
+
+
+def _variance_polynomial(oracle: FrequencyOracle, n: int) -> tuple[float, float, float] | None:
+    """(v0, b, c) of :func:`_value_variances`' quadratic at n, or None; kept by the oracle
+    for its 4 latest n (every answer of a state asks it at that state's n, several times)."""
+    kept: dict[int, tuple[float, float, float] | None] = owned(
+        oracle, "_variance_polynomials") or {}
+    if n in kept:
+        return kept[n]
     v0, v1 = oracle.variance(n, 0.0), oracle.variance(n, 1.0)
     half = oracle.variance(n, 0.5)
     # Newton form through (0, v0), (1/2, half), (1, v1): v0 + b f + c f (f − 1/2).
     b = 2.0 * (half - v0)
     c = 2.0 * (v1 - half) - b
-    if all(math.isclose(oracle.variance(n, x), v0 + b * x + c * x * (x - 0.5),
-                        rel_tol=1e-9, abs_tol=0.0) for x in (0.125, 0.8)):
-        out: FloatArray = v0 + f * (b + c * (f - 0.5))
-        return out
-    return np.array([oracle.variance(n, float(x)) for x in f])
+    poly = (v0, b, c) if all(
+        math.isclose(oracle.variance(n, x), v0 + b * x + c * x * (x - 0.5), rel_tol=1e-9,
+                     abs_tol=0.0) for x in (0.125, 0.8)) else None
+    # A new dict swapped in whole: a thread reading the old one sees a whole dict.
+    own(oracle, "_variance_polynomials", {**dict(list(kept.items())[-3:]), n: poly})
+    return poly
 
 
 def simulated_estimates(oracle: FrequencyOracle, dist: FloatArray, n: int, size: int,
@@ -540,6 +556,7 @@ class _Head:
     raw_se: FloatArray
     exact: Any
     _fit: FloatArray | None = None
+    _kept: KeptEstimate | None = None
 
     @classmethod
     def of(cls, oracle: FrequencyOracle, state: State,
@@ -552,22 +569,39 @@ class _Head:
             n = max(1, min(n, int(math.floor(check_float("n_effective", n_effective, low=1.0,
                                                                   high=float(2**62))))))
         idx = _check_indices(indices, oracle.domain_size)
-        raw = oracle.estimate(state)
+        kept = _kept_estimate(oracle, state)
+        raw = kept.raw
         var0 = oracle.variance(n)
         slope = oracle.variance(n, 1.0) - var0
         raw_ans = method_answers(raw[None, :], "base", idx, variance=var0)[0]
         raw_se = _analytic_se(oracle, n, raw, idx)
         exact = getattr(oracle, "subset_variance", None)
-        head = cls(oracle, state, n, idx, raw, var0, slope, raw_ans, raw_se, exact)
+        head = cls(oracle, state, n, idx, raw, var0, slope, raw_ans, raw_se, exact,
+                   _kept=kept)
         if idx is not None and exact is not None:  # the covariances in closed form
             head.raw_se = np.array([math.sqrt(exact(n, idx, head.fit()))])
         return head
 
     def fit(self) -> FloatArray:
-        """Norm-Sub of the unbiased estimate (:func:`fit_distribution`), made once."""
+        """Norm-Sub of the unbiased estimate (:func:`fit_distribution`), made once per
+        state (read-only)."""
         if self._fit is None:
-            self._fit = simplex_projection_rows(self.raw[None, :])[0]
+            parts = {} if self._kept is None else self._kept.parts
+            fit = parts.get("norm-sub")
+            if fit is None:
+                fit = parts["norm-sub"] = simplex_projection_rows(self.raw[None, :])[0]
+                fit.setflags(write=False)
+            self._fit = fit
         return self._fit
+
+
+def _kept_estimate(oracle: FrequencyOracle, state: State) -> KeptEstimate:
+    """The state's unbiased estimate, kept by the oracle for every answer of that state
+    (:meth:`~ldpcore.base.FrequencyOracle.kept_estimate`) unless its class estimates
+    otherwise (then made afresh)."""
+    if type(oracle).estimate is FrequencyOracle.estimate:
+        return oracle.kept_estimate(state)
+    return KeptEstimate(state, np.array(oracle.estimate(state), dtype=np.float64))
 
 
 def _near(oracle: FrequencyOracle, n: int, f_fit: FloatArray, truth: FloatArray,

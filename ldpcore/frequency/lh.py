@@ -11,7 +11,7 @@ import numpy as np
 from .._bounds import EPSILON_MAX_64, EPSILON_MIN, ranges
 from .._transforms import fwht
 from .._validate import check_int
-from ..base import Column, FloatArray, FrequencyOracle, IntArray
+from ..base import Column, FloatArray, FrequencyOracle, IntArray, own, owned
 from ..errors import ParameterError
 
 __all__ = ["LocalHashing", "BLH", "OLH", "is_prime", "nearest_prime", "olh_variance"]
@@ -21,6 +21,15 @@ MAX_STATE_CELLS = 1 << 24
 
 _MR_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
 
+
+SUBSET_WEIGHTS_KEPT = 16
+"""Sets whose :meth:`LocalHashing.subset_variance` weights an oracle keeps."""
+
+SUBSET_WEIGHTS_MAX_D = 1 << 16
+"""Weights are kept up to this domain size (two d-vectors per set: 1 MiB at most)."""
+
+SUPPORT_INDEX_MAX = 1 << 20
+"""The support transform's gather indices are kept per oracle up to this many (8 MiB)."""
 
 SMALL_G = 5
 """Up to this g the transform applies the g-point DFT matrix axis by axis (about 2x faster
@@ -185,7 +194,7 @@ class LocalHashing(FrequencyOracle):
         return np.bincount(flat, minlength=self.n_hashes * self.g).astype(np.int64).reshape(
             self.state_shape)
 
-    def support(self, counts: IntArray) -> FloatArray:
+    def support(self, counts: IntArray | FloatArray) -> FloatArray:
         """:math:`S(v) = \\sum_a C[a, h_a(v)]` for every v in [0, d), via the g-ary transform."""
         g, d = self.g, self.domain_size
         if g == 2:
@@ -197,7 +206,7 @@ class LocalHashing(FrequencyOracle):
         res: FloatArray = self._support_rows(counts[None])[0]
         return res
 
-    def _support_rows(self, counts: IntArray) -> FloatArray:
+    def _support_rows(self, counts: IntArray | FloatArray) -> FloatArray:
         r"""S(v) for every row of counts (size, g^r, g), g >= 3, by the real g-ary DFT.
 
         :math:`S(v) = \frac1g\sum_{k} \hat C(k\,\mathrm{digits}(v), -k)`; the counts are
@@ -220,16 +229,31 @@ class LocalHashing(FrequencyOracle):
         else:
             spec = np.fft.rfftn(counts.reshape((size,) + (g,) * (r + 1)).astype(np.float64),
                                 axes=tuple(range(1, r + 2))).reshape(size, -1)
+        total = np.repeat(spec[:, :1].real, d, axis=1)  # k = 0: every report, n
+        for k, idx in enumerate(self._support_index(), start=1):
+            total += (1.0 if 2 * k == g else 2.0) * spec[:, idx].real
+        res: FloatArray = total / g
+        return res
+
+    def _support_index(self) -> list[IntArray]:
+        """For k = 1 … g//2, where each value's term sits in the flattened half spectrum
+        (depends on the oracle alone: kept while the g//2 arrays of d indices hold at most
+        :data:`SUPPORT_INDEX_MAX` entries)."""
+        kept: list[IntArray] | None = self.__dict__.get("_support_index_kept")
+        if kept is not None:
+            return kept
+        g, r, d = self.g, self.r, self.domain_size
+        half = g // 2 + 1
         v = np.arange(d, dtype=np.int64)
         digits = np.stack([(v // g**j) % g for j in range(r)], axis=1)  # (d, r)
         # Digit j of the hash index sits on axis r-1-j: hash index sum_j w_j g^j, t last.
         strides = g ** np.arange(r, dtype=np.int64) * half
-        total = np.repeat(spec[:, :1].real, d, axis=1)  # k = 0: every report, n
-        for k in range(1, half):
-            idx = ((-k * digits) % g) @ strides + k
-            total += (1.0 if 2 * k == g else 2.0) * spec[:, idx].real
-        res: FloatArray = total / g
-        return res
+        out: list[IntArray] = [((-k * digits) % g) @ strides + k for k in range(1, half)]
+        for idx in out:
+            idx.setflags(write=False)
+        if (half - 1) * d <= SUPPORT_INDEX_MAX:
+            self.__dict__["_support_index_kept"] = out
+        return out
 
     def hashed_mass(self, distribution: FloatArray) -> FloatArray:
         r""":math:`F_a(t) = \sum_v f(v)\,[h_a(v) = t]` for every hash a, shape (g^r, g).
@@ -301,15 +325,46 @@ class LocalHashing(FrequencyOracle):
         n = self._check_variance_args(n, 0.0)[0]
         f = self.check_distribution(distribution)
         idx = np.asarray(indices, dtype=np.int64)
+        # Over the cells' probabilities P(a, t) = (q + (p - q) F_a(t)) / g^r, with
+        # F_a(t) = sum_v f(v) [h_a(v) = t]: E[Y^k] = (q sum Y^k + (p - q) f . W_k) / g^r,
+        # W_k(v) = sum_a Y_S(a, h_a(v))^k depending on the oracle and S alone (kept).
+        sum1, sum2, w1, w2 = self._subset_weights(idx)
+        scale = (self.p - self.q) / self.n_hashes
+        mean = self.q * sum1 / self.n_hashes + scale * float(f @ w1)
+        second = self.q * sum2 / self.n_hashes + scale * float(f @ w2)
+        f_s = float(f[idx].sum())
+        out: float = max(second - mean**2 - f_s * (1 - f_s), 0.0) / n
+        return out
+
+    def _subset_weights(self, idx: np.ndarray) -> tuple[float, float, FloatArray, FloatArray]:
+        r"""For the set S = ``idx``: :math:`\sum_{a,t} Y_S`, :math:`\sum_{a,t} Y_S^2` and, per
+        value v, :math:`W_k(v) = \sum_a Y_S(a, h_a(v))^k` (k = 1, 2; the support transform
+        of :math:`Y_S^k`), kept for the latest :data:`SUBSET_WEIGHTS_KEPT` sets while they
+        fit :data:`SUBSET_WEIGHTS_MAX_D` (a live service asks the same sets of every state)."""
+        key = idx.tobytes()
+        kept: dict[bytes, tuple[float, float, FloatArray, FloatArray]] | None = owned(
+            self, "_subset_weights_kept")
+        if kept is None:  # not a copy's: p and q may differ (ldpcore.longitudinal)
+            kept = {}
+            own(self, "_subset_weights_kept", kept)
+        hit = kept.get(key)
+        if hit is not None:
+            return hit
         g = self.g
         a = np.arange(self.n_hashes, dtype=np.int64)
         flat = (a[:, None] * g + self.hash_values(a[:, None], idx[None, :])).reshape(-1)
         hits = np.bincount(flat, minlength=self.n_hashes * g).reshape(self.n_hashes, g)
-        y = (hits - idx.size / g) / (self.p - 1.0 / g)
-        probs = (self.q + (self.p - self.q) * self.hashed_mass(f)) / self.n_hashes
-        mean = float((probs * y).sum())
-        f_s = float(f[idx].sum())
-        return max(float((probs * y**2).sum()) - mean**2 - f_s * (1 - f_s), 0.0) / n
+        y: FloatArray = (hits - idx.size / g) / np.float64(self.p - 1.0 / g)
+        y2: FloatArray = y**2
+        w1, w2 = self.support(y), self.support(y2)
+        w1.setflags(write=False)
+        w2.setflags(write=False)
+        out = (float(y.sum()), float(y2.sum()), w1, w2)
+        if self.domain_size <= SUBSET_WEIGHTS_MAX_D:
+            while len(kept) >= SUBSET_WEIGHTS_KEPT:
+                kept.pop(next(iter(kept)))
+            kept[key] = out
+        return out
 
 
 class BLH(LocalHashing):

@@ -332,7 +332,9 @@ class HierarchicalHistogram(LevelBlocks, RangeMixin, FrequencyOracle):
         return self._unbiased_nodes(state)[-1][:self.domain_size].copy()
 
     def _unbiased_leaves(self, state: State) -> FloatArray:
-        return self.estimate(state)
+        # The per-state nodes (not estimate(): it would keep a second copy of the state).
+        self._check_range_state(state)
+        return self._unbiased_nodes(state)[-1][:self.domain_size].copy()
 
     def _unbiased_cdf(self, state: State) -> FloatArray:
         """P[X <= x] for all x, each prefix [0, x] = [0, y) with y = x + 1 answered by its
@@ -340,14 +342,31 @@ class HierarchicalHistogram(LevelBlocks, RangeMixin, FrequencyOracle):
         nodes spanning s leaves, the ``(y // s) % B`` nodes just left of ``y // s``; the
         root (total 1) when y spans the padded domain.  Vectorised over all x."""
         nodes = self._unbiased_nodes(state)
-        y = np.arange(1, self.domain_size + 1)
-        h, b = self.height, self.fanout
-        total: FloatArray = (y // b**h).astype(float)  # the root, known to hold everything
-        for lv in range(1, h + 1):
-            q = y // b ** (h - lv)
+        root, ends = self._prefix_nodes()
+        total: FloatArray = root.copy()  # the root, known to hold everything
+        for lv, (q, start) in enumerate(ends, start=1):
             csum = np.concatenate([[0.0], np.cumsum(nodes[lv - 1])])
-            total += csum[q] - csum[q - q % b]
+            total += csum[q] - csum[start]
         return total
+
+    def _prefix_nodes(self) -> tuple[FloatArray, list[tuple[IntArray, IntArray]]]:
+        """Of :meth:`_unbiased_cdf`'s decompositions (they depend on the oracle alone, kept
+        by it): the root's share of every prefix, and per level the end ``y // s`` of its
+        nodes and where they start, ``y // s - (y // s) % B``."""
+        kept: tuple[FloatArray, list[tuple[IntArray, IntArray]]] | None = \
+            self.__dict__.get("_prefix_nodes_kept")
+        if kept is None:
+            y = np.arange(1, self.domain_size + 1)
+            h, b = self.height, self.fanout
+            ends = []
+            for lv in range(1, h + 1):
+                q = y // b ** (h - lv)
+                ends.append((q, q - q % b))
+            kept = ((y // b**h).astype(float), ends)
+            for arr in (kept[0], *(a for pair in ends for a in pair)):
+                arr.setflags(write=False)
+            self.__dict__["_prefix_nodes_kept"] = kept
+        return kept
 
     def range_query(self, state: State, lo: int, hi: int, method: str = "unbiased") -> float:
         """Unbiased: the sum of the nodes of the B-adic decomposition of [lo, hi] (at most

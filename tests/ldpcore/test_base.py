@@ -10,6 +10,7 @@ against real perturb + aggregate, with tolerances from those variances.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -91,3 +92,53 @@ def test_local_hashing_pushes_the_distribution_through_every_hash() -> None:
     for v in range(20):
         np.add.at(brute, (a, oracle.hash_values(a, np.full_like(a, v))), f[v])
     np.testing.assert_allclose(mass, brute, atol=1e-12)
+
+
+def test_estimate_is_made_once_per_state_and_each_caller_gets_its_own_copy() -> None:
+    from ldpcore.base import KEPT_ESTIMATES, owned
+
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=32)
+    s = o.sample_state(np.full(32, 1 / 32), 20_000, rng=2)
+    calls = []
+    inner = o._estimate
+    o._estimate = lambda c, n: calls.append(n) or inner(c, n)  # type: ignore[method-assign]
+    first = o.estimate(s)
+    first[:] = 7.0  # the caller's copy: the kept estimate is not changed
+    again = o.estimate(ldpcore.State(s.fingerprint, s.n, s.counts.copy()))
+    assert len(calls) == 1 and np.array_equal(again, inner(s.counts, s.n))
+    assert not o.kept_estimate(s).raw.flags.writeable
+    # Counts changed in place are another state: estimated again.
+    s.counts[0, 0] += 100
+    assert np.array_equal(o.estimate(s), inner(s.counts, s.n)) and len(calls) == 2
+    # Only the latest states are kept.
+    for k in range(KEPT_ESTIMATES + 2):
+        o.estimate(o.sample_state(np.full(32, 1 / 32), 1000 + k, rng=k))
+    assert len(owned(o, "_kept_estimates")) == KEPT_ESTIMATES
+
+
+def test_a_copy_with_other_probabilities_keeps_nothing_of_the_original() -> None:
+    # ldpcore.longitudinal's composed channel is a shallow copy with other p and q: the
+    # estimate, variances and subset weights the original kept are not the copy's.
+    import copy
+
+    from ldpcore import intervals
+
+    o: Any = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=32)
+    f = np.full(32, 1 / 32)
+    s = o.sample_state(f, 20_000, rng=3)
+    n = s.n
+    for oracle in (o, o):  # made, then kept
+        mine = (oracle.estimate(s), intervals._value_variances(oracle, n, f),
+                oracle.subset_variance(n, [1, 2], f))
+    c: Any = copy.copy(o)
+    c.p, c.q = 0.9, 0.05
+    twin: Any = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=32)
+    twin.p, twin.q = 0.9, 0.05  # the same probabilities, nothing kept before
+    assert np.array_equal(c.estimate(s), twin.estimate(s))
+    assert np.array_equal(intervals._value_variances(c, n, f),
+                          intervals._value_variances(twin, n, f))
+    assert c.subset_variance(n, [1, 2], f) == twin.subset_variance(n, [1, 2], f)
+    assert not np.array_equal(c.estimate(s), mine[0])
+    # The original still has its own.
+    assert np.array_equal(o.estimate(s), mine[0])
+    assert o.subset_variance(n, [1, 2], f) == mine[2]

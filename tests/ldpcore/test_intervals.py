@@ -10,6 +10,7 @@ import pytest
 
 import ldpcore
 from ldpcore import intervals
+from ldpcore.base import owned
 from ldpcore.consistency.batch import ROW_METHODS, postprocess_rows
 from ldpcore.intervals import answer, choose_method, method_answers
 
@@ -268,9 +269,10 @@ def test_value_variances_equal_one_call_per_value(mechanism: str) -> None:
     # The vectorised path (a quadratic in f) must give what oracle.variance gives per value.
     o = ldpcore.make_oracle(mechanism, epsilon=1.0, domain_size=64)
     f = np.random.default_rng(5).dirichlet(np.full(64, 0.3))
-    for n in (1, 1000, 10**6):
+    for n in (1, 1000, 10**6, 1000, 7, 1, 10**6):  # again: from the kept quadratics
         want = np.array([o.variance(n, float(x)) for x in f])
         np.testing.assert_allclose(intervals._value_variances(o, n, f), want, rtol=1e-12)
+    assert len(owned(o, "_variance_polynomials")) <= 4
 
 
 def test_kept_errors_on_a_nearby_state_give_the_fresh_interval_rescaled() -> None:
@@ -312,3 +314,34 @@ def test_kept_analytic_answer_is_prepared_afresh() -> None:
     again = intervals.prepare_kept(o, s, base)
     assert again.simulated_at_n is None and again.kind == "analytic"
     np.testing.assert_array_equal(again.raw_se, base.raw_se)
+
+
+def test_the_answers_of_one_state_share_one_estimate_and_stay_those_of_a_fresh_oracle(
+        ) -> None:
+    o = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    fresh = ldpcore.make_oracle("olh", epsilon=1.0, domain_size=64)
+    f = np.arange(1, 65) ** -1.1 / (np.arange(1, 65) ** -1.1).sum()
+    s = o.sample_state(f, 50_000, rng=4)
+    calls = []
+    inner = o._estimate
+    o._estimate = lambda c, n: calls.append(n) or inner(c, n)  # type: ignore[method-assign]
+    # A copy of the state (another object, the same content) is the same state.
+    copy = ldpcore.State(s.fingerprint, s.n, s.counts.copy())
+    got = [intervals.prepare(o, s, method="base"),
+           intervals.prepare(o, copy, method="base", indices=[1, 5]),
+           intervals.prepare(o, s, method="norm-sub", indices=[0, 2], replicates=20)]
+    assert len(calls) == 1
+    want = [intervals.prepare(fresh, s, method="base"),
+            intervals.prepare(fresh, s, method="base", indices=[1, 5]),
+            intervals.prepare(fresh, s, method="norm-sub", indices=[0, 2], replicates=20)]
+    for a, b in zip(got, want, strict=True):
+        for name in ("point", "raw_answer", "raw_se", "errors", "bias", "near"):
+            x, y = getattr(a, name), getattr(b, name)
+            assert (x is None and y is None) or np.array_equal(x, y), name
+    # Shared, so read-only: an answer cannot change another's estimate.
+    assert not intervals._Head.of(o, s, None, None).raw.flags.writeable
+    # Counts changed in place make another state: estimated again, not the kept one.
+    s.counts[0, 0] += 500
+    changed = intervals.prepare(o, s, method="base")
+    assert len(calls) == 2
+    assert np.array_equal(changed.point, fresh.estimate(s))

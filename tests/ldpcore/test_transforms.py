@@ -37,3 +37,24 @@ def test_sign_keep_is_binary_randomized_response_at_epsilon() -> None:
     for eps in (0.1, 1.0, 5.0):
         p = sign_keep(eps)
         assert 0.5 < p < 1 and math.isclose(p / (1 - p), math.exp(eps))
+
+
+def _fwht_by_stacked_butterflies(a: np.ndarray) -> np.ndarray:
+    """The butterflies as first written (a new array per stage): the reference order."""
+    x = np.array(a, dtype=np.float64)
+    d, lead, h = x.shape[-1], x.shape[:-1], 1
+    while h < d:
+        y = x.reshape(*lead, d // (2 * h), 2, h)
+        x = np.stack((y[..., 0, :] + y[..., 1, :], y[..., 0, :] - y[..., 1, :]),
+                     axis=-2).reshape(*lead, d)
+        h *= 2
+    return x
+
+
+@pytest.mark.parametrize("shape", [(1,), (2,), (8,), (4096,), (3, 64), (2, 3, 16), (0, 8)])
+def test_fwht_does_the_same_operations_bit_for_bit_and_leaves_its_input(shape: tuple[int, ...]
+                                                                         ) -> None:
+    x = np.random.default_rng(1).standard_normal(shape)
+    before = x.copy()
+    assert np.array_equal(fwht(x), _fwht_by_stacked_butterflies(x))
+    assert np.array_equal(x, before)

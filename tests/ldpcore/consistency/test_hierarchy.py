@@ -256,3 +256,12 @@ def test_consistent_answers_hold_with_a_handful_of_reports(mech: str, params: di
             leaves, cdf = o.leaves(st, "consistent"), o.cdf(st, "consistent")
             assert leaves.min() >= 0 and leaves.sum() == pytest.approx(1.0, abs=1e-12)
             assert np.all(np.diff(cdf) >= 0) and cdf[-1] == 1.0
+
+
+def test_steps_are_np_diff_with_a_zero_prepended_bit_for_bit() -> None:
+    from ldpcore.consistency.hierarchy import _steps
+
+    x = np.random.default_rng(2).standard_normal((5, 9))
+    x[1, 3], x[2, 0], x[3, 4:6] = np.inf, -0.0, np.inf
+    with np.errstate(invalid="ignore"):
+        assert np.array_equal(_steps(x), np.diff(x, axis=1, prepend=0.0), equal_nan=True)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ldpcore
+from ldpcore.base import owned
 from ldpcore.frequency.lh import OLH, is_prime, nearest_prime
 
 
@@ -46,7 +47,10 @@ def test_transform_equals_brute_force_support_counts(g: int, d: int) -> None:
     counts = np.random.default_rng(g * d).integers(0, 50, size=o.state_shape)
     a = np.arange(o.n_hashes)
     brute = np.array([counts[a, o.hash_values(a, np.full_like(a, v))].sum() for v in range(d)])
-    np.testing.assert_allclose(o.support(counts), brute, rtol=0, atol=1e-6)
+    first = o.support(counts)
+    np.testing.assert_allclose(first, brute, rtol=0, atol=1e-6)
+    # Again with the gather indices the oracle kept: the same, bit for bit.
+    assert np.array_equal(o.support(counts), first)
 
 
 @pytest.mark.parametrize(("g", "d"), [(3, 10), (5, 26), (7, 30)])
@@ -84,3 +88,33 @@ def test_empirical_mse_equals_the_ideal_olh_variance_on_zipf(eps: float) -> None
     mse = np.mean([np.mean((o.estimate(o.aggregate(o.perturb(values, rng=rng))) - f) ** 2)
                    for _ in range(reps)])
     assert mse / ideal == pytest.approx(1.0, abs=4 * math.sqrt(2 / (d * reps)))
+
+
+def _subset_variance_by_cells(o: OLH, n: int, idx: list[int], f: np.ndarray) -> float:
+    """The definition, cell by cell: Var_P(Y_S)/n minus the population's f_S(1 - f_S)/n."""
+    g = o.g
+    a = np.arange(o.n_hashes, dtype=np.int64)
+    hits = np.zeros((o.n_hashes, g))
+    for v in idx:
+        np.add.at(hits, (a, o.hash_values(a, np.full_like(a, v))), 1.0)
+    y = (hits - len(idx) / g) / (o.p - 1.0 / g)
+    probs = (o.q + (o.p - o.q) * o.hashed_mass(f)) / o.n_hashes
+    mean = float((probs * y).sum())
+    f_s = float(f[idx].sum())
+    return max(float((probs * y**2).sum()) - mean**2 - f_s * (1 - f_s), 0.0) / n
+
+
+@pytest.mark.parametrize(("mechanism", "eps", "d"), [("olh", 1.0, 300), ("olh", 2.0, 100),
+                                                     ("olh", 3.0, 50), ("blh", 1.0, 64)])
+def test_subset_variance_by_kept_weights_equals_the_cell_by_cell_definition(
+        mechanism: str, eps: float, d: int) -> None:
+    # g = 3 and 7 (the DFT-matrix transform), 23 (rfftn), 2 (Walsh–Hadamard).
+    o = ldpcore.make_oracle(mechanism, epsilon=eps, domain_size=d)
+    rng = np.random.default_rng(3)
+    for idx in ([0], [3, 10], [1, 2, 4, 8], sorted(rng.choice(d, 9, replace=False).tolist())):
+        for f in (np.full(d, 1 / d), rng.dirichlet(np.full(d, 0.3))):
+            want = _subset_variance_by_cells(o, 1000, idx, f)
+            # Twice: the weights made, then kept (the same answer).
+            for _ in range(2):
+                assert o.subset_variance(1000, idx, f) == pytest.approx(want, rel=1e-9)
+    assert len(owned(o, "_subset_weights_kept")) <= 16

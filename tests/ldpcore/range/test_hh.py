@@ -214,3 +214,12 @@ def test_answers_of_one_state_estimate_its_levels_once_and_equal_a_fresh_oracles
         for a, b in zip([*got, o.cdf(s)], [*want, want[2]], strict=True):
             np.testing.assert_array_equal(a, b)
     assert made == [s1.n, s2.n]
+
+
+def test_unbiased_cdf_from_kept_decompositions_equals_a_fresh_oracles_bit_for_bit() -> None:
+    o = ldpcore.make_oracle("hh", epsilon=1.0, domain_size=100, fanout=3)
+    states = [o.aggregate(o.perturb(np.random.default_rng(k).integers(0, 100, 3_000), rng=k))
+              for k in (1, 2)]
+    for st in states + states:  # the second time from the kept decompositions
+        fresh = ldpcore.make_oracle("hh", epsilon=1.0, domain_size=100, fanout=3)
+        assert np.array_equal(o.cdf(st), fresh.cdf(st))

@@ -159,6 +159,9 @@ class EncodedRows:
         return out
 
 
+_ROW_PREFIXES = ByIdentity(64)
+"""Row prefixes (:func:`_row_prefixes`) kept: per labels object, name and domain size."""
+
 _ROW_HEADS = ByIdentity(64)
 """Row heads (:func:`_row_heads`) kept: per (estimate, standard errors, labels) arrays."""
 
@@ -170,28 +173,32 @@ def _texts(values: list[Any]) -> list[bytes]:
     return out
 
 
+def _row_prefixes(labels: Sequence[str] | None, name: str, d: int) -> list[bytes]:
+    """Per entry of the domain, the start of its row's JSON up to the estimate's value
+    (``,{"label":"x","index":i,"estimate":``): the same for every state of a collection,
+    so made once per labels object and kept."""
+    def make() -> list[bytes]:
+        names = ([orjson.dumps(str(i)) for i in range(d)] if labels is None
+                 else [orjson.dumps(labels[i]) for i in range(d)])
+        start = b',{' + orjson.dumps(name) + b':'
+        return [b'%s%s,"index":%d,"estimate":' % (start, lab, i) for i, lab in enumerate(names)]
+    return _ROW_PREFIXES.get_or_make((labels,), (name, d), make)
+
+
 def _row_heads(ans: ldp_intervals.Answer, labels: Sequence[str] | None,
                name: str) -> list[bytes]:
     """Per entry of the domain, the level-free start of its row's JSON, up to the value
     of ``ci_low``: the same for every level of one prepared answer (whose arrays are
     shared by its answers at every level), so made once for them and kept (by the arrays'
-    identity; the arrays are held, so an id is not reused while kept)."""
-    return _ROW_HEADS.get_or_make((ans.estimate, ans.std_error, labels), name,
-                                  lambda: _make_row_heads(ans, labels, name))
-
-
-def _make_row_heads(ans: ldp_intervals.Answer, labels: Sequence[str] | None,
-                    name: str) -> list[bytes]:
-    d = int(np.asarray(ans.estimate).size)
-    names = ([orjson.dumps(str(i)) for i in range(d)] if labels is None
-             else [orjson.dumps(labels[i]) for i in range(d)])
-    est = _texts(np.asarray(ans.estimate).tolist())
-    se = ([b"null"] * d if ans.std_error is None
-          else _texts(np.asarray(ans.std_error).tolist()))
-    start = b',{' + orjson.dumps(name) + b':'
-    return [b"%s%s,\"index\":%d,\"estimate\":%s,\"std_error\":%s,\"ci_low\":"
-            % (start, lab, i, e, s)
-            for i, (lab, e, s) in enumerate(zip(names, est, se, strict=True))]
+    identity; the arrays are held, so an id is not reused while kept).  Its labels part
+    is kept per collection (:func:`_row_prefixes`): a new state writes two columns."""
+    def make() -> list[bytes]:
+        est = _texts(np.asarray(ans.estimate).tolist())
+        se = ([b"null"] * len(est) if ans.std_error is None
+              else _texts(np.asarray(ans.std_error).tolist()))
+        return [b'%b%b,"std_error":%b,"ci_low":' % row
+                for row in zip(_row_prefixes(labels, name, len(est)), est, se, strict=True)]
+    return _ROW_HEADS.get_or_make((ans.estimate, ans.std_error, labels), name, make)
 
 
 def _encoded_rows(ans: ldp_intervals.Answer, order: np.ndarray,

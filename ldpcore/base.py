@@ -374,8 +374,10 @@ def own(obj: Any, name: str, value: Any) -> None:
 KEPT_ESTIMATES = 3
 """States whose estimate a frequency oracle keeps (:meth:`FrequencyOracle.kept_estimate`)."""
 
-KEPT_ESTIMATE_MAX_BYTES = 4 << 20
-"""A state is kept if its counts (copied: they identify it) and estimate fit this many bytes."""
+KEPT_ESTIMATE_MAX_BYTES = 1 << 20
+"""A state is kept if its counts (copied: they identify it) and estimate fit this many bytes
+(an OLH state at d = 1,024 and its estimate: 60 KB; the bound keeps what a service holding
+many oracles keeps beside its byte-bounded caches to at most 3 MB an oracle)."""
 
 
 class KeptEstimate:

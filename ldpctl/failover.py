@@ -248,12 +248,17 @@ def _explaining_subset(parts: Sequence[tuple[int, np.ndarray]], want_n: int,
 
     A depth-first search that drops any branch overshooting ``n`` or, when every count is
     non-negative (GRR, unary encodings), any cell: a few dozen messages in doubt are
-    decided at once.  ``budget`` bounds the branches tried (then AssertionError).
+    decided at once.  A message that alone overshoots cannot be in the subset: it is left
+    out before the search (a leader kill can leave hundreds in doubt of which a few were
+    counted).  ``budget`` bounds the branches tried (then AssertionError).
     """
-    if len(parts) > 500:  # the search recurses once per message
-        raise AssertionError(f"{len(parts)} messages in doubt: too many to decide which ones")
     nonneg = all((c >= 0).all() for _, c in parts)
-    order = sorted(range(len(parts)), key=lambda i: -parts[i][0])
+    fits = [i for i, (n_i, c_i) in enumerate(parts)
+            if n_i <= want_n and (not nonneg or (c_i <= want).all())]
+    if len(fits) > 500:  # the search recurses once per message
+        raise AssertionError(f"{len(fits)} messages in doubt that could each have been "
+                             "counted: too many to decide which ones")
+    order = sorted(fits, key=lambda i: -parts[i][0])
     seen = [0]
 
     def search(k: int, left_n: int, left: np.ndarray, chosen: list[int]) -> list[int] | None:

@@ -53,3 +53,14 @@ def test_an_acknowledged_message_missing_is_refused() -> None:
     outcomes = [Outcome(v, "kafka", "acked") for v in acked]
     with pytest.raises(AssertionError, match="acknowledged reports were lost"):
         check_counted(SPEC, outcomes, _state(acked[1:]))
+
+
+def test_hundreds_in_doubt_of_which_a_few_reports_were_counted_are_decided() -> None:
+    # After a leader kill: 600 messages in doubt (1, 16 or 64 reports each), three
+    # one-report messages of them counted.  Those that alone overshoot are left out first.
+    acked, doubt = _messages(20, 6), _messages(600, 7)
+    counted = [doubt[i] for i in (0, 3, 597)]  # sizes[i % 3] == 1
+    outcomes = ([Outcome(v, "kafka", "acked") for v in acked]
+                + [Outcome(v, "kafka", "doubt") for v in doubt])
+    summary = check_counted(SPEC, outcomes, _state(acked + counted))
+    assert summary["doubt"] == 600 and summary["doubt_counted"] == 3
